@@ -1,0 +1,182 @@
+//! Server functions of the console and the wire types they exchange.
+//!
+//! Every server function checks the caller's console role on the server; hiding a link in
+//! the UI is a courtesy, not a control.
+
+use leptos::prelude::*;
+use leptos::server_fn::codec::JsonEncoding;
+use leptos::server_fn::error::{FromServerFnError, ServerFnErrorErr};
+use serde::{Deserialize, Serialize};
+
+/// Errors at the console's server-function boundary. What the browser sees: no internals.
+#[derive(Debug, Clone, PartialEq, thiserror::Error, Serialize, Deserialize)]
+pub enum ConsoleError {
+    #[error("Your session has ended. Sign in again.")]
+    Unauthorized,
+    #[error("This needs the {needed} console role; you are signed in as {actual}.")]
+    Forbidden { needed: String, actual: String },
+    #[error("{0}")]
+    Invalid(String),
+    #[error("Something went wrong on the server; the error is in the server log.")]
+    Internal,
+    #[error("{0}")]
+    Transport(String),
+}
+
+impl FromServerFnError for ConsoleError {
+    type Encoder = JsonEncoding;
+
+    fn from_server_fn_error(value: ServerFnErrorErr) -> Self {
+        ConsoleError::Transport(value.to_string())
+    }
+}
+
+/// The signed-in console user as the UI needs it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Me {
+    pub name: String,
+    pub role: String,
+}
+
+impl Me {
+    pub fn is_admin(&self) -> bool {
+        self.role == "admin"
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UserRow {
+    pub name: String,
+    pub role: String,
+    pub disabled: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DashboardOverview {
+    pub me: Me,
+    pub version: String,
+    pub database_ok: bool,
+    pub console_users: usize,
+}
+
+#[server(prefix = "/console/api")]
+pub async fn whoami() -> Result<Option<Me>, ConsoleError> {
+    Ok(ssr::current_user().await?.map(|u| Me {
+        name: u.name,
+        role: u.role.to_string(),
+    }))
+}
+
+#[server(prefix = "/console/api")]
+pub async fn overview() -> Result<DashboardOverview, ConsoleError> {
+    use skillgate_core::users::ConsoleRole;
+    let user = ssr::require(ConsoleRole::Viewer).await?;
+    let ctx = ssr::context();
+    let console_users = ctx.users.list().await.map_err(ssr::internal)?.len();
+    Ok(DashboardOverview {
+        me: Me {
+            name: user.name,
+            role: user.role.to_string(),
+        },
+        version: ctx.version.to_owned(),
+        database_ok: ctx.store.ping().await,
+        console_users,
+    })
+}
+
+#[server(prefix = "/console/api")]
+pub async fn list_users() -> Result<Vec<UserRow>, ConsoleError> {
+    use skillgate_core::users::ConsoleRole;
+    ssr::require(ConsoleRole::Admin).await?;
+    let users = ssr::context().users.list().await.map_err(ssr::internal)?;
+    Ok(users
+        .into_iter()
+        .map(|u| UserRow {
+            name: u.name,
+            role: u.role.to_string(),
+            disabled: u.disabled,
+        })
+        .collect())
+}
+
+/// Server-side plumbing shared by the server functions and the server binary.
+#[cfg(feature = "ssr")]
+pub mod ssr {
+    use http::StatusCode;
+    use leptos::prelude::*;
+    use leptos_axum::ResponseOptions;
+    use skillgate_core::store::Store;
+    use skillgate_core::users::{ConsoleRole, ConsoleUser, Users};
+
+    use super::ConsoleError;
+
+    /// The session key under which the signed-in console user's id is stored.
+    ///
+    /// The id is stored as a *string*: the workspace enables serde_json's
+    /// `arbitrary_precision` (exact decimal amounts in the policy engine), which encodes
+    /// JSON numbers as a private struct that the session store's MessagePack codec
+    /// cannot read back.
+    pub const USER_ID_KEY: &str = "console_user_id";
+
+    /// The signed-in console user's id, if any.
+    pub async fn session_user_id(
+        session: &tower_sessions::Session,
+    ) -> Result<Option<i64>, tower_sessions::session::Error> {
+        Ok(session
+            .get::<String>(USER_ID_KEY)
+            .await?
+            .and_then(|id| id.parse().ok()))
+    }
+
+    /// Core services the console needs, provided to every render and server function.
+    #[derive(Clone, Debug)]
+    pub struct ConsoleContext {
+        pub store: Store,
+        pub users: Users,
+        pub version: &'static str,
+    }
+
+    pub fn context() -> ConsoleContext {
+        expect_context::<ConsoleContext>()
+    }
+
+    /// Logs the cause on the server and gives the browser nothing but a generic message.
+    pub fn internal(error: impl std::fmt::Display) -> ConsoleError {
+        tracing::error!(%error, "console server function failed");
+        ConsoleError::Internal
+    }
+
+    fn set_status(status: StatusCode) {
+        if let Some(response) = use_context::<ResponseOptions>() {
+            response.set_status(status);
+        }
+    }
+
+    pub async fn current_user() -> Result<Option<ConsoleUser>, ConsoleError> {
+        let session: tower_sessions::Session = leptos_axum::extract().await.map_err(internal)?;
+        let Some(id) = session_user_id(&session).await.map_err(internal)? else {
+            return Ok(None);
+        };
+        let user = context().users.get(id).await.map_err(internal)?;
+        Ok(user.filter(|u| !u.disabled))
+    }
+
+    /// The signed-in user if their console role includes `needed`; otherwise an error, and
+    /// the page's HTTP status becomes 401 or 403.
+    pub async fn require(needed: ConsoleRole) -> Result<ConsoleUser, ConsoleError> {
+        match current_user().await? {
+            None => {
+                set_status(StatusCode::UNAUTHORIZED);
+                Err(ConsoleError::Unauthorized)
+            }
+            Some(user) if !user.role.allows(needed) => {
+                set_status(StatusCode::FORBIDDEN);
+                Err(ConsoleError::Forbidden {
+                    needed: needed.to_string(),
+                    actual: user.role.to_string(),
+                })
+            }
+            Some(user) => Ok(user),
+        }
+    }
+}

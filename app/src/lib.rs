@@ -1,0 +1,98 @@
+//! The Skillgate admin console: a Leptos app rendered on the server and hydrated in the
+//! browser. Pages call server functions (in [`api`]); server functions call core services
+//! taken from context. No SQL lives in this crate.
+
+pub mod api;
+mod layout;
+mod pages;
+
+use leptos::prelude::*;
+use leptos_meta::{MetaTags, Stylesheet, Title, provide_meta_context};
+use leptos_router::components::{ParentRoute, Route, Router, Routes};
+use leptos_router::{SsrMode, path};
+
+use crate::layout::ConsoleLayout;
+use crate::pages::{Dashboard, LoginPage, NotFound, Section, UsersPage};
+
+/// The HTML document around the app, rendered on the server.
+pub fn shell(options: LeptosOptions) -> impl IntoView {
+    view! {
+        <!DOCTYPE html>
+        <html lang="en">
+            <head>
+                <meta charset="utf-8" />
+                <meta name="viewport" content="width=device-width, initial-scale=1" />
+                <link rel="icon" href="/favicon.svg" type="image/svg+xml" />
+                <HydrationScripts options />
+                <MetaTags />
+            </head>
+            <body>
+                <App />
+            </body>
+        </html>
+    }
+}
+
+#[component]
+pub fn App() -> impl IntoView {
+    provide_meta_context();
+    // Every route renders fully on the server before the first byte (SsrMode::Async), so a
+    // browser without JavaScript gets complete pages, not Suspense fallbacks.
+    view! {
+        <Stylesheet id="leptos" href="/pkg/skillgate.css" />
+        <Title formatter=|page: String| format!("{page} · Skillgate") />
+        <Router>
+            <Routes fallback=|| view! { <NotFound /> }>
+                <Route path=path!("/login") view=LoginPage ssr=SsrMode::Async />
+                <ParentRoute path=path!("") view=ConsoleLayout ssr=SsrMode::Async>
+                    <Route path=path!("") view=Dashboard ssr=SsrMode::Async />
+                    <Route
+                        path=path!("roles")
+                        view=|| view! { <Section section=pages::SectionKind::Roles /> }
+                        ssr=SsrMode::Async
+                    />
+                    <Route
+                        path=path!("skills")
+                        view=|| view! { <Section section=pages::SectionKind::Skills /> }
+                        ssr=SsrMode::Async
+                    />
+                    <Route
+                        path=path!("tools")
+                        view=|| view! { <Section section=pages::SectionKind::Tools /> }
+                        ssr=SsrMode::Async
+                    />
+                    <Route
+                        path=path!("scopes")
+                        view=|| view! { <Section section=pages::SectionKind::Scopes /> }
+                        ssr=SsrMode::Async
+                    />
+                    <Route
+                        path=path!("sessions")
+                        view=|| view! { <Section section=pages::SectionKind::Sessions /> }
+                        ssr=SsrMode::Async
+                    />
+                    <Route
+                        path=path!("candidates")
+                        view=|| view! { <Section section=pages::SectionKind::Candidates /> }
+                        ssr=SsrMode::Async
+                    />
+                    <Route path=path!("users") view=UsersPage ssr=SsrMode::Async />
+                </ParentRoute>
+            </Routes>
+        </Router>
+    }
+}
+
+#[cfg(feature = "hydrate")]
+#[wasm_bindgen::prelude::wasm_bindgen]
+pub fn hydrate() {
+    console_error_panic_hook::set_once();
+    leptos::mount::hydrate_body(App);
+    // A flag the end-to-end suite waits for: it proves the wasm bundle loaded and hydrated,
+    // which a broken wasm-opt can silently prevent while the page still renders.
+    let _ = js_sys::Reflect::set(
+        &leptos::prelude::window(),
+        &"__skillgate_hydrated".into(),
+        &true.into(),
+    );
+}

@@ -1,0 +1,33 @@
+//! Console pages, one module each.
+
+mod dashboard;
+mod login;
+mod not_found;
+mod section;
+mod users;
+
+pub use dashboard::Dashboard;
+pub use login::LoginPage;
+pub use not_found::NotFound;
+pub use section::{Section, SectionKind};
+pub use users::UsersPage;
+
+use leptos::prelude::*;
+
+use crate::api::ConsoleError;
+
+/// How a page shows a failed server function: a clear sentence, styled as an alert.
+#[component]
+pub fn ErrorNotice(error: ConsoleError) -> impl IntoView {
+    let heading = match &error {
+        ConsoleError::Forbidden { .. } => "Not allowed",
+        ConsoleError::Unauthorized => "Signed out",
+        _ => "Could not load this page",
+    };
+    view! {
+        <div class="notice error" role="alert">
+            <strong>{heading}</strong>
+            <p>{error.to_string()}</p>
+        </div>
+    }
+}

@@ -1,0 +1,20 @@
+use leptos::prelude::*;
+use leptos_meta::Title;
+
+#[component]
+pub fn NotFound() -> impl IntoView {
+    #[cfg(feature = "ssr")]
+    if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
+        response.set_status(http::StatusCode::NOT_FOUND);
+    }
+    view! {
+        <Title text="Not found" />
+        <main class="content narrow">
+            <h1>"Page not found"</h1>
+            <p>"There is no console page at this address."</p>
+            <p>
+                <a href="/">"Back to the dashboard"</a>
+            </p>
+        </main>
+    }
+}

@@ -1,0 +1,312 @@
+//! Audit event types: what callers append ([`NewEvent`]) and what the chain stores
+//! ([`AuditEvent`]).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+/// What happened. Serialized (and stored) in snake_case, e.g. `call_allowed`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EventKind {
+    SessionStarted,
+    LearnGranted,
+    LearnDenied,
+    CallAllowed,
+    CallDenied,
+    CallResult,
+    Feedback,
+    AdminChange,
+}
+
+impl EventKind {
+    pub const ALL: [EventKind; 8] = [
+        EventKind::SessionStarted,
+        EventKind::LearnGranted,
+        EventKind::LearnDenied,
+        EventKind::CallAllowed,
+        EventKind::CallDenied,
+        EventKind::CallResult,
+        EventKind::Feedback,
+        EventKind::AdminChange,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventKind::SessionStarted => "session_started",
+            EventKind::LearnGranted => "learn_granted",
+            EventKind::LearnDenied => "learn_denied",
+            EventKind::CallAllowed => "call_allowed",
+            EventKind::CallDenied => "call_denied",
+            EventKind::CallResult => "call_result",
+            EventKind::Feedback => "feedback",
+            EventKind::AdminChange => "admin_change",
+        }
+    }
+}
+
+impl fmt::Display for EventKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown audit event kind `{0}`")]
+pub struct UnknownKind(pub String);
+
+impl FromStr for EventKind {
+    type Err = UnknownKind;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        EventKind::ALL
+            .into_iter()
+            .find(|kind| kind.as_str() == s)
+            .ok_or_else(|| UnknownKind(s.to_owned()))
+    }
+}
+
+/// An event to append. The log assigns `seq`, `at` and the hashes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewEvent {
+    pub kind: EventKind,
+    pub session_id: Option<String>,
+    /// The agent key name or the console user responsible for the event.
+    pub actor: Option<String>,
+    pub payload: Value,
+}
+
+/// How a downstream call ended, for [`NewEvent::call_result`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallOutcome {
+    Ok {
+        result_size: u64,
+        /// Hex SHA-256 of the result as returned to the agent.
+        result_digest: String,
+    },
+    Error {
+        message: String,
+    },
+}
+
+impl NewEvent {
+    pub fn new(kind: EventKind, payload: Value) -> Self {
+        Self {
+            kind,
+            session_id: None,
+            actor: None,
+            payload,
+        }
+    }
+
+    pub fn in_session(mut self, session_id: impl Into<String>) -> Self {
+        self.session_id = Some(session_id.into());
+        self
+    }
+
+    pub fn by(mut self, actor: impl Into<String>) -> Self {
+        self.actor = Some(actor.into());
+        self
+    }
+
+    pub fn session_started(
+        session_id: &str,
+        actor: &str,
+        scope: &str,
+        task_summary: Option<&str>,
+    ) -> Self {
+        Self::new(
+            EventKind::SessionStarted,
+            json!({ "scope": scope, "task_summary": task_summary }),
+        )
+        .in_session(session_id)
+        .by(actor)
+    }
+
+    /// `skill_versions` maps each skill of the learned role to the version served.
+    pub fn learn_granted(
+        session_id: &str,
+        actor: &str,
+        path: &str,
+        role: &str,
+        skill_versions: &BTreeMap<String, u32>,
+    ) -> Self {
+        Self::new(
+            EventKind::LearnGranted,
+            json!({ "path": path, "role": role, "skill_versions": skill_versions }),
+        )
+        .in_session(session_id)
+        .by(actor)
+    }
+
+    pub fn learn_denied(session_id: &str, actor: &str, path: &str, code: &str) -> Self {
+        Self::new(
+            EventKind::LearnDenied,
+            json!({ "path": path, "code": code }),
+        )
+        .in_session(session_id)
+        .by(actor)
+    }
+
+    /// `arguments` must already be redacted with [`super::redact_sensitive`].
+    pub fn call_allowed(
+        session_id: &str,
+        actor: &str,
+        tool: &str,
+        arguments: Value,
+        role: &str,
+        skill_versions: &BTreeMap<String, u32>,
+    ) -> Self {
+        Self::new(
+            EventKind::CallAllowed,
+            json!({
+                "tool": tool,
+                "arguments": arguments,
+                "decision": "allowed",
+                "role": role,
+                "skill_versions": skill_versions,
+            }),
+        )
+        .in_session(session_id)
+        .by(actor)
+    }
+
+    /// `arguments` must already be redacted with [`super::redact_sensitive`].
+    pub fn call_denied(
+        session_id: &str,
+        actor: &str,
+        tool: &str,
+        arguments: Value,
+        code: &str,
+        rule: Option<&str>,
+    ) -> Self {
+        Self::new(
+            EventKind::CallDenied,
+            json!({
+                "tool": tool,
+                "arguments": arguments,
+                "decision": "denied",
+                "code": code,
+                "rule": rule,
+            }),
+        )
+        .in_session(session_id)
+        .by(actor)
+    }
+
+    pub fn call_result(
+        session_id: &str,
+        actor: &str,
+        tool: &str,
+        duration_ms: u64,
+        outcome: &CallOutcome,
+    ) -> Self {
+        let payload = match outcome {
+            CallOutcome::Ok {
+                result_size,
+                result_digest,
+            } => json!({
+                "tool": tool,
+                "status": "ok",
+                "duration_ms": duration_ms,
+                "result_size": result_size,
+                "result_sha256": result_digest,
+            }),
+            CallOutcome::Error { message } => json!({
+                "tool": tool,
+                "status": "error",
+                "duration_ms": duration_ms,
+                "error": message,
+            }),
+        };
+        Self::new(EventKind::CallResult, payload)
+            .in_session(session_id)
+            .by(actor)
+    }
+
+    pub fn feedback(
+        session_id: &str,
+        actor: &str,
+        skill: &str,
+        rating: u8,
+        comment: Option<&str>,
+    ) -> Self {
+        Self::new(
+            EventKind::Feedback,
+            json!({ "skill": skill, "rating": rating, "comment": comment }),
+        )
+        .in_session(session_id)
+        .by(actor)
+    }
+
+    /// `target` names what changed, e.g. `limit:refunds/max_refund`; `before` is `null`
+    /// for a creation and `after` is `null` for a deletion.
+    pub fn admin_change(
+        actor: &str,
+        action: &str,
+        target: &str,
+        before: Value,
+        after: Value,
+    ) -> Self {
+        Self::new(
+            EventKind::AdminChange,
+            json!({ "action": action, "target": target, "before": before, "after": after }),
+        )
+        .by(actor)
+    }
+}
+
+/// One committed event, as read back from the chain.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AuditEvent {
+    pub seq: u64,
+    pub at: DateTime<Utc>,
+    pub session_id: Option<String>,
+    pub kind: EventKind,
+    pub actor: Option<String>,
+    pub payload: Value,
+    pub prev_hash: String,
+    pub hash: String,
+}
+
+/// What [`super::AuditLog::append`] answers once the event is durably committed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppendedEvent {
+    pub seq: u64,
+    pub hash: String,
+    pub at: DateTime<Utc>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_round_trips_through_its_snake_case_name() {
+        for kind in EventKind::ALL {
+            assert_eq!(kind.as_str().parse::<EventKind>().unwrap(), kind);
+            assert_eq!(serde_json::to_value(kind).unwrap(), json!(kind.as_str()));
+        }
+        assert!("CallAllowed".parse::<EventKind>().is_err());
+    }
+
+    #[test]
+    fn a_denied_call_records_its_code_and_rule() {
+        let event = NewEvent::call_denied(
+            "s1",
+            "agent",
+            "issue_refund",
+            json!({}),
+            "GOVERNANCE_VIOLATION",
+            Some("max_refund"),
+        );
+        assert_eq!(event.kind, EventKind::CallDenied);
+        assert_eq!(event.payload["code"], "GOVERNANCE_VIOLATION");
+        assert_eq!(event.payload["rule"], "max_refund");
+        assert_eq!(event.session_id.as_deref(), Some("s1"));
+    }
+}

@@ -1,0 +1,279 @@
+//! The `AuditLog` service: group-committed appends, verification, export.
+
+use std::io::Write;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use futures::stream::{BoxStream, StreamExt, TryStreamExt};
+use tokio::sync::{mpsc, oneshot};
+
+use super::chain::{self, ChainVerifier, VerifyReport, canonical_json};
+use super::event::{AppendedEvent, AuditEvent, EventKind, NewEvent};
+use super::export::{ExportError, ExportFilter, ExportFormat, ExportWriter};
+use crate::store::audit::{Anchor, AuditRow};
+use crate::store::{Store, StoreError};
+
+/// Events committed in one transaction at most.
+const MAX_GROUP: usize = 512;
+const QUEUE: usize = 1024;
+
+#[derive(Debug, thiserror::Error)]
+pub enum AuditError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("the audit writer has stopped")]
+    WriterStopped,
+    #[error(transparent)]
+    Export(#[from] ExportError),
+    #[error("stored audit event {seq} is unreadable: {detail}")]
+    Corrupt { seq: u64, detail: String },
+}
+
+/// An event ready for the chain: payload already canonical.
+struct Prepared {
+    kind: EventKind,
+    session_id: Option<String>,
+    actor: Option<String>,
+    payload: String,
+}
+
+struct Job {
+    events: Vec<Prepared>,
+    reply: oneshot::Sender<Result<Vec<AppendedEvent>, AuditError>>,
+}
+
+/// The append-only, hash-chained audit log.
+///
+/// Appends go through one writer task that commits every event waiting at that moment
+/// in a single transaction (group commit), so many concurrent appends cost few fsyncs.
+#[derive(Clone, Debug)]
+pub struct AuditLog {
+    store: Store,
+    jobs: mpsc::Sender<Job>,
+}
+
+impl AuditLog {
+    /// Starts the writer task; call inside a Tokio runtime. The task ends when the last
+    /// clone of the log is dropped.
+    pub fn new(store: Store) -> Self {
+        let (jobs, queue) = mpsc::channel(QUEUE);
+        tokio::spawn(run_writer(store.clone(), queue));
+        Self { store, jobs }
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Appends one event and returns once it is durably committed. If the caller stops
+    /// waiting, the event may still be committed.
+    pub async fn append(&self, event: NewEvent) -> Result<AppendedEvent, AuditError> {
+        let mut appended = self.append_batch(vec![event]).await?;
+        Ok(appended.remove(0))
+    }
+
+    /// Appends events with consecutive seqs, all committed or none.
+    pub async fn append_batch(
+        &self,
+        events: Vec<NewEvent>,
+    ) -> Result<Vec<AppendedEvent>, AuditError> {
+        if events.is_empty() {
+            return Ok(Vec::new());
+        }
+        let events = events
+            .into_iter()
+            .map(|event| Prepared {
+                kind: event.kind,
+                session_id: event.session_id,
+                actor: event.actor,
+                payload: canonical_json(&event.payload),
+            })
+            .collect();
+        let (reply, answer) = oneshot::channel();
+        self.jobs
+            .send(Job { events, reply })
+            .await
+            .map_err(|_| AuditError::WriterStopped)?;
+        answer.await.map_err(|_| AuditError::WriterStopped)?
+    }
+
+    /// The newest committed event (or anchor, or genesis): record it elsewhere to detect a
+    /// later truncation of the chain.
+    pub async fn tip(&self) -> Result<Anchor, AuditError> {
+        Ok(self.store.audit_tip().await?)
+    }
+
+    /// Walks the whole stored chain, from the newest retention anchor, in constant memory.
+    pub async fn verify(&self) -> Result<VerifyReport, AuditError> {
+        let start = self
+            .store
+            .audit_latest_anchor()
+            .await?
+            .unwrap_or_else(Anchor::genesis);
+        let mut verifier = ChainVerifier::new(start.clone());
+        let mut rows = self.store.audit_events(start.seq, None);
+        let mut read = 0u32;
+        while let Some(row) = rows.try_next().await? {
+            verifier.push(&row);
+            read = read.wrapping_add(1);
+            // Rows often arrive already buffered: let other tasks run during a long walk.
+            if read.is_multiple_of(1024) {
+                tokio::task::yield_now().await;
+            }
+        }
+        Ok(verifier.finish())
+    }
+
+    /// Events in seq order, optionally of one session (a session timeline).
+    pub fn events<'a>(
+        &'a self,
+        session_id: Option<&'a str>,
+    ) -> BoxStream<'a, Result<AuditEvent, AuditError>> {
+        self.store
+            .audit_events(0, session_id)
+            .map(|row| decode(row?))
+            .boxed()
+    }
+
+    /// Streams the chain (or one session) to `writer`; returns the number of events.
+    /// Pass a buffered writer.
+    pub async fn export<W: Write + Send>(
+        &self,
+        filter: &ExportFilter,
+        format: ExportFormat,
+        writer: W,
+    ) -> Result<u64, AuditError> {
+        let mut out = ExportWriter::new(format, writer)?;
+        let mut rows = self.store.audit_events(0, filter.session_id.as_deref());
+        let mut count = 0;
+        while let Some(row) = rows.try_next().await? {
+            out.write(&row)?;
+            count += 1;
+        }
+        out.finish()?;
+        Ok(count)
+    }
+
+    /// Deletes events up to and including `seq`, keeping their last hash as the anchor
+    /// later verification starts from.
+    pub async fn prune_through(&self, seq: u64) -> Result<Anchor, AuditError> {
+        Ok(self
+            .store
+            .audit_prune_through(seq, &timestamp(Utc::now()))
+            .await?)
+    }
+}
+
+fn timestamp(at: DateTime<Utc>) -> String {
+    at.to_rfc3339_opts(SecondsFormat::Micros, true)
+}
+
+fn decode(row: AuditRow) -> Result<AuditEvent, AuditError> {
+    let corrupt = |detail: String| AuditError::Corrupt {
+        seq: row.seq,
+        detail,
+    };
+    let at = DateTime::parse_from_rfc3339(&row.at)
+        .map_err(|err| corrupt(format!("at: {err}")))?
+        .with_timezone(&Utc);
+    let kind = row.kind.parse().map_err(|err| corrupt(format!("{err}")))?;
+    let payload =
+        serde_json::from_str(&row.payload).map_err(|err| corrupt(format!("payload: {err}")))?;
+    Ok(AuditEvent {
+        seq: row.seq,
+        at,
+        session_id: row.session_id,
+        kind,
+        actor: row.actor,
+        payload,
+        prev_hash: row.prev_hash,
+        hash: row.hash,
+    })
+}
+
+async fn run_writer(store: Store, mut queue: mpsc::Receiver<Job>) {
+    while let Some(first) = queue.recv().await {
+        let mut pending = first.events.len();
+        let mut group = vec![first];
+        while pending < MAX_GROUP {
+            match queue.try_recv() {
+                Ok(job) => {
+                    pending += job.events.len();
+                    group.push(job);
+                }
+                Err(_) => break,
+            }
+        }
+        commit_group(&store, group).await;
+    }
+}
+
+async fn commit_group(store: &Store, group: Vec<Job>) {
+    let events = group.iter().flat_map(|job| job.events.iter());
+    match write(store, events).await {
+        Ok(appended) => {
+            let mut appended = appended.into_iter();
+            for job in group {
+                let mine = appended.by_ref().take(job.events.len()).collect();
+                let _ = job.reply.send(Ok(mine));
+            }
+        }
+        Err(err) if group.len() == 1 => {
+            tracing::error!(error = %err, "audit append failed");
+            let _ = group.into_iter().next().map(|job| job.reply.send(Err(err)));
+        }
+        // Commit each caller's events on their own, so one caller's failure is theirs
+        // alone and every caller gets an answer about its own events.
+        Err(err) => {
+            tracing::warn!(error = %err, callers = group.len(), "audit group commit failed, retrying per caller");
+            for job in group {
+                let result = write(store, job.events.iter()).await;
+                if let Err(err) = &result {
+                    tracing::error!(error = %err, "audit append failed");
+                }
+                let _ = job.reply.send(result);
+            }
+        }
+    }
+}
+
+async fn write<'a>(
+    store: &Store,
+    events: impl Iterator<Item = &'a Prepared>,
+) -> Result<Vec<AppendedEvent>, AuditError> {
+    let now = Utc::now();
+    let at = timestamp(now);
+    let rows = store
+        .audit_append_with(|tip| {
+            let mut tip = tip.clone();
+            events
+                .map(|event| {
+                    let row = chain::link(
+                        &tip,
+                        at.clone(),
+                        event.session_id.clone(),
+                        event.kind.as_str().to_owned(),
+                        event.actor.clone(),
+                        event.payload.clone(),
+                    );
+                    tip = Anchor {
+                        seq: row.seq,
+                        hash: row.hash.clone(),
+                    };
+                    row
+                })
+                .collect()
+        })
+        .await?;
+    // Stored `at` has microsecond precision; answer with exactly what was stored.
+    let at = DateTime::parse_from_rfc3339(&at)
+        .map(|at| at.with_timezone(&Utc))
+        .unwrap_or(now);
+    Ok(rows
+        .into_iter()
+        .map(|row| AppendedEvent {
+            seq: row.seq,
+            hash: row.hash,
+            at,
+        })
+        .collect())
+}

@@ -1,0 +1,16 @@
+//! Skillgate's domain core.
+//!
+//! Everything the two doors (the MCP endpoint and the admin console) share lives here:
+//! the catalog model, limits, the pure policy engine, governance sessions, the audit
+//! chain, skill revisions, the store (all SQL) and upstream connectors. Nothing in this
+//! crate knows about HTTP, Leptos or MCP framing.
+
+pub mod audit;
+pub mod demo;
+pub mod keys;
+pub mod model;
+pub mod policy;
+pub mod slug;
+pub mod store;
+pub mod upstream;
+pub mod users;

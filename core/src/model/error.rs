@@ -1,0 +1,39 @@
+//! Why a catalog entry was refused when it was saved.
+
+use crate::slug::Slug;
+
+/// A catalog entry that cannot be saved. Every variant names the offending item so the
+/// console can show the admin what to fix.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CatalogError {
+    #[error("the role description is {0} characters; at most {max} are allowed", max = super::MAX_ROLE_DESCRIPTION)]
+    DescriptionTooLong(usize),
+    #[error("the {0} must not be empty")]
+    Empty(&'static str),
+    #[error("unknown tool `{0}`")]
+    UnknownTool(String),
+    #[error("unknown skill `{0}`")]
+    UnknownSkill(Slug),
+    #[error("unknown role `{0}`")]
+    UnknownRole(Slug),
+    #[error("unknown upstream `{0}`")]
+    UnknownUpstream(Slug),
+    #[error("the limit on `{tool}` does not apply: role `{role}` does not grant `{tool}`")]
+    ToolNotGranted { role: Slug, tool: String },
+    #[error("tool `{tool}` has no argument `{arg}`")]
+    UnknownArgument { tool: String, arg: String },
+    #[error("`{tool}.{arg}` is not a number, so it cannot be bounded or summed")]
+    NotNumeric { tool: String, arg: String },
+    #[error("`{tool}.{arg}` is not a string, so it cannot have a maximum length")]
+    NotString { tool: String, arg: String },
+    #[error("`{tool}` cannot require itself to have succeeded first")]
+    RequiresItself { tool: String },
+    #[error("the limit on `{tool}` is empty: {what}")]
+    EmptyLimit { tool: String, what: &'static str },
+    #[error("a cap on `{tool}` must not be negative")]
+    NegativeCap { tool: String },
+    #[error("the input schema of `{tool}` is not a valid JSON Schema: {reason}")]
+    InvalidSchema { tool: String, reason: String },
+    #[error("`{0}` is listed twice")]
+    Duplicate(String),
+}

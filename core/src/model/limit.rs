@@ -1,0 +1,288 @@
+//! Limits: rules a role declares on the tools it grants, stored as tagged JSON.
+
+use std::fmt;
+
+use rust_decimal::Decimal;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{CatalogError, ToolSpec};
+use crate::slug::Slug;
+
+/// A comparison in a per-call argument bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CmpOp {
+    #[serde(rename = "<")]
+    Lt,
+    #[serde(rename = "<=")]
+    Le,
+    #[serde(rename = ">")]
+    Gt,
+    #[serde(rename = ">=")]
+    Ge,
+    #[serde(rename = "==")]
+    Eq,
+}
+
+impl CmpOp {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Self::Lt => "<",
+            Self::Le => "<=",
+            Self::Gt => ">",
+            Self::Ge => ">=",
+            Self::Eq => "==",
+        }
+    }
+
+    pub fn holds(self, left: Decimal, right: Decimal) -> bool {
+        match self {
+            Self::Lt => left < right,
+            Self::Le => left <= right,
+            Self::Gt => left > right,
+            Self::Ge => left >= right,
+            Self::Eq => left == right,
+        }
+    }
+
+    fn words(self) -> &'static str {
+        match self {
+            Self::Lt => "less than",
+            Self::Le => "at most",
+            Self::Gt => "greater than",
+            Self::Ge => "at least",
+            Self::Eq => "exactly",
+        }
+    }
+}
+
+/// What a per-call bound checks about one argument.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "check", rename_all = "snake_case")]
+pub enum ArgCheck {
+    /// The argument is a number and `argument <op> value` holds, compared exactly.
+    Compare { op: CmpOp, value: Decimal },
+    /// The argument equals one of these values (numbers compared exactly).
+    OneOf { values: Vec<Value> },
+    /// The argument is a string of at most `max` characters.
+    MaxLength { max: usize },
+}
+
+/// A rule a role declares on one of its tools. The JSON form is tagged by `kind`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Limit {
+    /// Every call: `tool.arg` must pass `check`.
+    ArgBound {
+        tool: String,
+        arg: String,
+        #[serde(flatten)]
+        check: ArgCheck,
+    },
+    /// Per session: the sum of `tool.arg` over allowed calls stays at most `max`.
+    SumCap {
+        tool: String,
+        arg: String,
+        max: Decimal,
+    },
+    /// Per session: `tool` is allowed at most `max` times.
+    CountCap { tool: String, max: u32 },
+    /// `tool` may run only after every tool in `after` has succeeded in the same session.
+    Requires { tool: String, after: Vec<String> },
+}
+
+impl Limit {
+    /// The tool this limit bounds.
+    pub fn tool(&self) -> &str {
+        match self {
+            Self::ArgBound { tool, .. }
+            | Self::SumCap { tool, .. }
+            | Self::CountCap { tool, .. }
+            | Self::Requires { tool, .. } => tool,
+        }
+    }
+
+    /// The one readable sentence an agent reads when it learns the role.
+    pub fn sentence(&self) -> String {
+        match self {
+            Self::ArgBound { tool, arg, check } => match check {
+                ArgCheck::Compare { op, value } => {
+                    format!(
+                        "Each call to `{tool}` must have `{arg}` {} {value}.",
+                        op.words()
+                    )
+                }
+                ArgCheck::OneOf { values } => {
+                    let listed: Vec<String> = values.iter().map(Value::to_string).collect();
+                    format!(
+                        "Each call to `{tool}` must have `{arg}` set to one of {}.",
+                        join_or(&listed)
+                    )
+                }
+                ArgCheck::MaxLength { max } => {
+                    format!("Each call to `{tool}` must have `{arg}` of at most {max} characters.")
+                }
+            },
+            Self::SumCap { tool, arg, max } => format!(
+                "The `{arg}` of all allowed `{tool}` calls in a session must add up to at most {max}."
+            ),
+            Self::CountCap { tool, max } => {
+                let times = if *max == 1 {
+                    "once".to_owned()
+                } else {
+                    format!("{max} times")
+                };
+                format!("`{tool}` may be called at most {times} per session.")
+            }
+            Self::Requires { tool, after } => {
+                let listed: Vec<String> = after.iter().map(|t| format!("`{t}`")).collect();
+                let verb = if after.len() == 1 { "has" } else { "have" };
+                format!(
+                    "`{tool}` may run only after {} {verb} succeeded earlier in the same session.",
+                    join_and(&listed)
+                )
+            }
+        }
+    }
+
+    /// Checks the limit against the tool it bounds, as declared by `role`.
+    ///
+    /// `tool_spec` finds a tool of the catalog by name; `granted` says whether `role` grants it.
+    pub fn validate<'c>(
+        &self,
+        role: &Slug,
+        tool_spec: impl Fn(&str) -> Option<&'c ToolSpec>,
+        granted: impl Fn(&str) -> bool,
+    ) -> Result<(), CatalogError> {
+        let tool = self.tool();
+        let spec = tool_spec(tool).ok_or_else(|| CatalogError::UnknownTool(tool.to_owned()))?;
+        if !granted(tool) {
+            return Err(CatalogError::ToolNotGranted {
+                role: role.clone(),
+                tool: tool.to_owned(),
+            });
+        }
+        let arg_kind = |arg: &str| {
+            argument_kind(spec, arg).ok_or_else(|| CatalogError::UnknownArgument {
+                tool: tool.to_owned(),
+                arg: arg.to_owned(),
+            })
+        };
+        let not_numeric = |arg: &str| CatalogError::NotNumeric {
+            tool: tool.to_owned(),
+            arg: arg.to_owned(),
+        };
+        match self {
+            Self::ArgBound { arg, check, .. } => {
+                let kind = arg_kind(arg)?;
+                match check {
+                    ArgCheck::Compare { .. } if !kind.numeric => return Err(not_numeric(arg)),
+                    ArgCheck::MaxLength { .. } if !kind.string => {
+                        return Err(CatalogError::NotString {
+                            tool: tool.to_owned(),
+                            arg: arg.clone(),
+                        });
+                    }
+                    ArgCheck::OneOf { values } if values.is_empty() => {
+                        return Err(CatalogError::EmptyLimit {
+                            tool: tool.to_owned(),
+                            what: "no allowed values",
+                        });
+                    }
+                    _ => {}
+                }
+            }
+            Self::SumCap { arg, max, .. } => {
+                if !arg_kind(arg)?.numeric {
+                    return Err(not_numeric(arg));
+                }
+                if max.is_sign_negative() {
+                    return Err(CatalogError::NegativeCap {
+                        tool: tool.to_owned(),
+                    });
+                }
+            }
+            Self::CountCap { .. } => {}
+            Self::Requires { after, .. } => {
+                if after.is_empty() {
+                    return Err(CatalogError::EmptyLimit {
+                        tool: tool.to_owned(),
+                        what: "no required tools",
+                    });
+                }
+                for required in after {
+                    if required == tool {
+                        return Err(CatalogError::RequiresItself {
+                            tool: tool.to_owned(),
+                        });
+                    }
+                    if tool_spec(required).is_none() {
+                        return Err(CatalogError::UnknownTool(required.clone()));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The compact notation admins write and the console shows, e.g. `sum(process_refund.amount) <= 1000`.
+impl fmt::Display for Limit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::ArgBound { tool, arg, check } => match check {
+                ArgCheck::Compare { op, value } => {
+                    write!(f, "{tool}.{arg} {} {value}", op.symbol())
+                }
+                ArgCheck::OneOf { values } => {
+                    let listed: Vec<String> = values.iter().map(Value::to_string).collect();
+                    write!(f, "{tool}.{arg} in [{}]", listed.join(", "))
+                }
+                ArgCheck::MaxLength { max } => write!(f, "len({tool}.{arg}) <= {max}"),
+            },
+            Self::SumCap { tool, arg, max } => write!(f, "sum({tool}.{arg}) <= {max}"),
+            Self::CountCap { tool, max } => write!(f, "count({tool}) <= {max}"),
+            Self::Requires { tool, after } => write!(f, "{tool} requires {}", after.join(", ")),
+        }
+    }
+}
+
+struct ArgKind {
+    numeric: bool,
+    string: bool,
+}
+
+/// The declared JSON type of a top-level argument; `None` when the schema does not declare it.
+fn argument_kind(spec: &ToolSpec, arg: &str) -> Option<ArgKind> {
+    let property = spec.input_schema.get("properties")?.get(arg)?;
+    let types: Vec<&str> = match property.get("type") {
+        Some(Value::String(t)) => vec![t.as_str()],
+        Some(Value::Array(ts)) => ts
+            .iter()
+            .filter_map(Value::as_str)
+            .filter(|t| *t != "null")
+            .collect(),
+        _ => Vec::new(),
+    };
+    let all = |wanted: &[&str]| !types.is_empty() && types.iter().all(|t| wanted.contains(t));
+    Some(ArgKind {
+        numeric: all(&["number", "integer"]),
+        string: all(&["string"]),
+    })
+}
+
+fn join_and(items: &[String]) -> String {
+    join_with(items, "and")
+}
+
+fn join_or(items: &[String]) -> String {
+    join_with(items, "or")
+}
+
+fn join_with(items: &[String], word: &str) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} {word} {last}", init.join(", ")),
+    }
+}

@@ -1,0 +1,19 @@
+//! Catalog domain types: tools, upstreams, skills, roles, limits and scopes.
+
+mod catalog;
+mod error;
+mod limit;
+mod role;
+mod scope;
+mod skill;
+mod tool;
+mod upstream;
+
+pub use catalog::{Catalog, CatalogDraft, CatalogTool};
+pub use error::CatalogError;
+pub use limit::{ArgCheck, CmpOp, Limit};
+pub use role::{MAX_ROLE_DESCRIPTION, Role};
+pub use scope::Scope;
+pub use skill::{Resource, Skill, SkillVersion};
+pub use tool::ToolSpec;
+pub use upstream::{Upstream, UpstreamKind};

@@ -1,0 +1,164 @@
+//! One role's limits on one tool, ordered for evaluation and checked against a call.
+
+use rust_decimal::Decimal;
+use serde_json::{Map, Value};
+
+use super::amount::{AmountError, decimal_from_json};
+use super::{ReservedAmount, Usage};
+use crate::model::{ArgCheck, Limit};
+
+/// A limit with its sentence rendered once, when the catalog is compiled.
+#[derive(Debug, Clone)]
+pub(crate) struct Rule {
+    pub limit: Limit,
+    pub sentence: String,
+}
+
+/// The rules one role places on one tool, in the order DESIGN.md fixes:
+/// step-order guards, then per-call bounds, then cumulative caps.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ToolRules {
+    rules: Vec<Rule>,
+}
+
+fn stage(limit: &Limit) -> u8 {
+    match limit {
+        Limit::Requires { .. } => 0,
+        Limit::ArgBound { .. } => 1,
+        Limit::SumCap { .. } | Limit::CountCap { .. } => 2,
+    }
+}
+
+/// A rule that did not pass: the sentence plus what this call did wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Failure {
+    pub rule: String,
+}
+
+impl ToolRules {
+    pub fn push(&mut self, limit: Limit) {
+        let sentence = limit.sentence();
+        self.rules.push(Rule { limit, sentence });
+        // Stable: within a stage, declaration order is kept.
+        self.rules.sort_by_key(|r| stage(&r.limit));
+    }
+
+    /// Checks every rule; on success returns the amounts the call adds to cumulative caps.
+    pub fn check(
+        &self,
+        role: &str,
+        tool: &str,
+        args: &Map<String, Value>,
+        usage: &Usage,
+    ) -> Result<Vec<ReservedAmount>, Failure> {
+        let mut amounts: Vec<ReservedAmount> = Vec::new();
+        for rule in &self.rules {
+            let fail = |detail: String| Failure {
+                rule: format!("{} {detail}", rule.sentence),
+            };
+            match &rule.limit {
+                Limit::Requires { after, .. } => {
+                    let missing: Vec<&str> = after
+                        .iter()
+                        .map(String::as_str)
+                        .filter(|t| !usage.has_succeeded(t))
+                        .collect();
+                    if !missing.is_empty() {
+                        return Err(fail(format!(
+                            "Not yet succeeded: `{}`.",
+                            missing.join("`, `")
+                        )));
+                    }
+                }
+                Limit::ArgBound { arg, check, .. } => {
+                    check_bound(arg, check, args).map_err(fail)?
+                }
+                Limit::SumCap { arg, max, .. } => {
+                    let amount = number_arg(args, arg).map_err(fail)?;
+                    if amount.is_sign_negative() && !amount.is_zero() {
+                        return Err(fail(format!(
+                            "A negative `{arg}` ({amount}) cannot count toward a cap."
+                        )));
+                    }
+                    let used = usage.sum(role, tool, arg);
+                    let total = used.checked_add(amount);
+                    if total.is_none_or(|total| total > *max) {
+                        return Err(fail(format!(
+                            "{used} already used; this call adds {amount}."
+                        )));
+                    }
+                    if !amounts.iter().any(|a| a.arg == *arg) {
+                        amounts.push(ReservedAmount {
+                            arg: arg.clone(),
+                            amount,
+                        });
+                    }
+                }
+                Limit::CountCap { max, .. } => {
+                    let count = usage.count(role, tool);
+                    if count >= *max {
+                        return Err(fail(format!("Already called {count} times.")));
+                    }
+                }
+            }
+        }
+        Ok(amounts)
+    }
+}
+
+fn number_arg(args: &Map<String, Value>, arg: &str) -> Result<Decimal, String> {
+    let value = args
+        .get(arg)
+        .ok_or_else(|| format!("`{arg}` is missing, so the limit cannot be checked."))?;
+    decimal_from_json(value)
+        .map_err(|e: AmountError| format!("`{arg}` {e}, so the limit cannot be checked."))
+}
+
+fn check_bound(arg: &str, check: &ArgCheck, args: &Map<String, Value>) -> Result<(), String> {
+    match check {
+        ArgCheck::Compare { op, value } => {
+            let actual = number_arg(args, arg)?;
+            if op.holds(actual, *value) {
+                Ok(())
+            } else {
+                Err(format!("This call has `{arg}` = {actual}."))
+            }
+        }
+        ArgCheck::OneOf { values } => {
+            let actual = args
+                .get(arg)
+                .ok_or_else(|| format!("`{arg}` is missing, so the limit cannot be checked."))?;
+            if values.iter().any(|allowed| same_value(allowed, actual)) {
+                Ok(())
+            } else {
+                Err(format!("This call has `{arg}` = {actual}."))
+            }
+        }
+        ArgCheck::MaxLength { max } => match args.get(arg) {
+            Some(Value::String(text)) if text.chars().count() <= *max => Ok(()),
+            Some(Value::String(text)) => Err(format!(
+                "This call's `{arg}` has {} characters.",
+                text.chars().count()
+            )),
+            Some(_) => Err(format!(
+                "`{arg}` is not a string, so the limit cannot be checked."
+            )),
+            None => Err(format!(
+                "`{arg}` is missing, so the limit cannot be checked."
+            )),
+        },
+    }
+}
+
+/// Numbers are equal when their exact decimals are (`5` and `5.0`); other values as JSON.
+fn same_value(allowed: &Value, actual: &Value) -> bool {
+    match (allowed, actual) {
+        (Value::Number(_), Value::Number(_)) => {
+            match (decimal_from_json(allowed), decimal_from_json(actual)) {
+                (Ok(a), Ok(b)) => a == b,
+                _ => false,
+            }
+        }
+        _ => allowed == actual,
+    }
+}

@@ -1,0 +1,1024 @@
+//! SQL for the governance catalog: upstreams, tools, versioned skills, roles and scopes.
+
+use chrono::Utc;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use sqlx::{Row, SqliteConnection};
+
+use super::{Store, StoreError, stamp};
+use crate::demo::catalog::{DEMO_UPSTREAM, demo_catalog};
+use crate::model::{
+    Catalog, CatalogError, CatalogTool, Role, Scope, Skill, SkillVersion, ToolSpec, Upstream,
+    UpstreamKind,
+};
+use crate::policy::CompiledCatalog;
+use crate::slug::Slug;
+
+/// A catalog entry with the revision an update must quote (optimistic concurrency).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Revised<T> {
+    pub value: T,
+    pub revision: i64,
+}
+
+fn decode_err(what: &str, e: impl std::fmt::Display) -> sqlx::Error {
+    sqlx::Error::Decode(format!("stored {what} is unreadable: {e}").into())
+}
+
+fn from_json<T: DeserializeOwned>(what: &str, text: &str) -> Result<T, sqlx::Error> {
+    serde_json::from_str(text).map_err(|e| decode_err(what, e))
+}
+
+fn to_json(value: &impl Serialize) -> String {
+    serde_json::to_string(value).expect("catalog values serialize")
+}
+
+fn slug_of(what: &str, text: &str) -> Result<Slug, sqlx::Error> {
+    Slug::parse(text).map_err(|e| decode_err(what, e))
+}
+
+fn conflict(kind: &str, slug: &str, expected: i64, actual: i64) -> StoreError {
+    StoreError::Conflict(format!(
+        "{kind} `{slug}` was changed by someone else (now at revision {actual}, your edit is based on {expected}); reload it and try again"
+    ))
+}
+
+impl Store {
+    /// The whole catalog with current skill versions, to compile a snapshot from.
+    pub async fn load_catalog(&self) -> Result<Catalog, StoreError> {
+        let mut conn = self.pool().acquire().await?;
+        load_catalog(&mut conn).await
+    }
+
+    /// Loads and compiles the catalog: what the MCP layer puts into its `CatalogHandle`.
+    pub async fn compiled_catalog(&self) -> Result<CompiledCatalog, StoreError> {
+        Ok(CompiledCatalog::compile(self.load_catalog().await?))
+    }
+
+    pub async fn upsert_upstream(&self, upstream: &Upstream) -> Result<(), StoreError> {
+        let mut conn = self.pool().acquire().await?;
+        upsert_upstream(&mut conn, upstream).await
+    }
+
+    pub async fn list_upstreams(&self) -> Result<Vec<Upstream>, StoreError> {
+        let mut conn = self.pool().acquire().await?;
+        Ok(list_upstreams(&mut conn).await?)
+    }
+
+    /// Replaces the tool list of `upstream` with what its `tools/list` returned.
+    ///
+    /// Sensitive-argument markings are the admin's: an incoming spec without any keeps the
+    /// stored ones. A tool name another upstream already provides is a conflict.
+    pub async fn upsert_tools(
+        &self,
+        upstream: &Slug,
+        tools: &[ToolSpec],
+    ) -> Result<(), StoreError> {
+        let mut tx = self.pool().begin().await?;
+        upsert_tools(&mut tx, upstream, tools).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Marks which arguments of a tool the audit stores as a digest only.
+    pub async fn set_sensitive_args(&self, tool: &str, args: &[String]) -> Result<(), StoreError> {
+        let done =
+            sqlx::query("UPDATE tools SET sensitive_args = ?, updated_at = ? WHERE name = ?")
+                .bind(to_json(&args))
+                .bind(stamp(Utc::now()))
+                .bind(tool)
+                .execute(self.pool())
+                .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound(format!("tool `{tool}`")));
+        }
+        Ok(())
+    }
+
+    pub async fn list_tools(&self) -> Result<Vec<CatalogTool>, StoreError> {
+        let mut conn = self.pool().acquire().await?;
+        Ok(list_tools(&mut conn).await?)
+    }
+
+    /// Creates a skill at version 1.
+    pub async fn create_skill(&self, skill: &Skill) -> Result<Revised<SkillVersion>, StoreError> {
+        let mut tx = self.pool().begin().await?;
+        let catalog = load_catalog(&mut tx).await?;
+        catalog.validate_skill(skill)?;
+        if catalog.skill(skill.slug.as_str()).is_some() {
+            return Err(StoreError::Conflict(format!(
+                "skill `{}` already exists",
+                skill.slug
+            )));
+        }
+        let saved = insert_skill(&mut tx, skill).await?;
+        tx.commit().await?;
+        Ok(saved)
+    }
+
+    /// Saves a new version of a skill and makes it current. The roles that use the skill
+    /// are re-checked, so a save cannot strand a limit on a tool no longer granted.
+    pub async fn update_skill(
+        &self,
+        skill: &Skill,
+        expected_revision: i64,
+    ) -> Result<Revised<SkillVersion>, StoreError> {
+        let mut tx = self.pool().begin().await?;
+        let mut catalog = load_catalog(&mut tx).await?;
+        let (latest, revision) = skill_head(&mut tx, &skill.slug).await?;
+        if revision != expected_revision {
+            return Err(conflict(
+                "skill",
+                skill.slug.as_str(),
+                expected_revision,
+                revision,
+            ));
+        }
+        catalog.validate_skill(skill)?;
+        let version = latest + 1;
+        if let Some(existing) = catalog
+            .skills
+            .iter_mut()
+            .find(|s| s.skill.slug == skill.slug)
+        {
+            *existing = SkillVersion {
+                version: version as u32,
+                skill: skill.clone(),
+            };
+        }
+        for role in catalog
+            .roles
+            .iter()
+            .filter(|r| r.skills.contains(&skill.slug))
+        {
+            catalog.validate_role(role)?;
+        }
+        insert_skill_version(&mut tx, skill, version).await?;
+        sqlx::query("UPDATE skills SET current_version = ?, revision = revision + 1, updated_at = ? WHERE slug = ?")
+            .bind(version)
+            .bind(stamp(Utc::now()))
+            .bind(skill.slug.as_str())
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(Revised {
+            value: SkillVersion {
+                version: version as u32,
+                skill: skill.clone(),
+            },
+            revision: revision + 1,
+        })
+    }
+
+    /// Makes an earlier (or later) stored version current again; returns the new revision.
+    pub async fn set_current_skill_version(
+        &self,
+        slug: &Slug,
+        version: u32,
+        expected_revision: i64,
+    ) -> Result<i64, StoreError> {
+        let mut tx = self.pool().begin().await?;
+        let (_, revision) = skill_head(&mut tx, slug).await?;
+        if revision != expected_revision {
+            return Err(conflict(
+                "skill",
+                slug.as_str(),
+                expected_revision,
+                revision,
+            ));
+        }
+        let exists: Option<i64> = sqlx::query_scalar(
+            "SELECT version FROM skill_versions WHERE skill = ? AND version = ?",
+        )
+        .bind(slug.as_str())
+        .bind(i64::from(version))
+        .fetch_optional(&mut *tx)
+        .await?;
+        if exists.is_none() {
+            return Err(StoreError::NotFound(format!(
+                "version {version} of skill `{slug}`"
+            )));
+        }
+        sqlx::query("UPDATE skills SET current_version = ?, revision = revision + 1, updated_at = ? WHERE slug = ?")
+            .bind(i64::from(version))
+            .bind(stamp(Utc::now()))
+            .bind(slug.as_str())
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(revision + 1)
+    }
+
+    /// Every stored version of a skill, oldest first.
+    pub async fn skill_versions(&self, slug: &Slug) -> Result<Vec<SkillVersion>, StoreError> {
+        let rows = sqlx::query(&format!(
+            "{SKILL_VERSION_COLUMNS} WHERE v.skill = ? ORDER BY v.version"
+        ))
+        .bind(slug.as_str())
+        .fetch_all(self.pool())
+        .await?;
+        Ok(rows
+            .iter()
+            .map(skill_version_from_row)
+            .collect::<Result<_, _>>()?)
+    }
+
+    /// Current versions of all skills with their revisions.
+    pub async fn list_skills(&self) -> Result<Vec<Revised<SkillVersion>>, StoreError> {
+        let mut conn = self.pool().acquire().await?;
+        Ok(list_skills(&mut conn).await?)
+    }
+
+    pub async fn create_role(&self, role: &Role) -> Result<i64, StoreError> {
+        let mut tx = self.pool().begin().await?;
+        let catalog = load_catalog(&mut tx).await?;
+        catalog.validate_role(role)?;
+        if catalog.role(role.slug.as_str()).is_some() {
+            return Err(StoreError::Conflict(format!(
+                "role `{}` already exists",
+                role.slug
+            )));
+        }
+        insert_role(&mut tx, role).await?;
+        tx.commit().await?;
+        Ok(1)
+    }
+
+    /// Saves a changed role if nobody saved it since `expected_revision`; returns the new revision.
+    pub async fn update_role(
+        &self,
+        role: &Role,
+        expected_revision: i64,
+    ) -> Result<i64, StoreError> {
+        let mut tx = self.pool().begin().await?;
+        let revision = revision_of(&mut tx, "roles", "role", &role.slug).await?;
+        if revision != expected_revision {
+            return Err(conflict(
+                "role",
+                role.slug.as_str(),
+                expected_revision,
+                revision,
+            ));
+        }
+        load_catalog(&mut tx).await?.validate_role(role)?;
+        sqlx::query(
+            "UPDATE roles SET title = ?, description = ?, instructions = ?, skills = ?, limits = ?, \
+             revision = revision + 1, updated_at = ? WHERE slug = ?",
+        )
+        .bind(&role.title)
+        .bind(&role.description)
+        .bind(&role.instructions)
+        .bind(to_json(&role.skills))
+        .bind(to_json(&role.limits))
+        .bind(stamp(Utc::now()))
+        .bind(role.slug.as_str())
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(revision + 1)
+    }
+
+    pub async fn list_roles(&self) -> Result<Vec<Revised<Role>>, StoreError> {
+        let mut conn = self.pool().acquire().await?;
+        Ok(list_roles(&mut conn).await?)
+    }
+
+    pub async fn get_role(&self, slug: &Slug) -> Result<Option<Revised<Role>>, StoreError> {
+        Ok(self
+            .list_roles()
+            .await?
+            .into_iter()
+            .find(|r| r.value.slug == *slug))
+    }
+
+    pub async fn create_scope(&self, scope: &Scope) -> Result<i64, StoreError> {
+        let mut tx = self.pool().begin().await?;
+        let catalog = load_catalog(&mut tx).await?;
+        catalog.validate_scope(scope)?;
+        if catalog.scope(scope.slug.as_str()).is_some() {
+            return Err(StoreError::Conflict(format!(
+                "scope `{}` already exists",
+                scope.slug
+            )));
+        }
+        insert_scope(&mut tx, scope).await?;
+        tx.commit().await?;
+        Ok(1)
+    }
+
+    pub async fn update_scope(
+        &self,
+        scope: &Scope,
+        expected_revision: i64,
+    ) -> Result<i64, StoreError> {
+        let mut tx = self.pool().begin().await?;
+        let revision = revision_of(&mut tx, "scopes", "scope", &scope.slug).await?;
+        if revision != expected_revision {
+            return Err(conflict(
+                "scope",
+                scope.slug.as_str(),
+                expected_revision,
+                revision,
+            ));
+        }
+        load_catalog(&mut tx).await?.validate_scope(scope)?;
+        sqlx::query("UPDATE scopes SET description = ?, roles = ?, revision = revision + 1, updated_at = ? WHERE slug = ?")
+            .bind(&scope.description)
+            .bind(to_json(&scope.roles))
+            .bind(stamp(Utc::now()))
+            .bind(scope.slug.as_str())
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(revision + 1)
+    }
+
+    pub async fn list_scopes(&self) -> Result<Vec<Revised<Scope>>, StoreError> {
+        let mut conn = self.pool().acquire().await?;
+        Ok(list_scopes(&mut conn).await?)
+    }
+
+    /// Seeds the demo catalog into a database whose catalog has no roles yet, with an
+    /// upstream `demo` that runs `command demo-upstream` (the running `skillgate` binary).
+    /// Returns whether anything was seeded; a catalog that already has roles is left alone.
+    pub async fn seed_demo(&self, command: &str) -> Result<bool, StoreError> {
+        let mut tx = self.pool().begin().await?;
+        let roles: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM roles")
+            .fetch_one(&mut *tx)
+            .await?;
+        if roles > 0 {
+            return Ok(false);
+        }
+        let upstream = Upstream {
+            name: Slug::parse(DEMO_UPSTREAM).expect("the demo upstream name is a slug"),
+            kind: UpstreamKind::Stdio {
+                command: command.to_owned(),
+                args: vec!["demo-upstream".to_owned()],
+            },
+        };
+        let draft = demo_catalog();
+        draft
+            .clone()
+            .into_catalog(vec![upstream.clone()])
+            .validate()?;
+        upsert_upstream(&mut tx, &upstream).await?;
+        let specs: Vec<ToolSpec> = draft.tools.iter().map(|t| t.spec.clone()).collect();
+        upsert_tools(&mut tx, &upstream.name, &specs).await?;
+        for skill in &draft.skills {
+            insert_skill(&mut tx, skill).await?;
+        }
+        for role in &draft.roles {
+            insert_role(&mut tx, role).await?;
+        }
+        for scope in &draft.scopes {
+            insert_scope(&mut tx, scope).await?;
+        }
+        tx.commit().await?;
+        Ok(true)
+    }
+}
+
+async fn load_catalog(conn: &mut SqliteConnection) -> Result<Catalog, StoreError> {
+    Ok(Catalog {
+        upstreams: list_upstreams(conn).await?,
+        tools: list_tools(conn).await?,
+        skills: list_skills(conn)
+            .await?
+            .into_iter()
+            .map(|s| s.value)
+            .collect(),
+        roles: list_roles(conn)
+            .await?
+            .into_iter()
+            .map(|r| r.value)
+            .collect(),
+        scopes: list_scopes(conn)
+            .await?
+            .into_iter()
+            .map(|s| s.value)
+            .collect(),
+    })
+}
+
+async fn upsert_upstream(
+    conn: &mut SqliteConnection,
+    upstream: &Upstream,
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "INSERT INTO upstreams (name, kind, config, updated_at) VALUES (?, ?, ?, ?) \
+         ON CONFLICT (name) DO UPDATE SET kind = excluded.kind, config = excluded.config, updated_at = excluded.updated_at",
+    )
+    .bind(upstream.name.as_str())
+    .bind(upstream.kind.label())
+    .bind(to_json(&upstream.kind))
+    .bind(stamp(Utc::now()))
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+async fn list_upstreams(conn: &mut SqliteConnection) -> Result<Vec<Upstream>, sqlx::Error> {
+    let rows = sqlx::query("SELECT name, config FROM upstreams ORDER BY name")
+        .fetch_all(conn)
+        .await?;
+    rows.iter()
+        .map(|row| {
+            Ok(Upstream {
+                name: slug_of("upstream name", row.try_get("name")?)?,
+                kind: from_json("upstream config", row.try_get("config")?)?,
+            })
+        })
+        .collect()
+}
+
+async fn upsert_tools(
+    conn: &mut SqliteConnection,
+    upstream: &Slug,
+    tools: &[ToolSpec],
+) -> Result<(), StoreError> {
+    let known: Option<String> = sqlx::query_scalar("SELECT name FROM upstreams WHERE name = ?")
+        .bind(upstream.as_str())
+        .fetch_optional(&mut *conn)
+        .await?;
+    if known.is_none() {
+        return Err(StoreError::Invalid(CatalogError::UnknownUpstream(
+            upstream.clone(),
+        )));
+    }
+    let now = stamp(Utc::now());
+    for tool in tools {
+        let done = sqlx::query(
+            "INSERT INTO tools (name, upstream, description, input_schema, sensitive_args, updated_at) \
+             VALUES (?, ?, ?, ?, ?, ?) \
+             ON CONFLICT (name) DO UPDATE SET description = excluded.description, \
+               input_schema = excluded.input_schema, updated_at = excluded.updated_at, \
+               sensitive_args = CASE WHEN excluded.sensitive_args = '[]' THEN tools.sensitive_args \
+                                     ELSE excluded.sensitive_args END \
+             WHERE tools.upstream = excluded.upstream",
+        )
+        .bind(&tool.name)
+        .bind(upstream.as_str())
+        .bind(&tool.description)
+        .bind(to_json(&tool.input_schema))
+        .bind(to_json(&tool.sensitive_args))
+        .bind(&now)
+        .execute(&mut *conn)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::Conflict(format!(
+                "tool `{}` is already provided by another upstream",
+                tool.name
+            )));
+        }
+    }
+    let stored: Vec<String> = sqlx::query_scalar("SELECT name FROM tools WHERE upstream = ?")
+        .bind(upstream.as_str())
+        .fetch_all(&mut *conn)
+        .await?;
+    for gone in stored
+        .iter()
+        .filter(|name| !tools.iter().any(|t| &t.name == *name))
+    {
+        sqlx::query("DELETE FROM tools WHERE name = ?")
+            .bind(gone)
+            .execute(&mut *conn)
+            .await?;
+    }
+    Ok(())
+}
+
+async fn list_tools(conn: &mut SqliteConnection) -> Result<Vec<CatalogTool>, sqlx::Error> {
+    let rows = sqlx::query(
+        "SELECT name, upstream, description, input_schema, sensitive_args FROM tools ORDER BY name",
+    )
+    .fetch_all(conn)
+    .await?;
+    rows.iter()
+        .map(|row| {
+            Ok(CatalogTool {
+                upstream: slug_of("tool upstream", row.try_get("upstream")?)?,
+                spec: ToolSpec {
+                    name: row.try_get("name")?,
+                    description: row.try_get("description")?,
+                    input_schema: from_json("tool input schema", row.try_get("input_schema")?)?,
+                    sensitive_args: from_json(
+                        "tool sensitive arguments",
+                        row.try_get("sensitive_args")?,
+                    )?,
+                },
+            })
+        })
+        .collect()
+}
+
+const SKILL_VERSION_COLUMNS: &str = "SELECT v.skill, v.version, v.description, v.instructions, v.tools, v.resources, s.revision \
+     FROM skill_versions v JOIN skills s ON s.slug = v.skill";
+
+fn skill_version_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<SkillVersion, sqlx::Error> {
+    let version: i64 = row.try_get("version")?;
+    Ok(SkillVersion {
+        version: u32::try_from(version).map_err(|e| decode_err("skill version", e))?,
+        skill: Skill {
+            slug: slug_of("skill slug", row.try_get("skill")?)?,
+            description: row.try_get("description")?,
+            instructions: row.try_get("instructions")?,
+            tools: from_json("skill tools", row.try_get("tools")?)?,
+            resources: from_json("skill resources", row.try_get("resources")?)?,
+        },
+    })
+}
+
+async fn list_skills(
+    conn: &mut SqliteConnection,
+) -> Result<Vec<Revised<SkillVersion>>, sqlx::Error> {
+    let rows = sqlx::query(&format!(
+        "{SKILL_VERSION_COLUMNS} AND v.version = s.current_version ORDER BY v.skill"
+    ))
+    .fetch_all(conn)
+    .await?;
+    rows.iter()
+        .map(|row| {
+            Ok(Revised {
+                value: skill_version_from_row(row)?,
+                revision: row.try_get("revision")?,
+            })
+        })
+        .collect()
+}
+
+/// The latest version number and the revision of a stored skill. New versions number
+/// after the latest one, even when an older version was restored as current.
+async fn skill_head(conn: &mut SqliteConnection, slug: &Slug) -> Result<(i64, i64), StoreError> {
+    let revision: i64 = sqlx::query_scalar("SELECT revision FROM skills WHERE slug = ?")
+        .bind(slug.as_str())
+        .fetch_optional(&mut *conn)
+        .await?
+        .ok_or_else(|| StoreError::NotFound(format!("skill `{slug}`")))?;
+    let latest: i64 = sqlx::query_scalar("SELECT MAX(version) FROM skill_versions WHERE skill = ?")
+        .bind(slug.as_str())
+        .fetch_one(&mut *conn)
+        .await?;
+    Ok((latest, revision))
+}
+
+async fn insert_skill(
+    conn: &mut SqliteConnection,
+    skill: &Skill,
+) -> Result<Revised<SkillVersion>, StoreError> {
+    sqlx::query(
+        "INSERT INTO skills (slug, current_version, revision, updated_at) VALUES (?, 1, 1, ?)",
+    )
+    .bind(skill.slug.as_str())
+    .bind(stamp(Utc::now()))
+    .execute(&mut *conn)
+    .await?;
+    insert_skill_version(conn, skill, 1).await?;
+    Ok(Revised {
+        value: SkillVersion {
+            version: 1,
+            skill: skill.clone(),
+        },
+        revision: 1,
+    })
+}
+
+async fn insert_skill_version(
+    conn: &mut SqliteConnection,
+    skill: &Skill,
+    version: i64,
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "INSERT INTO skill_versions (skill, version, description, instructions, tools, resources, created_at) \
+         VALUES (?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(skill.slug.as_str())
+    .bind(version)
+    .bind(&skill.description)
+    .bind(&skill.instructions)
+    .bind(to_json(&skill.tools))
+    .bind(to_json(&skill.resources))
+    .bind(stamp(Utc::now()))
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+async fn insert_role(conn: &mut SqliteConnection, role: &Role) -> Result<(), StoreError> {
+    let now = stamp(Utc::now());
+    sqlx::query(
+        "INSERT INTO roles (slug, title, description, instructions, skills, limits, revision, created_at, updated_at) \
+         VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?)",
+    )
+    .bind(role.slug.as_str())
+    .bind(&role.title)
+    .bind(&role.description)
+    .bind(&role.instructions)
+    .bind(to_json(&role.skills))
+    .bind(to_json(&role.limits))
+    .bind(&now)
+    .bind(&now)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+async fn list_roles(conn: &mut SqliteConnection) -> Result<Vec<Revised<Role>>, sqlx::Error> {
+    let rows = sqlx::query("SELECT slug, title, description, instructions, skills, limits, revision FROM roles ORDER BY slug")
+        .fetch_all(conn)
+        .await?;
+    rows.iter()
+        .map(|row| {
+            Ok(Revised {
+                value: Role {
+                    slug: slug_of("role slug", row.try_get("slug")?)?,
+                    title: row.try_get("title")?,
+                    description: row.try_get("description")?,
+                    instructions: row.try_get("instructions")?,
+                    skills: from_json("role skills", row.try_get("skills")?)?,
+                    limits: from_json("role limits", row.try_get("limits")?)?,
+                },
+                revision: row.try_get("revision")?,
+            })
+        })
+        .collect()
+}
+
+async fn insert_scope(conn: &mut SqliteConnection, scope: &Scope) -> Result<(), StoreError> {
+    let now = stamp(Utc::now());
+    sqlx::query("INSERT INTO scopes (slug, description, roles, revision, created_at, updated_at) VALUES (?, ?, ?, 1, ?, ?)")
+        .bind(scope.slug.as_str())
+        .bind(&scope.description)
+        .bind(to_json(&scope.roles))
+        .bind(&now)
+        .bind(&now)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+async fn list_scopes(conn: &mut SqliteConnection) -> Result<Vec<Revised<Scope>>, sqlx::Error> {
+    let rows = sqlx::query("SELECT slug, description, roles, revision FROM scopes ORDER BY slug")
+        .fetch_all(conn)
+        .await?;
+    rows.iter()
+        .map(|row| {
+            Ok(Revised {
+                value: Scope {
+                    slug: slug_of("scope slug", row.try_get("slug")?)?,
+                    description: row.try_get("description")?,
+                    roles: from_json("scope roles", row.try_get("roles")?)?,
+                },
+                revision: row.try_get("revision")?,
+            })
+        })
+        .collect()
+}
+
+/// The revision of a role or scope row; `table` is one of our own constants, never input.
+async fn revision_of(
+    conn: &mut SqliteConnection,
+    table: &'static str,
+    kind: &str,
+    slug: &Slug,
+) -> Result<i64, StoreError> {
+    sqlx::query_scalar(&format!("SELECT revision FROM {table} WHERE slug = ?"))
+        .bind(slug.as_str())
+        .fetch_optional(conn)
+        .await?
+        .ok_or_else(|| StoreError::NotFound(format!("{kind} `{slug}`")))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::model::{ArgCheck, CmpOp, Limit};
+    use crate::policy::{CallRequest, Decision, SessionView, decide};
+    use crate::store::test_store;
+
+    fn slug(text: &str) -> Slug {
+        Slug::parse(text).unwrap()
+    }
+
+    async fn seeded() -> Store {
+        let store = test_store().await;
+        assert!(store.seed_demo("/usr/bin/skillgate").await.unwrap());
+        store
+    }
+
+    #[tokio::test]
+    async fn seeding_an_empty_database_stores_the_demo_catalog_as_drafted() {
+        let store = seeded().await;
+        let loaded = store.load_catalog().await.unwrap();
+        let upstream = Upstream {
+            name: slug("demo"),
+            kind: UpstreamKind::Stdio {
+                command: "/usr/bin/skillgate".into(),
+                args: vec!["demo-upstream".into()],
+            },
+        };
+        let mut expected = demo_catalog().into_catalog(vec![upstream]);
+        expected.tools.sort_by(|a, b| a.spec.name.cmp(&b.spec.name));
+        expected
+            .skills
+            .sort_by(|a, b| a.skill.slug.cmp(&b.skill.slug));
+        expected.roles.sort_by(|a, b| a.slug.cmp(&b.slug));
+        expected.scopes.sort_by(|a, b| a.slug.cmp(&b.slug));
+        assert_eq!(loaded, expected);
+    }
+
+    #[tokio::test]
+    async fn seeding_again_changes_nothing() {
+        let store = seeded().await;
+        let before = store.load_catalog().await.unwrap();
+        assert!(!store.seed_demo("/elsewhere/skillgate").await.unwrap());
+        assert_eq!(store.load_catalog().await.unwrap(), before);
+    }
+
+    #[tokio::test]
+    async fn the_seeded_catalog_compiles_and_enforces_tier_1_refund_limits() {
+        let catalog = seeded().await.compiled_catalog().await.unwrap();
+        assert!(catalog.broken_tools().is_empty());
+        let now = chrono::Utc::now();
+        let mut session =
+            SessionView::new("s", "k", slug("support"), now + chrono::Duration::hours(1));
+        session.learn(slug("tier-1-support"), vec![]);
+        session.record_success("check_refund_eligibility");
+        let args =
+            json!({"customer_id": "C-1001", "order_id": "O-5001", "amount": 600, "reason": "late"});
+        let request = CallRequest {
+            session_id: "s",
+            key_id: "k",
+            tool: "process_refund",
+            arguments: &args,
+        };
+        let decision = decide(&catalog, Some(&session), &request, now);
+        assert!(
+            matches!(decision, Decision::Deny { ref rule, .. } if rule.contains("at most 500")),
+            "{decision}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_role_update_from_a_stale_revision_is_a_conflict_and_changes_nothing() {
+        let store = seeded().await;
+        let stored = store
+            .get_role(&slug("billing-admin"))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(stored.revision, 1);
+        let mut edited = stored.value.clone();
+        edited.description = "Billing, carefully.".into();
+        assert_eq!(store.update_role(&edited, 1).await.unwrap(), 2);
+        let mut late = stored.value.clone();
+        late.title = "Someone else's edit".into();
+        let err = store.update_role(&late, 1).await.unwrap_err();
+        assert!(matches!(err, StoreError::Conflict(_)), "{err}");
+        assert!(err.to_string().contains("billing-admin"), "{err}");
+        let now = store
+            .get_role(&slug("billing-admin"))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (now.value.description.as_str(), now.revision),
+            ("Billing, carefully.", 2)
+        );
+    }
+
+    #[tokio::test]
+    async fn a_role_with_an_invalid_limit_is_refused_naming_the_problem() {
+        let store = seeded().await;
+        let mut role = store
+            .get_role(&slug("tier-1-support"))
+            .await
+            .unwrap()
+            .unwrap()
+            .value;
+        role.limits.push(Limit::ArgBound {
+            tool: "process_refund".into(),
+            arg: "reason".into(),
+            check: ArgCheck::Compare {
+                op: CmpOp::Le,
+                value: 5.into(),
+            },
+        });
+        let err = store.update_role(&role, 1).await.unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("`process_refund.reason` is not a number"),
+            "{err}"
+        );
+        let unchanged = store
+            .get_role(&slug("tier-1-support"))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!((unchanged.value.limits.len(), unchanged.revision), (3, 1));
+    }
+
+    #[tokio::test]
+    async fn creating_a_role_twice_or_updating_a_missing_one_fails_clearly() {
+        let store = seeded().await;
+        let role = store
+            .get_role(&slug("system-admin"))
+            .await
+            .unwrap()
+            .unwrap()
+            .value;
+        assert!(matches!(
+            store.create_role(&role).await,
+            Err(StoreError::Conflict(_))
+        ));
+        let mut ghost = role.clone();
+        ghost.slug = slug("ghost");
+        assert!(matches!(
+            store.update_role(&ghost, 1).await,
+            Err(StoreError::NotFound(_))
+        ));
+        assert_eq!(store.create_role(&ghost).await.unwrap(), 1);
+    }
+
+    #[tokio::test]
+    async fn each_skill_save_is_a_new_current_version_and_an_old_one_can_be_restored() {
+        let store = seeded().await;
+        let slug = slug("customer-lookup");
+        let mut skill = store
+            .load_catalog()
+            .await
+            .unwrap()
+            .skill("customer-lookup")
+            .unwrap()
+            .skill
+            .clone();
+        skill
+            .instructions
+            .push_str("\n\nAlways greet the customer by name.");
+        let saved = store.update_skill(&skill, 1).await.unwrap();
+        assert_eq!((saved.value.version, saved.revision), (2, 2));
+        assert!(matches!(
+            store.update_skill(&skill, 1).await,
+            Err(StoreError::Conflict(_))
+        ));
+        assert_eq!(
+            store
+                .skill_versions(&slug)
+                .await
+                .unwrap()
+                .iter()
+                .map(|v| v.version)
+                .collect::<Vec<_>>(),
+            [1, 2]
+        );
+        assert_eq!(
+            store.set_current_skill_version(&slug, 1, 2).await.unwrap(),
+            3
+        );
+        let current = store
+            .load_catalog()
+            .await
+            .unwrap()
+            .skill("customer-lookup")
+            .unwrap()
+            .clone();
+        assert_eq!(current.version, 1);
+        assert!(!current.skill.instructions.contains("greet"));
+        let next = store.update_skill(&skill, 3).await.unwrap();
+        assert_eq!(
+            next.value.version, 3,
+            "new versions number after the latest, not the current"
+        );
+        assert!(matches!(
+            store.set_current_skill_version(&slug, 9, 4).await,
+            Err(StoreError::NotFound(_))
+        ));
+    }
+
+    #[tokio::test]
+    async fn a_skill_save_that_strands_a_role_limit_is_refused() {
+        let store = seeded().await;
+        let mut skill = store
+            .load_catalog()
+            .await
+            .unwrap()
+            .skill("refund-handling")
+            .unwrap()
+            .skill
+            .clone();
+        skill.tools.retain(|t| t != "process_refund");
+        let err = store.update_skill(&skill, 1).await.unwrap_err();
+        assert!(
+            err.to_string().contains("does not grant `process_refund`"),
+            "{err}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_scope_with_an_unknown_role_is_refused_and_a_good_one_saved() {
+        let store = seeded().await;
+        let mut scope = Scope {
+            slug: slug("night-shift"),
+            description: "Nights.".into(),
+            roles: vec![slug("ghost")],
+        };
+        assert!(matches!(
+            store.create_scope(&scope).await,
+            Err(StoreError::Invalid(CatalogError::UnknownRole(_)))
+        ));
+        scope.roles = vec![slug("tier-1-support")];
+        assert_eq!(store.create_scope(&scope).await.unwrap(), 1);
+        scope.roles.push(slug("billing-admin"));
+        assert_eq!(store.update_scope(&scope, 1).await.unwrap(), 2);
+        assert!(matches!(
+            store.update_scope(&scope, 1).await,
+            Err(StoreError::Conflict(_))
+        ));
+        let stored = store
+            .list_scopes()
+            .await
+            .unwrap()
+            .into_iter()
+            .find(|s| s.value.slug == scope.slug)
+            .unwrap();
+        assert_eq!(stored.value, scope);
+    }
+
+    #[tokio::test]
+    async fn refreshing_an_upstream_tool_list_replaces_it_but_keeps_sensitive_markings() {
+        let store = seeded().await;
+        let mut specs: Vec<ToolSpec> = crate::demo::tools::tool_specs()
+            .into_iter()
+            .filter(|t| t.name != "delete_user_account")
+            .collect();
+        for spec in &mut specs {
+            spec.sensitive_args.clear();
+            if spec.name == "lookup_customer" {
+                spec.description = "Find a customer.".into();
+            }
+        }
+        store.upsert_tools(&slug("demo"), &specs).await.unwrap();
+        let tools = store.list_tools().await.unwrap();
+        assert_eq!(tools.len(), 14);
+        assert!(tools.iter().all(|t| t.spec.name != "delete_user_account"));
+        let lookup = tools
+            .iter()
+            .find(|t| t.spec.name == "lookup_customer")
+            .unwrap();
+        assert_eq!(lookup.spec.description, "Find a customer.");
+        let payment = tools
+            .iter()
+            .find(|t| t.spec.name == "update_payment_method")
+            .unwrap();
+        assert_eq!(payment.spec.sensitive_args, ["token"]);
+    }
+
+    #[tokio::test]
+    async fn a_tool_name_another_upstream_provides_is_a_conflict() {
+        let store = seeded().await;
+        let other = Upstream {
+            name: slug("other"),
+            kind: UpstreamKind::Http {
+                url: "http://other.invalid/mcp".into(),
+            },
+        };
+        store.upsert_upstream(&other).await.unwrap();
+        let clash = ToolSpec {
+            name: "process_refund".into(),
+            description: "x".into(),
+            input_schema: json!({"type": "object"}),
+            sensitive_args: vec![],
+        };
+        let err = store.upsert_tools(&other.name, &[clash]).await.unwrap_err();
+        assert!(matches!(err, StoreError::Conflict(_)), "{err}");
+        assert_eq!(store.list_upstreams().await.unwrap().len(), 2);
+        assert!(matches!(
+            store.upsert_tools(&slug("nowhere"), &[]).await,
+            Err(StoreError::Invalid(CatalogError::UnknownUpstream(_)))
+        ));
+    }
+
+    #[tokio::test]
+    async fn sensitive_arguments_can_be_marked_on_a_stored_tool() {
+        let store = seeded().await;
+        store
+            .set_sensitive_args("lookup_customer", &["email".to_owned()])
+            .await
+            .unwrap();
+        let tools = store.list_tools().await.unwrap();
+        assert_eq!(
+            tools
+                .iter()
+                .find(|t| t.spec.name == "lookup_customer")
+                .unwrap()
+                .spec
+                .sensitive_args,
+            ["email"]
+        );
+        assert!(matches!(
+            store.set_sensitive_args("nope", &[]).await,
+            Err(StoreError::NotFound(_))
+        ));
+    }
+}

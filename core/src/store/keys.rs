@@ -1,0 +1,155 @@
+//! SQL for agent keys. Rows hold the SHA-256 of a key, never the key itself.
+
+use chrono::{DateTime, Utc};
+use sqlx::Row;
+use sqlx::sqlite::SqliteRow;
+
+use super::{Store, StoreError, stamp};
+use crate::keys::AgentKeyInfo;
+use crate::slug::Slug;
+
+/// What the store needs to insert a key: everything but the clear key.
+#[derive(Debug, Clone)]
+pub struct AgentKeyRow<'a> {
+    pub name: &'a str,
+    pub scope: &'a Slug,
+    pub key_hash: &'a str,
+    pub prefix: &'a str,
+    pub created_at: DateTime<Utc>,
+    pub created_by: Option<&'a str>,
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+const COLUMNS: &str =
+    "id, name, scope, prefix, created_at, created_by, expires_at, revoked_at, last_used_at";
+
+fn decode_err(what: &str, e: impl std::fmt::Display) -> sqlx::Error {
+    sqlx::Error::Decode(format!("stored agent key {what} is unreadable: {e}").into())
+}
+
+fn time_of(what: &str, text: &str) -> Result<DateTime<Utc>, sqlx::Error> {
+    DateTime::parse_from_rfc3339(text)
+        .map(|at| at.with_timezone(&Utc))
+        .map_err(|e| decode_err(what, e))
+}
+
+fn optional_time_of(row: &SqliteRow, column: &str) -> Result<Option<DateTime<Utc>>, sqlx::Error> {
+    row.try_get::<Option<String>, _>(column)?
+        .map(|text| time_of(column, &text))
+        .transpose()
+}
+
+fn key_from_row(row: &SqliteRow) -> Result<AgentKeyInfo, sqlx::Error> {
+    let scope: String = row.try_get("scope")?;
+    let created_at: String = row.try_get("created_at")?;
+    Ok(AgentKeyInfo {
+        id: row.try_get("id")?,
+        name: row.try_get("name")?,
+        scope: Slug::parse(&scope).map_err(|e| decode_err("scope", e))?,
+        prefix: row.try_get("prefix")?,
+        created_at: time_of("created_at", &created_at)?,
+        created_by: row.try_get("created_by")?,
+        expires_at: optional_time_of(row, "expires_at")?,
+        revoked_at: optional_time_of(row, "revoked_at")?,
+        last_used_at: optional_time_of(row, "last_used_at")?,
+    })
+}
+
+impl Store {
+    /// Inserts a key; a taken name is a [`StoreError::Conflict`] and inserts nothing.
+    pub async fn insert_agent_key(
+        &self,
+        key: &AgentKeyRow<'_>,
+    ) -> Result<AgentKeyInfo, StoreError> {
+        let result = sqlx::query(&format!(
+            "INSERT INTO agent_keys
+                 (name, scope, key_hash, prefix, created_at, created_by, expires_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?)
+             RETURNING {COLUMNS}"
+        ))
+        .bind(key.name)
+        .bind(key.scope.as_str())
+        .bind(key.key_hash)
+        .bind(key.prefix)
+        .bind(stamp(key.created_at))
+        .bind(key.created_by)
+        .bind(key.expires_at.map(stamp))
+        .fetch_one(self.pool())
+        .await;
+        match result {
+            Ok(row) => Ok(key_from_row(&row)?),
+            // Only the name is worth reporting: a clash of two 256-bit keys' hashes means a
+            // broken random source, which must surface as the database error it is.
+            Err(sqlx::Error::Database(e))
+                if e.is_unique_violation() && e.message().contains("agent_keys.name") =>
+            {
+                Err(StoreError::Conflict(format!(
+                    "an agent key named `{}` already exists",
+                    key.name
+                )))
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The key whose SHA-256 is `key_hash`, whatever its state (revoked, expired).
+    pub async fn find_agent_key_by_hash(
+        &self,
+        key_hash: &str,
+    ) -> Result<Option<AgentKeyInfo>, StoreError> {
+        let row = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM agent_keys WHERE key_hash = ?"
+        ))
+        .bind(key_hash)
+        .fetch_optional(self.pool())
+        .await?;
+        Ok(row.as_ref().map(key_from_row).transpose()?)
+    }
+
+    pub async fn list_agent_keys(&self) -> Result<Vec<AgentKeyInfo>, StoreError> {
+        let rows = sqlx::query(&format!("SELECT {COLUMNS} FROM agent_keys ORDER BY name"))
+            .fetch_all(self.pool())
+            .await?;
+        Ok(rows.iter().map(key_from_row).collect::<Result<_, _>>()?)
+    }
+
+    /// Marks the key `name` revoked at `at`, unless it already is (the first revocation
+    /// time stands). Returns the key as stored afterwards, `None` if there is no such key.
+    pub async fn revoke_agent_key(
+        &self,
+        name: &str,
+        at: DateTime<Utc>,
+    ) -> Result<Option<AgentKeyInfo>, StoreError> {
+        let row = sqlx::query(&format!(
+            "UPDATE agent_keys SET revoked_at = COALESCE(revoked_at, ?)
+             WHERE name = ?
+             RETURNING {COLUMNS}"
+        ))
+        .bind(stamp(at))
+        .bind(name)
+        .fetch_optional(self.pool())
+        .await?;
+        Ok(row.as_ref().map(key_from_row).transpose()?)
+    }
+
+    /// Records a use of key `id` at `at`, only if the stored time is older than
+    /// `stale_before` (or absent). The condition keeps concurrent requests from moving the
+    /// time backwards. Returns whether a row was written.
+    pub async fn touch_agent_key(
+        &self,
+        id: i64,
+        at: DateTime<Utc>,
+        stale_before: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "UPDATE agent_keys SET last_used_at = ?
+             WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)",
+        )
+        .bind(stamp(at))
+        .bind(id)
+        .bind(stamp(stale_before))
+        .execute(self.pool())
+        .await?;
+        Ok(done.rows_affected() > 0)
+    }
+}

@@ -1,0 +1,171 @@
+//! The store: every SQL statement of Skillgate lives under this module.
+//!
+//! SQLite (WAL) is the embedded default. Keeping SQL here, behind typed methods, is what
+//! lets a PostgreSQL backend be an addition rather than a rewrite.
+
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::SqlitePool;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+
+pub mod audit;
+pub mod catalog;
+pub mod keys;
+mod users;
+
+pub use users::{LoginAttemptCounts, UserRecord};
+
+/// Errors at the store boundary.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("unsupported database URL `{0}`: use sqlite://PATH")]
+    UnsupportedUrl(String),
+    #[error("cannot create the database directory {path}: {source}")]
+    CreateDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot open the database file {path}: {source}")]
+    Open { path: PathBuf, source: sqlx::Error },
+    #[error("database migration failed: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error("database error: {0}")]
+    Sqlx(#[from] sqlx::Error),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("{0} not found")]
+    NotFound(String),
+    #[error("{0}")]
+    Invalid(#[from] crate::model::CatalogError),
+}
+
+pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
+
+/// A handle to the database. Cheap to clone (the pool is reference counted).
+#[derive(Clone, Debug)]
+pub struct Store {
+    pool: SqlitePool,
+}
+
+impl Store {
+    /// Opens (creating if needed) the database at `url` and applies pending migrations.
+    ///
+    /// Only `sqlite://PATH` and `sqlite::memory:` are understood today.
+    pub async fn open(url: &str) -> Result<Self, StoreError> {
+        let (options, path) = sqlite_options(url)?;
+        if let Some(dir) = path
+            .as_deref()
+            .and_then(Path::parent)
+            .filter(|dir| !dir.as_os_str().is_empty())
+        {
+            std::fs::create_dir_all(dir).map_err(|source| StoreError::CreateDir {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+        }
+        let in_memory = path.is_none();
+        let pool = SqlitePoolOptions::new()
+            // An in-memory database exists per connection: keep exactly one.
+            .max_connections(if in_memory { 1 } else { 8 })
+            .min_connections(if in_memory { 1 } else { 0 })
+            .idle_timeout(if in_memory {
+                None
+            } else {
+                Some(Duration::from_secs(600))
+            })
+            .max_lifetime(if in_memory {
+                None
+            } else {
+                Some(Duration::from_secs(3600))
+            })
+            .connect_with(options)
+            .await
+            .map_err(|source| StoreError::Open {
+                path: path.clone().unwrap_or_else(|| PathBuf::from(":memory:")),
+                source,
+            })?;
+        MIGRATOR.run(&pool).await?;
+        Ok(Self { pool })
+    }
+
+    /// The underlying pool, for the session store and the store's own submodules.
+    pub fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+
+    /// True when the database answers a trivial query.
+    pub async fn ping(&self) -> bool {
+        sqlx::query_scalar::<_, i64>("SELECT 1")
+            .fetch_one(&self.pool)
+            .await
+            .is_ok()
+    }
+}
+
+fn sqlite_options(url: &str) -> Result<(SqliteConnectOptions, Option<PathBuf>), StoreError> {
+    let unsupported = || StoreError::UnsupportedUrl(url.to_owned());
+    if !url.starts_with("sqlite:") {
+        return Err(unsupported());
+    }
+    let options = SqliteConnectOptions::from_str(url)
+        .map_err(|_| unsupported())?
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal)
+        // FULL fsyncs every commit: an audit event that was acknowledged survives a power
+        // loss, which DESIGN.md requires of the allowed-event written before an upstream call.
+        .synchronous(SqliteSynchronous::Full)
+        .foreign_keys(true)
+        .busy_timeout(Duration::from_secs(10));
+    let path = options.get_filename();
+    let path = if path.as_os_str() == ":memory:" || url.contains(":memory:") {
+        None
+    } else {
+        Some(path.to_path_buf())
+    };
+    Ok((options, path))
+}
+
+/// The one timestamp format of the database: RFC 3339, UTC, microseconds, `Z`.
+/// Fixed width, so text comparison in SQL orders timestamps correctly.
+pub fn stamp(at: chrono::DateTime<chrono::Utc>) -> String {
+    at.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
+}
+
+#[cfg(test)]
+pub(crate) async fn test_store() -> Store {
+    Store::open("sqlite::memory:")
+        .await
+        .expect("in-memory store opens")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_file_database_is_created_with_its_directory_and_migrated() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("nested/dir/sg.db");
+        let store = Store::open(&format!("sqlite://{}", path.display()))
+            .await
+            .unwrap();
+        assert!(store.ping().await);
+        assert!(path.exists());
+    }
+
+    #[tokio::test]
+    async fn an_unwritable_path_is_an_error_naming_the_path() {
+        let err = Store::open("sqlite:///proc/skillgate/sg.db")
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("/proc/skillgate"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn a_non_sqlite_url_is_refused() {
+        let err = Store::open("mysql://x").await.unwrap_err();
+        assert!(matches!(err, StoreError::UnsupportedUrl(_)));
+    }
+}

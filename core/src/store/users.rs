@@ -1,0 +1,177 @@
+//! SQL for console users and login throttling.
+
+use chrono::{DateTime, Utc};
+use sqlx::Row;
+
+use super::{Store, StoreError, stamp};
+
+/// A console user row. Holds the password *hash*, so it is deliberately neither
+/// `Serialize` nor printed with its hash by `Debug`.
+#[derive(Clone)]
+pub struct UserRecord {
+    pub id: i64,
+    pub name: String,
+    pub role: String,
+    pub password_hash: String,
+    pub disabled: bool,
+}
+
+impl std::fmt::Debug for UserRecord {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UserRecord")
+            .field("id", &self.id)
+            .field("name", &self.name)
+            .field("role", &self.role)
+            .field("disabled", &self.disabled)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Recent failed logins for one user name and for one client address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoginAttemptCounts {
+    pub for_user: i64,
+    pub for_address: i64,
+}
+
+fn user_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<UserRecord, sqlx::Error> {
+    Ok(UserRecord {
+        id: row.try_get("id")?,
+        name: row.try_get("name")?,
+        role: row.try_get("role")?,
+        password_hash: row.try_get("password_hash")?,
+        disabled: row.try_get::<i64, _>("disabled")? != 0,
+    })
+}
+
+impl Store {
+    pub async fn count_users(&self) -> Result<i64, StoreError> {
+        Ok(sqlx::query_scalar("SELECT COUNT(*) FROM console_users")
+            .fetch_one(self.pool())
+            .await?)
+    }
+
+    pub async fn insert_user(
+        &self,
+        name: &str,
+        role: &str,
+        password_hash: &str,
+    ) -> Result<i64, StoreError> {
+        let now = stamp(Utc::now());
+        let result = sqlx::query(
+            "INSERT INTO console_users (name, role, password_hash, created_at, updated_at)
+             VALUES (?, ?, ?, ?, ?)",
+        )
+        .bind(name)
+        .bind(role)
+        .bind(password_hash)
+        .bind(&now)
+        .bind(&now)
+        .execute(self.pool())
+        .await;
+        match result {
+            Ok(done) => Ok(done.last_insert_rowid()),
+            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => Err(StoreError::Conflict(
+                format!("a console user named `{name}` already exists"),
+            )),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    pub async fn find_user(&self, name: &str) -> Result<Option<UserRecord>, StoreError> {
+        let row = sqlx::query("SELECT * FROM console_users WHERE name = ?")
+            .bind(name)
+            .fetch_optional(self.pool())
+            .await?;
+        Ok(row.as_ref().map(user_from_row).transpose()?)
+    }
+
+    pub async fn find_user_by_id(&self, id: i64) -> Result<Option<UserRecord>, StoreError> {
+        let row = sqlx::query("SELECT * FROM console_users WHERE id = ?")
+            .bind(id)
+            .fetch_optional(self.pool())
+            .await?;
+        Ok(row.as_ref().map(user_from_row).transpose()?)
+    }
+
+    pub async fn list_users(&self) -> Result<Vec<UserRecord>, StoreError> {
+        let rows = sqlx::query("SELECT * FROM console_users ORDER BY name")
+            .fetch_all(self.pool())
+            .await?;
+        Ok(rows.iter().map(user_from_row).collect::<Result<_, _>>()?)
+    }
+
+    pub async fn set_user_password(
+        &self,
+        name: &str,
+        password_hash: &str,
+    ) -> Result<(), StoreError> {
+        let done = sqlx::query(
+            "UPDATE console_users SET password_hash = ?, updated_at = ? WHERE name = ?",
+        )
+        .bind(password_hash)
+        .bind(stamp(Utc::now()))
+        .bind(name)
+        .execute(self.pool())
+        .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound(format!("console user `{name}`")));
+        }
+        Ok(())
+    }
+
+    pub async fn record_login_failure(
+        &self,
+        user_name: &str,
+        address: &str,
+        at: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        sqlx::query("INSERT INTO login_failures (user_name, address, at) VALUES (?, ?, ?)")
+            .bind(user_name)
+            .bind(address)
+            .bind(stamp(at))
+            .execute(self.pool())
+            .await?;
+        Ok(())
+    }
+
+    pub async fn login_failures_since(
+        &self,
+        user_name: &str,
+        address: &str,
+        since: DateTime<Utc>,
+    ) -> Result<LoginAttemptCounts, StoreError> {
+        let since = stamp(since);
+        let for_user: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM login_failures WHERE user_name = ? AND at >= ?",
+        )
+        .bind(user_name)
+        .bind(&since)
+        .fetch_one(self.pool())
+        .await?;
+        let for_address: i64 =
+            sqlx::query_scalar("SELECT COUNT(*) FROM login_failures WHERE address = ? AND at >= ?")
+                .bind(address)
+                .bind(&since)
+                .fetch_one(self.pool())
+                .await?;
+        Ok(LoginAttemptCounts {
+            for_user,
+            for_address,
+        })
+    }
+
+    /// Forgets a user's failures after a successful login, and prunes rows older than `before`.
+    pub async fn clear_login_failures(
+        &self,
+        user_name: &str,
+        before: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        sqlx::query("DELETE FROM login_failures WHERE user_name = ? OR at < ?")
+            .bind(user_name)
+            .bind(stamp(before))
+            .execute(self.pool())
+            .await?;
+        Ok(())
+    }
+}

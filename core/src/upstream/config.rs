@@ -1,0 +1,166 @@
+//! How to reach an upstream: a stdio command or a streamable HTTP URL.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Serialize, Serializer};
+
+/// A credential that never leaves the process by accident: its `Debug` is redacted and it
+/// does not implement `Serialize`. Reading it is an explicit [`Secret::expose`].
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(transparent)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret([REDACTED])")
+    }
+}
+
+/// Where an upstream MCP server lives.
+///
+/// Deserializes from `{"transport": "stdio", "command": …, "args": […], "env": {…}}` or
+/// `{"transport": "http", "url": …, "bearer": …}`. It is deliberately not `Serialize`: the
+/// bearer token and the child's environment (where stdio servers take their API keys) are
+/// credentials. The store writes its row through [`StoredUpstreamConfig`]; everything else
+/// (logs, console, API) gets `Debug`, which shows env keys but never their values.
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(tag = "transport", rename_all = "snake_case", deny_unknown_fields)]
+pub enum UpstreamConfig {
+    Stdio {
+        command: String,
+        #[serde(default)]
+        args: Vec<String>,
+        #[serde(default)]
+        env: BTreeMap<String, String>,
+    },
+    Http {
+        url: String,
+        #[serde(default)]
+        bearer: Option<Secret>,
+    },
+}
+
+impl UpstreamConfig {
+    pub fn stdio(
+        command: impl Into<String>,
+        args: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        Self::Stdio {
+            command: command.into(),
+            args: args.into_iter().map(Into::into).collect(),
+            env: BTreeMap::new(),
+        }
+    }
+
+    pub fn http(url: impl Into<String>, bearer: Option<Secret>) -> Self {
+        Self::Http {
+            url: url.into(),
+            bearer,
+        }
+    }
+
+    /// The command or URL, for messages.
+    pub fn target(&self) -> &str {
+        match self {
+            Self::Stdio { command, .. } => command,
+            Self::Http { url, .. } => url,
+        }
+    }
+}
+
+impl fmt::Debug for UpstreamConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Stdio { command, args, env } => f
+                .debug_struct("Stdio")
+                .field("command", command)
+                .field("args", args)
+                .field("env_keys", &env.keys().collect::<Vec<_>>())
+                .finish(),
+            Self::Http { url, bearer } => f
+                .debug_struct("Http")
+                .field("url", url)
+                .field("bearer", bearer)
+                .finish(),
+        }
+    }
+}
+
+/// The one serialization of an [`UpstreamConfig`] that includes its credentials, for the
+/// database row it is loaded from again. Nothing else should wrap a config in this.
+pub struct StoredUpstreamConfig<'a>(pub &'a UpstreamConfig);
+
+impl Serialize for StoredUpstreamConfig<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        match self.0 {
+            UpstreamConfig::Stdio { command, args, env } => {
+                map.serialize_entry("transport", "stdio")?;
+                map.serialize_entry("command", command)?;
+                map.serialize_entry("args", args)?;
+                map.serialize_entry("env", env)?;
+            }
+            UpstreamConfig::Http { url, bearer } => {
+                map.serialize_entry("transport", "http")?;
+                map.serialize_entry("url", url)?;
+                map.serialize_entry("bearer", &bearer.as_ref().map(Secret::expose))?;
+            }
+        }
+        map.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_output_never_shows_the_bearer_or_env_values() {
+        let http = UpstreamConfig::http("http://x/mcp", Some(Secret::new("s3cr3t-token")));
+        let mut stdio = UpstreamConfig::stdio("srv", ["--flag"]);
+        if let UpstreamConfig::Stdio { env, .. } = &mut stdio {
+            env.insert("API_KEY".into(), "s3cr3t-env".into());
+        }
+        let shown = format!("{http:?} {stdio:?}");
+        assert!(!shown.contains("s3cr3t"), "{shown}");
+        assert!(shown.contains("API_KEY"), "{shown}");
+    }
+
+    #[test]
+    fn the_stored_form_round_trips_with_its_credentials() {
+        let mut env = BTreeMap::new();
+        env.insert("API_KEY".to_owned(), "k".to_owned());
+        for config in [
+            UpstreamConfig::http("https://example.invalid/mcp", Some(Secret::new("t"))),
+            UpstreamConfig::http("https://example.invalid/mcp", None),
+            UpstreamConfig::Stdio {
+                command: "srv".into(),
+                args: vec!["a".into()],
+                env,
+            },
+        ] {
+            let json = serde_json::to_string(&StoredUpstreamConfig(&config)).unwrap();
+            let back: UpstreamConfig = serde_json::from_str(&json).unwrap();
+            assert_eq!(back, config);
+        }
+    }
+
+    #[test]
+    fn a_minimal_stdio_config_deserializes_with_defaults() {
+        let config: UpstreamConfig =
+            serde_json::from_str(r#"{"transport":"stdio","command":"srv"}"#).unwrap();
+        assert_eq!(config, UpstreamConfig::stdio("srv", Vec::<String>::new()));
+    }
+}

@@ -1,0 +1,249 @@
+//! One live MCP client session with an upstream, and the mapping of rmcp errors.
+
+use std::error::Error as StdError;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
+use rmcp::service::{ClientInitializeError, RunningService, ServiceError};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{DynamicTransportError, StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{Peer, RoleClient, ServiceExt};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{ChildStderr, Command};
+
+use super::{UpstreamConfig, UpstreamError};
+
+/// A handshaken session. Dropping it ends the session; for stdio that kills the child.
+pub(super) struct Connection {
+    peer: Peer<RoleClient>,
+    service: RunningService<RoleClient, ClientConfig>,
+    pid: Option<u32>,
+    started_at: Instant,
+    /// Set once the upstream has answered a request after the handshake. A process that
+    /// dies before that counts as a failed start for the restart backoff.
+    answered: AtomicBool,
+}
+
+impl Connection {
+    pub(super) async fn open(
+        upstream: &str,
+        config: &UpstreamConfig,
+    ) -> Result<Self, UpstreamError> {
+        let started_at = Instant::now();
+        match config {
+            UpstreamConfig::Stdio { command, args, env } => {
+                let mut cmd = Command::new(command);
+                cmd.args(args).envs(env).kill_on_drop(true);
+                let (transport, stderr) = TokioChildProcess::builder(cmd)
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .map_err(|source| UpstreamError::Spawn {
+                        upstream: upstream.to_owned(),
+                        command: command.clone(),
+                        source,
+                    })?;
+                let pid = transport.id();
+                if let Some(stderr) = stderr {
+                    tokio::spawn(forward_stderr(upstream.to_owned(), pid, stderr));
+                }
+                let service = client_config()
+                    .serve(transport)
+                    .await
+                    .map_err(|e| init_error(upstream, config, &e))?;
+                tracing::info!(upstream, pid, command = %command, "started stdio upstream");
+                Ok(Self::new(service, pid, started_at))
+            }
+            UpstreamConfig::Http { url, bearer } => {
+                // rmcp's reqwest client is built without a TLS backend here (rmcp features
+                // `reqwest` or `reqwest-native-tls` add one); say so instead of failing
+                // with a generic send error.
+                if !url
+                    .get(..7)
+                    .is_some_and(|s| s.eq_ignore_ascii_case("http://"))
+                {
+                    return Err(UpstreamError::Connect {
+                        upstream: upstream.to_owned(),
+                        target: url.clone(),
+                        reason: "only http:// URLs are supported: this build has no TLS backend"
+                            .to_owned(),
+                    });
+                }
+                let mut transport_config =
+                    StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                        .reinit_on_expired_session(true);
+                if let Some(bearer) = bearer {
+                    transport_config = transport_config.auth_header(bearer.expose());
+                }
+                let transport = StreamableHttpClientTransport::from_config(transport_config);
+                let service = client_config()
+                    .serve(transport)
+                    .await
+                    .map_err(|e| init_error(upstream, config, &e))?;
+                tracing::info!(upstream, url = %url, "connected to http upstream");
+                Ok(Self::new(service, None, started_at))
+            }
+        }
+    }
+
+    fn new(
+        service: RunningService<RoleClient, ClientConfig>,
+        pid: Option<u32>,
+        started_at: Instant,
+    ) -> Self {
+        Self {
+            peer: service.peer().clone(),
+            service,
+            pid,
+            started_at,
+            answered: AtomicBool::new(false),
+        }
+    }
+
+    /// A cheap handle for requests; clones multiplex over the same session.
+    pub(super) fn peer(&self) -> &Peer<RoleClient> {
+        &self.peer
+    }
+
+    pub(super) fn pid(&self) -> Option<u32> {
+        self.pid
+    }
+
+    pub(super) fn started_at(&self) -> Instant {
+        self.started_at
+    }
+
+    /// False once the transport has closed (process exited, stream ended).
+    pub(super) fn is_alive(&self) -> bool {
+        !self.service.is_closed() && !self.peer.is_transport_closed()
+    }
+
+    pub(super) fn mark_answered(&self) {
+        self.answered.store(true, Ordering::Relaxed);
+    }
+
+    pub(super) fn has_answered(&self) -> bool {
+        self.answered.load(Ordering::Relaxed)
+    }
+}
+
+fn client_config() -> ClientConfig {
+    ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new("skillgate", env!("CARGO_PKG_VERSION")),
+    )
+}
+
+/// The child's stderr is its log: it goes to tracing, never to our stdout.
+async fn forward_stderr(upstream: String, pid: Option<u32>, stderr: ChildStderr) {
+    let mut lines = BufReader::new(stderr).lines();
+    loop {
+        match lines.next_line().await {
+            Ok(Some(line)) => {
+                tracing::info!(target: "skillgate::upstream::stderr", upstream, pid, "{line}")
+            }
+            Ok(None) => break,
+            Err(error) => {
+                tracing::debug!(upstream, pid, %error, "stopped reading upstream stderr");
+                break;
+            }
+        }
+    }
+}
+
+fn init_error(
+    upstream: &str,
+    config: &UpstreamConfig,
+    error: &ClientInitializeError,
+) -> UpstreamError {
+    let stdio = matches!(config, UpstreamConfig::Stdio { .. });
+    let reason = match error {
+        // A child that exits early shows up as end of stream or as a broken stdin pipe,
+        // depending on who gets there first.
+        ClientInitializeError::ConnectionClosed(_) if stdio => {
+            "the process exited before completing the MCP handshake".to_owned()
+        }
+        ClientInitializeError::TransportError { error, .. } if stdio => format!(
+            "the process exited before completing the MCP handshake ({})",
+            transport_reason(error)
+        ),
+        ClientInitializeError::TransportError { error, context } => {
+            format!("{} (during: {context})", transport_reason(error))
+        }
+        other => error_chain(other),
+    };
+    if error.is_authorization_required() || is_auth_status(&reason) {
+        return UpstreamError::Unauthorized {
+            upstream: upstream.to_owned(),
+        };
+    }
+    UpstreamError::Connect {
+        upstream: upstream.to_owned(),
+        target: config.target().to_owned(),
+        reason,
+    }
+}
+
+/// Maps a failed request.
+pub(super) fn request_error(upstream: &str, error: ServiceError) -> UpstreamError {
+    let upstream = upstream.to_owned();
+    match error {
+        ServiceError::McpError(data) => UpstreamError::Rpc {
+            upstream,
+            code: data.code.0,
+            message: data.message.into_owned(),
+        },
+        ServiceError::TransportSend(ref transport) => {
+            let reason = transport_reason(transport);
+            if error.is_authorization_required() || is_auth_status(&reason) {
+                UpstreamError::Unauthorized { upstream }
+            } else {
+                UpstreamError::Disconnected { upstream, reason }
+            }
+        }
+        ServiceError::TransportClosed | ServiceError::Cancelled { .. } => {
+            UpstreamError::Disconnected {
+                upstream,
+                reason: error_chain(&error),
+            }
+        }
+        ServiceError::Timeout { timeout } => UpstreamError::Timeout {
+            upstream,
+            operation: "the request".to_owned(),
+            timeout,
+        },
+        other => UpstreamError::Protocol {
+            upstream,
+            reason: error_chain(&other),
+        },
+    }
+}
+
+/// rmcp classifies a 401/403 as "authorization required" only when it carries a
+/// `WWW-Authenticate` challenge; a bare one arrives as an unexpected response.
+fn is_auth_status(reason: &str) -> bool {
+    reason.contains("unexpected server response: HTTP 401")
+        || reason.contains("unexpected server response: HTTP 403")
+}
+
+/// The transport's own error chain, without rmcp's wrapper (which names the transport's
+/// generic type).
+fn transport_reason(error: &DynamicTransportError) -> String {
+    error_chain(error.error.as_ref())
+}
+
+/// `outer: inner: root`, skipping a source whose text the outer message already contains.
+fn error_chain(error: &(dyn StdError + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(current) = source {
+        let part = current.to_string();
+        if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        source = current.source();
+    }
+    text
+}

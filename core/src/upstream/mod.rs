@@ -1,0 +1,14 @@
+//! Upstream connectors: the gateway's MCP client side, which runs downstream tools on real
+//! MCP servers (stdio child processes or streamable HTTP endpoints) through rmcp.
+
+mod client;
+mod config;
+mod connection;
+mod error;
+mod pool;
+
+pub use client::{CallOutcome, UpstreamClient, UpstreamOptions};
+pub use config::{Secret, StoredUpstreamConfig, UpstreamConfig};
+pub use error::UpstreamError;
+pub use pool::UpstreamPool;
+pub use rmcp::model::{CallToolResult, JsonObject};

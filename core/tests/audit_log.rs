@@ -1,0 +1,331 @@
+//! The audit log against a real SQLite file: chaining, durability, tamper detection.
+
+use std::collections::BTreeMap;
+
+use futures::TryStreamExt;
+use serde_json::json;
+use skillgate_core::audit::{AuditLog, BadEvent, BadReason, EventKind, NewEvent, redact_sensitive};
+use skillgate_core::store::Store;
+use sqlx::Connection;
+
+struct Db {
+    _dir: tempfile::TempDir,
+    url: String,
+}
+
+impl Db {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("audit.db").display());
+        Self { _dir: dir, url }
+    }
+
+    async fn log(&self) -> AuditLog {
+        AuditLog::new(Store::open(&self.url).await.unwrap())
+    }
+}
+
+fn feedback(i: u64) -> NewEvent {
+    NewEvent::feedback("s1", "agent", "refunds", (i % 5 + 1) as u8, Some("ok"))
+}
+
+async fn append_n(log: &AuditLog, n: u64) {
+    for i in 0..n {
+        log.append(feedback(i)).await.unwrap();
+    }
+}
+
+async fn exec(log: &AuditLog, sql: &str) {
+    sqlx::query(sql).execute(log.store().pool()).await.unwrap();
+}
+
+async fn first_bad(log: &AuditLog) -> Option<BadEvent> {
+    log.verify().await.unwrap().first_bad
+}
+
+#[tokio::test]
+async fn a_chain_of_appended_events_verifies() {
+    let db = Db::new();
+    let log = db.log().await;
+    append_n(&log, 25).await;
+    let report = log.verify().await.unwrap();
+    assert!(report.is_intact(), "{report:?}");
+    assert_eq!(report.events, 25);
+    assert_eq!(report.verified_tip.seq, 25);
+}
+
+#[tokio::test]
+async fn appends_answer_consecutive_seqs_and_chain_hashes() {
+    let db = Db::new();
+    let log = db.log().await;
+    let first = log.append(feedback(0)).await.unwrap();
+    let batch = log
+        .append_batch(vec![feedback(1), feedback(2)])
+        .await
+        .unwrap();
+    assert_eq!(first.seq, 1);
+    assert_eq!(batch.iter().map(|e| e.seq).collect::<Vec<_>>(), [2, 3]);
+    let events: Vec<_> = log.events(None).try_collect().await.unwrap();
+    assert_eq!(events[0].prev_hash, skillgate_core::audit::GENESIS_HASH);
+    assert_eq!(events[1].prev_hash, first.hash);
+    assert_eq!(events[2].prev_hash, batch[0].hash);
+    assert_eq!(events[2].hash, batch[1].hash);
+    assert_eq!(events[0].at, first.at);
+}
+
+#[tokio::test]
+async fn an_edited_payload_is_reported_as_changed_at_its_seq() {
+    let db = Db::new();
+    let log = db.log().await;
+    append_n(&log, 10).await;
+    exec(
+        &log,
+        r#"UPDATE audit_events SET payload = '{"rating":5}' WHERE seq = 4"#,
+    )
+    .await;
+    assert_eq!(
+        first_bad(&log).await,
+        Some(BadEvent {
+            seq: 4,
+            reason: BadReason::Changed
+        })
+    );
+}
+
+#[tokio::test]
+async fn a_deleted_row_is_reported_as_removed_at_its_seq() {
+    let db = Db::new();
+    let log = db.log().await;
+    append_n(&log, 10).await;
+    exec(&log, "DELETE FROM audit_events WHERE seq = 6").await;
+    assert_eq!(
+        first_bad(&log).await,
+        Some(BadEvent {
+            seq: 6,
+            reason: BadReason::Removed
+        })
+    );
+}
+
+#[tokio::test]
+async fn two_swapped_rows_are_reported_as_reordered_at_the_first() {
+    let db = Db::new();
+    let log = db.log().await;
+    append_n(&log, 10).await;
+    exec(&log, "UPDATE audit_events SET seq = -1 WHERE seq = 3").await;
+    exec(&log, "UPDATE audit_events SET seq = 3 WHERE seq = 8").await;
+    exec(&log, "UPDATE audit_events SET seq = 8 WHERE seq = -1").await;
+    assert_eq!(
+        first_bad(&log).await,
+        Some(BadEvent {
+            seq: 3,
+            reason: BadReason::Reordered
+        })
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_appends_from_fifty_tasks_form_one_gap_free_verifying_chain() {
+    let db = Db::new();
+    let log = db.log().await;
+    let tasks: Vec<_> = (0..50)
+        .map(|task| {
+            let log = log.clone();
+            tokio::spawn(async move {
+                let mut seqs = Vec::new();
+                for i in 0..20 {
+                    let event =
+                        NewEvent::new(EventKind::CallResult, json!({ "task": task, "i": i }))
+                            .in_session(format!("s{task}"));
+                    seqs.push(log.append(event).await.unwrap().seq);
+                }
+                seqs
+            })
+        })
+        .collect();
+    let mut seqs = Vec::new();
+    for task in tasks {
+        seqs.extend(task.await.unwrap());
+    }
+    seqs.sort_unstable();
+    assert_eq!(seqs, (1..=1000).collect::<Vec<u64>>());
+    let report = log.verify().await.unwrap();
+    assert!(report.is_intact(), "{report:?}");
+    assert_eq!(report.events, 1000);
+    assert_eq!(log.store().audit_count(Some("s7")).await.unwrap(), 20);
+    // One commit stamps one `at` on all of its events: fewer stamps than events means
+    // appends were grouped.
+    let commits: i64 = sqlx::query_scalar("SELECT COUNT(DISTINCT at) FROM audit_events")
+        .fetch_one(log.store().pool())
+        .await
+        .unwrap();
+    eprintln!("1000 events in {commits} commits");
+    assert!(commits < 1000);
+}
+
+#[tokio::test]
+async fn two_stores_sharing_one_file_chain_their_appends_together() {
+    let db = Db::new();
+    let (a, b) = (db.log().await, db.log().await);
+    let writers = [a.clone(), b.clone()].map(|log| {
+        tokio::spawn(async move {
+            for i in 0..30 {
+                log.append(feedback(i)).await.unwrap();
+            }
+        })
+    });
+    for writer in writers {
+        writer.await.unwrap();
+    }
+    let report = a.verify().await.unwrap();
+    assert!(report.is_intact(), "{report:?}");
+    assert_eq!(report.events, 60);
+}
+
+#[tokio::test]
+async fn an_append_is_visible_to_a_fresh_connection_as_soon_as_it_returns() {
+    let db = Db::new();
+    let log = db.log().await;
+    let appended = log
+        .append(NewEvent::call_allowed(
+            "s1",
+            "agent",
+            "issue_refund",
+            json!({ "amount": "20.00" }),
+            "refunds",
+            &BTreeMap::from([("refund-policy".to_owned(), 3)]),
+        ))
+        .await
+        .unwrap();
+    let mut fresh = sqlx::SqliteConnection::connect(&db.url).await.unwrap();
+    let (kind, hash): (String, String) =
+        sqlx::query_as("SELECT kind, hash FROM audit_events WHERE seq = ?")
+            .bind(appended.seq as i64)
+            .fetch_one(&mut fresh)
+            .await
+            .unwrap();
+    assert_eq!(kind, "call_allowed");
+    assert_eq!(hash, appended.hash);
+}
+
+#[tokio::test]
+async fn a_redacted_token_never_reaches_the_stored_payload() {
+    let db = Db::new();
+    let log = db.log().await;
+    let token = "tok_live_4f9a8c7e";
+    let arguments = json!({ "customer": "c-1", "api_token": token });
+    let redacted = redact_sensitive(&arguments, &["api_token".to_owned()]);
+    log.append(NewEvent::call_denied(
+        "s1",
+        "agent",
+        "charge",
+        redacted,
+        "GOVERNANCE_VIOLATION",
+        Some("max_amount"),
+    ))
+    .await
+    .unwrap();
+    let payloads: Vec<String> = sqlx::query_scalar("SELECT payload FROM audit_events")
+        .fetch_all(log.store().pool())
+        .await
+        .unwrap();
+    assert_eq!(payloads.len(), 1);
+    assert!(!payloads[0].contains(token), "{}", payloads[0]);
+    assert!(
+        payloads[0].contains(r#""api_token":{"sha256":"#),
+        "{}",
+        payloads[0]
+    );
+    assert!(payloads[0].contains(r#""customer":"c-1""#));
+}
+
+#[tokio::test]
+async fn a_failing_event_fails_only_its_own_caller() {
+    let db = Db::new();
+    let log = db.log().await;
+    exec(
+        &log,
+        "CREATE TRIGGER refuse_feedback BEFORE INSERT ON audit_events
+         WHEN NEW.kind = 'feedback' BEGIN SELECT RAISE(ABORT, 'refused'); END",
+    )
+    .await;
+    let tasks: Vec<_> = (0..20u64)
+        .map(|i| {
+            let log = log.clone();
+            tokio::spawn(async move {
+                let event = if i % 2 == 0 {
+                    feedback(i)
+                } else {
+                    NewEvent::new(EventKind::CallResult, json!({ "i": i }))
+                };
+                (i, log.append(event).await)
+            })
+        })
+        .collect();
+    for task in tasks {
+        let (i, result) = task.await.unwrap();
+        assert_eq!(result.is_ok(), i % 2 == 1, "event {i}: {result:?}");
+    }
+    let report = log.verify().await.unwrap();
+    assert!(report.is_intact(), "{report:?}");
+    assert_eq!(report.events, 10);
+}
+
+#[tokio::test]
+async fn a_session_timeline_lists_only_that_session_in_order() {
+    let db = Db::new();
+    let log = db.log().await;
+    log.append(NewEvent::session_started("a", "key-a", "support", None))
+        .await
+        .unwrap();
+    log.append(NewEvent::session_started(
+        "b",
+        "key-b",
+        "support",
+        Some("refund"),
+    ))
+    .await
+    .unwrap();
+    log.append(NewEvent::learn_denied(
+        "a",
+        "key-a",
+        "/roles/admin",
+        "ACCESS_DENIED",
+    ))
+    .await
+    .unwrap();
+    log.append(NewEvent::admin_change(
+        "alice",
+        "update",
+        "limit:refunds/max",
+        json!(500),
+        json!(200),
+    ))
+    .await
+    .unwrap();
+    let timeline: Vec<_> = log.events(Some("a")).try_collect().await.unwrap();
+    let kinds: Vec<_> = timeline.iter().map(|e| (e.seq, e.kind)).collect();
+    assert_eq!(
+        kinds,
+        [(1, EventKind::SessionStarted), (3, EventKind::LearnDenied)]
+    );
+    assert_eq!(timeline[1].payload["path"], "/roles/admin");
+}
+
+#[tokio::test]
+async fn verification_after_pruning_starts_from_the_retention_anchor() {
+    let db = Db::new();
+    let log = db.log().await;
+    append_n(&log, 10).await;
+    let anchor = log.prune_through(4).await.unwrap();
+    assert_eq!(anchor.seq, 4);
+    append_n(&log, 2).await;
+    let report = log.verify().await.unwrap();
+    assert!(report.is_intact(), "{report:?}");
+    assert_eq!((report.start.seq, report.events), (4, 8));
+
+    log.prune_through(12).await.unwrap();
+    let next = log.append(feedback(0)).await.unwrap();
+    assert_eq!(next.seq, 13);
+    assert!(log.verify().await.unwrap().is_intact());
+}

@@ -1,0 +1,242 @@
+//! A small synthetic catalog shared by the policy tests.
+// Each test crate that includes this file uses a different part of it.
+#![allow(dead_code)]
+
+use chrono::{DateTime, Duration, TimeZone, Utc};
+use serde_json::{Value, json};
+use skillgate_core::model::{
+    ArgCheck, Catalog, CatalogDraft, CatalogTool, CmpOp, Limit, Role, Scope, Skill, ToolSpec,
+    Upstream, UpstreamKind,
+};
+use skillgate_core::policy::{CallRequest, CompiledCatalog, Decision, SessionView, decide};
+use skillgate_core::slug::Slug;
+
+pub fn slug(text: &str) -> Slug {
+    Slug::parse(text).unwrap()
+}
+
+pub fn tool(name: &str, input_schema: Value) -> CatalogTool {
+    CatalogTool {
+        upstream: slug("up"),
+        spec: ToolSpec {
+            name: name.to_owned(),
+            description: format!("{name} does a thing"),
+            input_schema,
+            sensitive_args: Vec::new(),
+        },
+    }
+}
+
+pub fn no_args() -> Value {
+    json!({"type": "object", "additionalProperties": false})
+}
+
+pub fn skill(name: &str, tools: &[&str]) -> Skill {
+    Skill {
+        slug: slug(name),
+        description: format!("{name} skill"),
+        instructions: format!("# {name}\n\nDo it well."),
+        tools: tools.iter().map(|t| (*t).to_owned()).collect(),
+        resources: Vec::new(),
+    }
+}
+
+pub fn role(name: &str, skills: &[&str], limits: Vec<Limit>) -> Role {
+    Role {
+        slug: slug(name),
+        title: name.to_owned(),
+        description: format!("The {name} role."),
+        instructions: "Follow the skills.".to_owned(),
+        skills: skills.iter().map(|s| slug(s)).collect(),
+        limits,
+    }
+}
+
+pub fn bound(tool: &str, arg: &str, op: CmpOp, value: i64) -> Limit {
+    Limit::ArgBound {
+        tool: tool.to_owned(),
+        arg: arg.to_owned(),
+        check: ArgCheck::Compare {
+            op,
+            value: value.into(),
+        },
+    }
+}
+
+pub fn sum_cap(tool: &str, arg: &str, max: i64) -> Limit {
+    Limit::SumCap {
+        tool: tool.to_owned(),
+        arg: arg.to_owned(),
+        max: max.into(),
+    }
+}
+
+pub fn count_cap(tool: &str, max: u32) -> Limit {
+    Limit::CountCap {
+        tool: tool.to_owned(),
+        max,
+    }
+}
+
+pub fn requires(tool: &str, after: &[&str]) -> Limit {
+    Limit::Requires {
+        tool: tool.to_owned(),
+        after: after.iter().map(|t| (*t).to_owned()).collect(),
+    }
+}
+
+/// Roles: `small-refunds` (refund <= 500, sum <= 1000, count <= 3, after `check`; notes
+/// with a length bound and a one-of), `big-refunds` (refund <= 5000), `retention`
+/// (refund after ticket, extend and credit), `outsider` (lookup, in another scope).
+pub fn catalog() -> Catalog {
+    let refund_schema = json!({
+        "type": "object",
+        "properties": {"amount": {"type": "number"}, "reason": {"type": "string"}},
+        "required": ["amount"],
+        "additionalProperties": false
+    });
+    let note_schema = json!({
+        "type": "object",
+        "properties": {"text": {"type": "string"}, "channel": {"type": "string"}, "rank": {"type": "number"}}
+    });
+    let draft = CatalogDraft {
+        tools: vec![
+            tool("refund", refund_schema),
+            // A schema that types nothing: the limits on it must still fail closed.
+            tool("loose_refund", json!({"type": "object"})),
+            tool("check", no_args()),
+            tool("ticket", no_args()),
+            tool("extend", no_args()),
+            tool("credit", no_args()),
+            tool("lookup", no_args()),
+            tool("note", note_schema),
+        ],
+        skills: vec![
+            skill("refunds", &["check", "refund"]),
+            skill("notes", &["note", "loose_refund"]),
+            skill("retention", &["ticket", "extend", "credit", "refund"]),
+            skill("lookup", &["lookup"]),
+        ],
+        roles: vec![
+            role(
+                "small-refunds",
+                &["refunds", "notes"],
+                vec![
+                    sum_cap("refund", "amount", 1000),
+                    count_cap("refund", 3),
+                    bound("refund", "amount", CmpOp::Le, 500),
+                    requires("refund", &["check"]),
+                    bound("loose_refund", "amount", CmpOp::Le, 500),
+                    Limit::ArgBound {
+                        tool: "note".into(),
+                        arg: "text".into(),
+                        check: ArgCheck::MaxLength { max: 10 },
+                    },
+                    Limit::ArgBound {
+                        tool: "note".into(),
+                        arg: "channel".into(),
+                        check: ArgCheck::OneOf {
+                            values: vec![json!("email"), json!("phone")],
+                        },
+                    },
+                    Limit::ArgBound {
+                        tool: "note".into(),
+                        arg: "rank".into(),
+                        check: ArgCheck::OneOf {
+                            values: vec![json!(1), json!(2.5)],
+                        },
+                    },
+                ],
+            ),
+            role(
+                "big-refunds",
+                &["refunds"],
+                vec![bound("refund", "amount", CmpOp::Le, 5000)],
+            ),
+            role(
+                "retention",
+                &["retention"],
+                vec![requires("refund", &["ticket", "extend", "credit"])],
+            ),
+            role("outsider", &["lookup"], Vec::new()),
+        ],
+        scopes: vec![
+            Scope {
+                slug: slug("front"),
+                description: String::new(),
+                roles: vec![
+                    slug("small-refunds"),
+                    slug("big-refunds"),
+                    slug("retention"),
+                ],
+            },
+            Scope {
+                slug: slug("ops"),
+                description: String::new(),
+                roles: vec![slug("outsider")],
+            },
+        ],
+    };
+    draft.into_catalog(vec![upstream()])
+}
+
+pub fn upstream() -> Upstream {
+    Upstream {
+        name: slug("up"),
+        kind: UpstreamKind::Stdio {
+            command: "up".to_owned(),
+            args: Vec::new(),
+        },
+    }
+}
+
+pub fn compiled() -> CompiledCatalog {
+    CompiledCatalog::compile(catalog())
+}
+
+pub fn t0() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 1, 1, 12, 0, 0).unwrap()
+}
+
+pub const SESSION: &str = "s-1";
+pub const KEY: &str = "key-1";
+
+/// A session in `scope` that learned `roles` in this order, expiring an hour after [`t0`].
+pub fn session(scope: &str, roles: &[&str]) -> SessionView {
+    let mut session = SessionView::new(SESSION, KEY, slug(scope), t0() + Duration::hours(1));
+    for role in roles {
+        session.learn(slug(role), Vec::new());
+    }
+    session
+}
+
+/// Decides a call at [`t0`] with the arguments given as JSON text, so numbers keep their digits.
+pub fn call(catalog: &CompiledCatalog, session: &SessionView, tool: &str, args: &str) -> Decision {
+    let arguments: Value = serde_json::from_str(args).unwrap();
+    decide(
+        catalog,
+        Some(session),
+        &CallRequest {
+            session_id: SESSION,
+            key_id: KEY,
+            tool,
+            arguments: &arguments,
+        },
+        t0(),
+    )
+}
+
+/// Decides, and on allow reserves and records success, as the MCP layer would.
+pub fn call_and_run(
+    catalog: &CompiledCatalog,
+    session: &mut SessionView,
+    tool: &str,
+    args: &str,
+) -> Decision {
+    let decision = call(catalog, session, tool, args);
+    if let Decision::Allow { reservation, .. } = &decision {
+        session.reserve(reservation);
+        session.record_success(tool);
+    }
+    decision
+}

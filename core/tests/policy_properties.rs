@@ -1,0 +1,90 @@
+//! Properties: no sequence of calls lets usage pass a cap, and amounts parse exactly.
+
+mod policy_common;
+
+use policy_common::*;
+use proptest::prelude::*;
+use rust_decimal::Decimal;
+use skillgate_core::policy::{Decision, decimal_from_json};
+
+/// One step an agent might take: a refund of some amount (in hundredths, possibly
+/// negative), whether its upstream call then succeeds, or a bare eligibility check.
+#[derive(Debug, Clone)]
+enum Step {
+    Refund { cents: i64, succeeds: bool },
+    Check,
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        4 => (-20_000i64..80_000, any::<bool>()).prop_map(|(cents, succeeds)| Step::Refund { cents, succeeds }),
+        1 => Just(Step::Check),
+    ]
+}
+
+fn learn_orders() -> impl Strategy<Value = Vec<&'static str>> {
+    prop_oneof![
+        Just(vec!["small-refunds"]),
+        Just(vec!["small-refunds", "big-refunds"]),
+        Just(vec!["big-refunds", "small-refunds"]),
+        Just(vec!["retention", "small-refunds", "big-refunds"]),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn no_sequence_of_calls_lets_usage_exceed_a_cap(roles in learn_orders(), steps in prop::collection::vec(step(), 0..40)) {
+        let catalog = compiled();
+        let mut session = session("front", &roles);
+        let mut allowed_small = Decimal::ZERO;
+        let mut allowed_small_count = 0u32;
+        for step in steps {
+            match step {
+                Step::Check => {
+                    call_and_run(&catalog, &mut session, "check", "{}");
+                }
+                Step::Refund { cents, succeeds } => {
+                    let amount = Decimal::new(cents, 2);
+                    let decision = call(&catalog, &session, "refund", &format!(r#"{{"amount": {amount}}}"#));
+                    if let Decision::Allow { role, reservation } = &decision {
+                        prop_assert_ne!(role.as_str(), "retention", "retention's guard never passes here");
+                        if role.as_str() == "small-refunds" {
+                            prop_assert!(session.usage.has_succeeded("check"));
+                            prop_assert!(amount <= Decimal::from(500) && amount >= Decimal::ZERO, "{amount}");
+                            allowed_small += amount;
+                            allowed_small_count += 1;
+                        } else if role.as_str() == "big-refunds" {
+                            prop_assert!(amount <= Decimal::from(5000));
+                        }
+                        session.reserve(reservation);
+                        if succeeds {
+                            session.record_success("refund");
+                        }
+                    }
+                }
+            }
+            prop_assert!(session.usage.sum("small-refunds", "refund", "amount") <= Decimal::from(1000));
+            prop_assert!(session.usage.count("small-refunds", "refund") <= 3);
+        }
+        prop_assert_eq!(allowed_small, session.usage.sum("small-refunds", "refund", "amount"));
+        prop_assert_eq!(allowed_small_count, session.usage.count("small-refunds", "refund"));
+    }
+
+    #[test]
+    fn a_decimal_written_in_json_parses_to_exactly_that_decimal(mantissa in any::<i64>(), scale in 0u32..=18) {
+        let expected = Decimal::new(mantissa, scale);
+        let json: serde_json::Value = serde_json::from_str(&expected.to_string()).unwrap();
+        prop_assert_eq!(decimal_from_json(&json), Ok(expected));
+    }
+
+    #[test]
+    fn an_amount_is_allowed_exactly_when_it_is_within_the_bound(cents in -1_000_000i64..1_000_000, extra_digits in 0u32..10) {
+        let amount = Decimal::new(cents, 2) + Decimal::new(1, 2 + extra_digits);
+        let catalog = compiled();
+        let session = session("front", &["big-refunds"]);
+        let allowed = call(&catalog, &session, "refund", &format!(r#"{{"amount": {amount}}}"#)).is_allowed();
+        prop_assert_eq!(allowed, amount <= Decimal::from(5000), "{}", amount);
+    }
+}

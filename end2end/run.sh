@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Runs the end-to-end suite against the release build: starts `skillgate serve` on a free
+# loopback port with a fresh SQLite file, reads the one-time admin password it prints,
+# adds a viewer through the CLI, then drives Chromium with JavaScript on and off.
+set -euo pipefail
+
+root="$(cd "$(dirname "$0")/.." && pwd)"
+bin="$root/target/release/skillgate"
+site="$root/target/site"
+[[ -x "$bin" && -d "$site/pkg" ]] || { echo "run 'make build' first: $bin or $site/pkg is missing" >&2; exit 1; }
+
+work="$(mktemp -d)"
+port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+log="$work/server.log"
+server_pid=""
+cleanup() {
+  if [[ -n "$server_pid" ]]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+db="sqlite://$work/e2e.db"
+"$bin" serve --bind "127.0.0.1:$port" --database-url "$db" --site-root "$site" --demo >"$log" 2>"$work/server.err" &
+server_pid=$!
+
+for _ in $(seq 1 100); do
+  if curl -fsS "http://127.0.0.1:$port/healthz" >/dev/null 2>&1; then break; fi
+  if ! kill -0 "$server_pid" 2>/dev/null; then cat "$work/server.err" >&2; exit 1; fi
+  sleep 0.1
+done
+curl -fsS "http://127.0.0.1:$port/healthz" >/dev/null
+
+admin_password="$(sed -n 's/^  password: //p' "$log" | head -n1)"
+[[ -n "$admin_password" ]] || { echo "the server did not print an admin password" >&2; cat "$log" >&2; exit 1; }
+
+viewer_password="viewer-$(python3 -c 'import secrets; print(secrets.token_hex(8))')"
+printf '%s\n' "$viewer_password" | "$bin" user add viewer --role viewer --database-url "$db" >/dev/null
+
+mkdir -p "$root/target/e2e-screenshots"
+export SKILLGATE_URL="http://127.0.0.1:$port"
+export SKILLGATE_ADMIN_PASSWORD="$admin_password"
+export SKILLGATE_VIEWER_PASSWORD="$viewer_password"
+export SKILLGATE_DATABASE_URL="$db"
+export SKILLGATE_BIN="$bin"
+export SKILLGATE_SCREENSHOTS="$root/target/e2e-screenshots"
+cd "$root/end2end"
+node --test --test-concurrency=1 tests/

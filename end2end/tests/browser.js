@@ -1,0 +1,46 @@
+// Shared helpers: Debian's Chromium driven by playwright-core. Never downloads a browser.
+import { chromium } from 'playwright-core';
+import path from 'node:path';
+
+export const BASE = process.env.SKILLGATE_URL ?? 'http://127.0.0.1:3000';
+export const ADMIN_PASSWORD = process.env.SKILLGATE_ADMIN_PASSWORD;
+export const VIEWER_PASSWORD = process.env.SKILLGATE_VIEWER_PASSWORD;
+const SCREENSHOTS = process.env.SKILLGATE_SCREENSHOTS;
+
+export async function launch() {
+  return chromium.launch({
+    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+    args: [
+      '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync',
+    ],
+  });
+}
+
+/** A fresh browser context (no cookies) with JavaScript on or off. */
+export async function newPage(browser, javaScriptEnabled) {
+  const context = await browser.newContext({ javaScriptEnabled, baseURL: BASE });
+  const page = await context.newPage();
+  if (javaScriptEnabled) {
+    const errors = [];
+    page.on('pageerror', (e) => errors.push(String(e)));
+    page.hydrationErrors = errors;
+  }
+  return page;
+}
+
+/** Waits until the wasm bundle has hydrated the page (only meaningful with JS on). */
+export async function waitHydrated(page) {
+  await page.waitForFunction(() => window.__skillgate_hydrated === true, null, { timeout: 15000 });
+}
+
+export async function signIn(page, name, password) {
+  await page.goto('/login');
+  await page.fill('#name', name);
+  await page.fill('#password', password);
+  await Promise.all([page.waitForNavigation(), page.click('button[type=submit]')]);
+}
+
+export async function screenshot(page, name) {
+  if (SCREENSHOTS) await page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
+}

@@ -1,0 +1,112 @@
+//! The command line. Every flag is also an environment variable `SKILLGATE_…`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+pub const DEFAULT_DATABASE_URL: &str = "sqlite://data/skillgate.db";
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "skillgate",
+    version,
+    about = "A governed MCP gateway with an admin console"
+)]
+pub struct Cli {
+    /// Database to use: sqlite://PATH (created and migrated on start).
+    #[arg(
+        long,
+        global = true,
+        env = "SKILLGATE_DATABASE_URL",
+        default_value = DEFAULT_DATABASE_URL
+    )]
+    pub database_url: String,
+
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve the console and the MCP endpoint (the default command).
+    Serve(ServeArgs),
+    /// Manage console users.
+    #[command(subcommand)]
+    User(UserCommand),
+    /// Manage agent keys (the MCP endpoint's bearer credentials).
+    #[command(subcommand)]
+    Key(crate::key_cmd::KeyCommand),
+    /// Serve the demo company's 15 tools as an MCP server over stdio.
+    DemoUpstream(DemoUpstreamArgs),
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, env = "SKILLGATE_BIND", default_value = "127.0.0.1:3000")]
+    pub bind: SocketAddr,
+
+    /// Seed the demo catalog into an empty database.
+    #[arg(long, env = "SKILLGATE_DEMO")]
+    pub demo: bool,
+
+    /// Directory holding the built console assets (`pkg/` with wasm, JS and CSS).
+    #[arg(long, env = "SKILLGATE_SITE_ROOT", default_value = "target/site")]
+    pub site_root: PathBuf,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum UserCommand {
+    /// Add a console user; the password is read from standard input.
+    Add {
+        name: String,
+        #[arg(long, value_parser = ["admin", "reviewer", "viewer"])]
+        role: String,
+    },
+    /// Set a console user's password, read from standard input.
+    Passwd { name: String },
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct DemoUpstreamArgs {
+    /// Append one JSON line per executed tool call to this file (for tests and demos).
+    #[arg(long, env = "SKILLGATE_DEMO_EXECUTIONS_LOG")]
+    pub executions_log: Option<PathBuf>,
+}
+
+impl Cli {
+    /// The serve arguments to use when no subcommand was given.
+    pub fn default_serve() -> ServeArgs {
+        match Cli::parse_from(["skillgate", "serve"]).command {
+            Some(Command::Serve(args)) => args,
+            _ => unreachable!("`skillgate serve` parses as the serve command"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn serve_defaults_to_loopback_port_3000_and_the_data_directory() {
+        let cli = Cli::parse_from(["skillgate", "serve"]);
+        assert_eq!(cli.database_url, DEFAULT_DATABASE_URL);
+        let Some(Command::Serve(args)) = cli.command else {
+            panic!("serve")
+        };
+        assert_eq!(args.bind.to_string(), "127.0.0.1:3000");
+    }
+
+    #[test]
+    fn an_unknown_console_role_is_refused_by_the_parser() {
+        assert!(Cli::try_parse_from(["skillgate", "user", "add", "x", "--role", "root"]).is_err());
+    }
+}

@@ -1,0 +1,127 @@
+//! Console sign-in, sign-out, and the guard that sends anonymous browsers to `/login`.
+//!
+//! Sign-in is a plain HTML form post handled here (not a server function) so it behaves
+//! identically with JavaScript off, and so the session id can be cycled before the
+//! response leaves.
+
+use std::net::SocketAddr;
+
+use axum::Form;
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::StatusCode;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Redirect, Response};
+use serde::Deserialize;
+use skillgate_app::api::ssr::{USER_ID_KEY, session_user_id};
+use skillgate_core::users::{Password, UserError};
+use tower_sessions::Session;
+
+use crate::serve::AppState;
+
+#[derive(Deserialize)]
+pub struct LoginForm {
+    name: String,
+    password: String,
+}
+
+#[tracing::instrument(skip_all, fields(user = %form.name, %address))]
+pub async fn login(
+    State(state): State<AppState>,
+    ConnectInfo(address): ConnectInfo<SocketAddr>,
+    session: Session,
+    Form(form): Form<LoginForm>,
+) -> Response {
+    let outcome = state
+        .users
+        .login(
+            form.name.trim(),
+            Password::new(form.password),
+            &address.ip().to_string(),
+            chrono::Utc::now(),
+        )
+        .await;
+    match outcome {
+        Ok(user) => {
+            // A fresh id at privilege change defeats session fixation.
+            if let Err(error) = session.cycle_id().await {
+                tracing::error!(%error, "cannot cycle the session id");
+                return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+            }
+            if let Err(error) = session.insert(USER_ID_KEY, user.id.to_string()).await {
+                tracing::error!(%error, "cannot store the console session");
+                return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+            }
+            tracing::info!(role = %user.role, "console sign-in");
+            Redirect::to("/").into_response()
+        }
+        Err(UserError::InvalidCredentials) => {
+            tracing::info!("console sign-in refused");
+            Redirect::to("/login?error=invalid").into_response()
+        }
+        Err(UserError::Throttled { .. }) => {
+            tracing::warn!("console sign-in throttled");
+            Redirect::to("/login?error=throttled").into_response()
+        }
+        Err(error) => {
+            tracing::error!(%error, "console sign-in failed");
+            StatusCode::INTERNAL_SERVER_ERROR.into_response()
+        }
+    }
+}
+
+pub async fn logout(session: Session) -> Response {
+    if let Err(error) = session.flush().await {
+        tracing::error!(%error, "cannot end the console session");
+        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    }
+    Redirect::to("/login?signed_out=1").into_response()
+}
+
+/// Paths anyone may reach: the sign-in page, health, built assets, and the machine
+/// endpoints that authenticate on their own (MCP with agent keys, server functions that
+/// check the console role themselves).
+fn is_public(path: &str) -> bool {
+    const PREFIXES: &[&str] = &["/pkg/", "/mcp", "/api/", "/console/api/"];
+    const EXACT: &[&str] = &["/login", "/logout", "/healthz"];
+    EXACT.contains(&path)
+        || PREFIXES.iter().any(|p| path.starts_with(p))
+        || path
+            .rsplit('/')
+            .next()
+            .is_some_and(|last| last.contains('.'))
+}
+
+pub async fn require_console_login(session: Session, request: Request, next: Next) -> Response {
+    if is_public(request.uri().path()) {
+        return next.run(request).await;
+    }
+    match session_user_id(&session).await {
+        Ok(Some(_)) => next.run(request).await,
+        Ok(None) => Redirect::to("/login").into_response(),
+        Err(error) => {
+            tracing::error!(%error, "cannot read the console session");
+            StatusCode::INTERNAL_SERVER_ERROR.into_response()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_public;
+
+    #[test]
+    fn console_pages_need_a_login_but_assets_and_machine_endpoints_do_not() {
+        for private in ["/", "/roles", "/users", "/nope"] {
+            assert!(!is_public(private), "{private}");
+        }
+        for public in [
+            "/login",
+            "/healthz",
+            "/pkg/skillgate.wasm",
+            "/favicon.ico",
+            "/mcp",
+        ] {
+            assert!(is_public(public), "{public}");
+        }
+    }
+}

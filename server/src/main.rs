@@ -1,0 +1,43 @@
+//! `skillgate`: the server binary and its command line.
+
+mod cli;
+mod console_auth;
+mod demo_upstream;
+mod health;
+mod key_cmd;
+mod serve;
+mod user_cmd;
+
+use clap::Parser;
+use tracing_subscriber::EnvFilter;
+
+use crate::cli::{Cli, Command};
+
+fn init_tracing() {
+    // Logs go to stderr: stdout carries the MCP stream of `demo-upstream` and the one-time
+    // secrets that `serve` and `key create` print.
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,tower_sessions=warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    init_tracing();
+    let cli = Cli::parse();
+    match cli.command {
+        None => serve::run(&cli.database_url, Cli::default_serve()).await,
+        Some(Command::Serve(args)) => serve::run(&cli.database_url, args).await,
+        Some(Command::User(command)) => user_cmd::run(&cli.database_url, command).await,
+        Some(Command::Key(command)) => key_cmd::run(&cli.database_url, command).await,
+        Some(Command::DemoUpstream(args)) => {
+            demo_upstream::serve_stdio(demo_upstream::DemoUpstreamOptions {
+                executions_log: args.executions_log,
+            })
+            .await
+        }
+    }
+}

@@ -1,0 +1,165 @@
+//! `skillgate serve`: one axum server with the console, `/healthz` and (later) `/mcp`.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use anyhow::Context;
+use axum::Router;
+use axum::extract::FromRef;
+use axum::routing::{get, post};
+use axum::serve::ListenerExt;
+use leptos::prelude::*;
+use leptos_axum::{LeptosRoutes, generate_route_list};
+use skillgate_app::api::ssr::ConsoleContext;
+use skillgate_app::{App, shell};
+use skillgate_core::keys::AgentKeys;
+use skillgate_core::slug::Slug;
+use skillgate_core::store::Store;
+use skillgate_core::users::Users;
+use tower_http::trace::TraceLayer;
+use tower_sessions::cookie::SameSite;
+use tower_sessions::session_store::ExpiredDeletion;
+use tower_sessions::{Expiry, SessionManagerLayer};
+use tower_sessions_sqlx_store::SqliteStore;
+
+use crate::cli::ServeArgs;
+use crate::{console_auth, health, key_cmd};
+
+/// Console sessions end after this long without a request.
+const CONSOLE_IDLE_TIMEOUT: time::Duration = time::Duration::hours(8);
+
+#[derive(Clone, FromRef)]
+pub struct AppState {
+    pub leptos_options: LeptosOptions,
+    pub store: Store,
+    pub users: Users,
+}
+
+/// Opens the database, creates the first admin if there is none, and builds the router.
+pub async fn build(database_url: &str, args: &ServeArgs) -> anyhow::Result<Router> {
+    let store = Store::open(database_url).await?;
+    let users = Users::new(store.clone());
+    if let Some(password) = users.bootstrap_admin().await? {
+        println!("Created the console user `admin` (first start of an empty database).");
+        println!("  password: {}", password.expose());
+        println!("  It is shown only this once; change it with `skillgate user passwd admin`.");
+    }
+
+    if args.demo {
+        seed_demo(&store, args.bind).await?;
+    }
+
+    let sessions = SqliteStore::new(store.pool().clone())
+        .with_table_name("console_sessions")
+        .map_err(|e| anyhow::anyhow!("console session table name: {e}"))?;
+    sessions
+        .migrate()
+        .await
+        .context("creating the console session table")?;
+    tokio::spawn(
+        sessions
+            .clone()
+            .continuously_delete_expired(Duration::from_secs(600)),
+    );
+    let session_layer = SessionManagerLayer::new(sessions)
+        .with_name("skillgate_session")
+        .with_http_only(true)
+        .with_same_site(SameSite::Strict)
+        // Plain HTTP on loopback by default; behind TLS the cookie is still HttpOnly+Strict.
+        .with_secure(false)
+        .with_expiry(Expiry::OnInactivity(CONSOLE_IDLE_TIMEOUT));
+
+    let leptos_options = LeptosOptions::builder()
+        .output_name("skillgate")
+        .site_root(args.site_root.to_string_lossy().into_owned())
+        .site_pkg_dir("pkg")
+        .site_addr(args.bind)
+        .build();
+    let console = ConsoleContext {
+        store: store.clone(),
+        users: users.clone(),
+        version: env!("CARGO_PKG_VERSION"),
+    };
+    let state = AppState {
+        leptos_options: leptos_options.clone(),
+        store,
+        users,
+    };
+
+    let routes = generate_route_list(App);
+    let provide = {
+        let console = console.clone();
+        move || provide_context(console.clone())
+    };
+    let router = Router::new()
+        .route("/healthz", get(health::healthz))
+        .route("/login", post(console_auth::login))
+        .route("/logout", post(console_auth::logout))
+        .leptos_routes_with_context(&state, routes, provide.clone(), {
+            let options = leptos_options.clone();
+            move || shell(options.clone())
+        })
+        .fallback(leptos_axum::file_and_error_handler_with_context::<
+            AppState,
+            _,
+        >(provide, shell))
+        .layer(axum::middleware::from_fn(
+            console_auth::require_console_login,
+        ))
+        .layer(session_layer)
+        .layer(TraceLayer::new_for_http())
+        .with_state(state);
+    Ok(router)
+}
+
+/// Seeds the demo catalog into an empty database and prints a key for its `support` scope.
+/// On a database that already has a catalog it does nothing, so no key is printed twice.
+async fn seed_demo(store: &Store, bind: SocketAddr) -> anyhow::Result<()> {
+    let exe =
+        std::env::current_exe().context("locating the skillgate binary for the demo upstream")?;
+    if !store.seed_demo(&exe.to_string_lossy()).await? {
+        return Ok(());
+    }
+    println!("Seeded the demo catalog (customer support: roles, skills, 15 tools, scopes).");
+    let keys = AgentKeys::new(store.clone());
+    let support = Slug::parse("support").expect("`support` is a slug");
+    let (info, key) = keys
+        .create(
+            "demo-support",
+            &support,
+            std::slice::from_ref(&support),
+            None,
+            Some("demo seed"),
+        )
+        .await?;
+    print!(
+        "{}",
+        key_cmd::render_created(&info, &key, &format!("http://{bind}/mcp"))
+    );
+    Ok(())
+}
+
+pub async fn run(database_url: &str, args: ServeArgs) -> anyhow::Result<()> {
+    let router = build(database_url, &args).await?;
+    let listener = tokio::net::TcpListener::bind(args.bind)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.bind))?;
+    let local = listener.local_addr()?;
+    // Small MCP responses must not wait on Nagle's algorithm behind a delayed ACK.
+    let listener = listener.tap_io(|tcp| {
+        if let Err(error) = tcp.set_nodelay(true) {
+            tracing::warn!(%error, "cannot set TCP_NODELAY");
+        }
+    });
+    tracing::info!(address = %local, "serving the console and /mcp");
+    println!("Skillgate is listening on http://{local}");
+    axum::serve(
+        listener,
+        router.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
+    .await?;
+    Ok(())
+}

@@ -1,0 +1,41 @@
+//! `skillgate user …`: console users from the command line.
+
+use std::io::BufRead;
+
+use anyhow::Context;
+use skillgate_core::store::Store;
+use skillgate_core::users::{ConsoleRole, Password, Users};
+
+use crate::cli::UserCommand;
+
+/// Reads one line from stdin as the password, so scripts can pipe it in and it never
+/// appears in the process list or shell history.
+fn read_password() -> anyhow::Result<Password> {
+    let mut line = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut line)
+        .context("reading the password from standard input")?;
+    let password = line.trim_end_matches(['\n', '\r']);
+    anyhow::ensure!(!password.is_empty(), "no password on standard input");
+    Ok(Password::new(password))
+}
+
+pub async fn run(database_url: &str, command: UserCommand) -> anyhow::Result<()> {
+    let store = Store::open(database_url).await?;
+    let users = Users::new(store);
+    match command {
+        UserCommand::Add { name, role } => {
+            let role: ConsoleRole = role.parse()?;
+            let password = read_password()?;
+            let user = users.add(&name, role, password).await?;
+            println!("added console user `{}` with role {}", user.name, user.role);
+        }
+        UserCommand::Passwd { name } => {
+            let password = read_password()?;
+            users.set_password(&name, password).await?;
+            println!("password of `{name}` changed");
+        }
+    }
+    Ok(())
+}
