@@ -7,6 +7,7 @@
 
 pub mod audit;
 pub mod demo;
+pub mod gateway;
 pub mod keys;
 pub mod model;
 pub mod policy;

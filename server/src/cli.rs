@@ -51,6 +51,18 @@ pub struct ServeArgs {
     #[arg(long, env = "SKILLGATE_DEMO")]
     pub demo: bool,
 
+    /// Admit MCP requests without a key into this scope (loopback binds only; off by default).
+    #[arg(long, env = "SKILLGATE_ANONYMOUS_SCOPE")]
+    pub anonymous_scope: Option<String>,
+
+    /// A browser origin allowed to call /mcp besides loopback origins; repeatable.
+    #[arg(
+        long = "allowed-origin",
+        env = "SKILLGATE_ALLOWED_ORIGINS",
+        value_delimiter = ','
+    )]
+    pub allowed_origins: Vec<String>,
+
     /// Directory holding the built console assets (`pkg/` with wasm, JS and CSS).
     #[arg(long, env = "SKILLGATE_SITE_ROOT", default_value = "target/site")]
     pub site_root: PathBuf,

@@ -5,6 +5,7 @@ mod console_auth;
 mod demo_upstream;
 mod health;
 mod key_cmd;
+mod mcp;
 mod serve;
 mod user_cmd;
 

@@ -1,6 +1,7 @@
 //! `skillgate serve`: one axum server with the console, `/healthz` and (later) `/mcp`.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -12,9 +13,14 @@ use leptos::prelude::*;
 use leptos_axum::{LeptosRoutes, generate_route_list};
 use skillgate_app::api::ssr::ConsoleContext;
 use skillgate_app::{App, shell};
+use skillgate_core::audit::AuditLog;
+use skillgate_core::gateway::{Gateway, GatewayOptions};
 use skillgate_core::keys::AgentKeys;
+use skillgate_core::model::UpstreamKind;
+use skillgate_core::policy::CatalogHandle;
 use skillgate_core::slug::Slug;
 use skillgate_core::store::Store;
+use skillgate_core::upstream::{UpstreamConfig, UpstreamPool};
 use skillgate_core::users::Users;
 use tower_http::trace::TraceLayer;
 use tower_sessions::cookie::SameSite;
@@ -23,7 +29,7 @@ use tower_sessions::{Expiry, SessionManagerLayer};
 use tower_sessions_sqlx_store::SqliteStore;
 
 use crate::cli::ServeArgs;
-use crate::{console_auth, health, key_cmd};
+use crate::{console_auth, health, key_cmd, mcp};
 
 /// Console sessions end after this long without a request.
 const CONSOLE_IDLE_TIMEOUT: time::Duration = time::Duration::hours(8);
@@ -69,6 +75,39 @@ pub async fn build(database_url: &str, args: &ServeArgs) -> anyhow::Result<Route
         .with_secure(false)
         .with_expiry(Expiry::OnInactivity(CONSOLE_IDLE_TIMEOUT));
 
+    let catalog = Arc::new(CatalogHandle::new(store.compiled_catalog().await?));
+    let upstreams = Arc::new(UpstreamPool::default());
+    for upstream in store.list_upstreams().await? {
+        upstreams.upsert(upstream.name.as_str(), upstream_config(upstream.kind));
+    }
+    let gateway = Gateway::new(
+        store.clone(),
+        catalog,
+        AuditLog::new(store.clone()),
+        upstreams,
+        GatewayOptions::default(),
+    );
+    let anonymous_scope = args
+        .anonymous_scope
+        .as_deref()
+        .map(Slug::parse)
+        .transpose()
+        .context("--anonymous-scope")?;
+    if let Some(scope) = &anonymous_scope {
+        anyhow::ensure!(
+            gateway.catalog().load().scope(scope.as_str()).is_some(),
+            "--anonymous-scope names `{scope}`, which is not a scope of the catalog"
+        );
+    }
+    let mcp_options = mcp::McpOptions {
+        bind: args.bind,
+        anonymous_scope,
+        allowed_origins: args.allowed_origins.clone(),
+        max_body_bytes: mcp::DEFAULT_MAX_BODY_BYTES,
+    };
+    mcp_options.validate()?;
+    let mcp_router = mcp::router(gateway, AgentKeys::new(store.clone()), mcp_options);
+
     let leptos_options = LeptosOptions::builder()
         .output_name("skillgate")
         .site_root(args.site_root.to_string_lossy().into_owned())
@@ -107,9 +146,18 @@ pub async fn build(database_url: &str, args: &ServeArgs) -> anyhow::Result<Route
             console_auth::require_console_login,
         ))
         .layer(session_layer)
-        .layer(TraceLayer::new_for_http())
-        .with_state(state);
+        .with_state(state)
+        // Merged after the console layers: /mcp authenticates agent keys, not cookies.
+        .merge(mcp_router)
+        .layer(TraceLayer::new_for_http());
     Ok(router)
+}
+
+fn upstream_config(kind: UpstreamKind) -> UpstreamConfig {
+    match kind {
+        UpstreamKind::Stdio { command, args } => UpstreamConfig::stdio(command, args),
+        UpstreamKind::Http { url } => UpstreamConfig::http(url, None),
+    }
 }
 
 /// Seeds the demo catalog into an empty database and prints a key for its `support` scope.

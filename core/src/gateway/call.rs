@@ -1,0 +1,251 @@
+//! `call_tool`: decide, reserve, audit, execute downstream, audit the result.
+//!
+//! Ordering is the contract of DESIGN.md: the `call_allowed` event is durable before the
+//! upstream is called, and the `call_result` event is durable before the agent gets its
+//! answer, so no executed call is ever missing from the audit log.
+
+use std::collections::BTreeMap;
+
+use rmcp::model::ContentBlock;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use super::{AgentIdentity, Gateway, GatewayError, ToolReply, denial};
+use crate::audit::{CallOutcome, NewEvent, redact_sensitive};
+use crate::policy::{CallRequest, Decision, DenyCode, SessionView, decide};
+use crate::slug::Slug;
+use crate::upstream::UpstreamError;
+
+/// How often a decision is retried when another process changed the session in between.
+const SAVE_ATTEMPTS: usize = 8;
+
+fn code_label(code: DenyCode) -> String {
+    serde_json::to_value(code)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_else(|| code.label().to_owned())
+}
+
+impl Gateway {
+    /// `call_tool`: executes `tool` downstream only if a learned role grants it and that
+    /// role's limits pass; otherwise a denial naming the rule.
+    #[tracing::instrument(skip_all, fields(key = %agent.key_name, tool = %tool))]
+    pub async fn call(
+        &self,
+        agent: &AgentIdentity,
+        session_id: Option<String>,
+        tool: &str,
+        arguments: Value,
+    ) -> Result<ToolReply, GatewayError> {
+        let now = Self::now();
+        let named = session_id.clone();
+        let sid = match self.resolve_session(agent, session_id).await? {
+            Some(stored) => stored.view.id,
+            None => named.unwrap_or_default(),
+        };
+        let catalog = self.catalog.load();
+        let sensitive = catalog
+            .tool(tool)
+            .map(|t| t.spec.sensitive_args.clone())
+            .unwrap_or_default();
+        let audited_arguments = redact_sensitive(&arguments, &sensitive);
+        let key_id = agent.key_id.to_string();
+
+        // Decide and reserve under the session's lock; the revision check on save makes
+        // the reservation exact across processes too.
+        let _guard = self.locks.lock(&sid).await;
+        let mut attempts = 0;
+        let (role, view) = loop {
+            let current = if sid.is_empty() {
+                None
+            } else {
+                self.store.load_session(&sid).await?
+            };
+            let request = CallRequest {
+                session_id: &sid,
+                key_id: &key_id,
+                tool,
+                arguments: &arguments,
+            };
+            match decide(&catalog, current.as_ref().map(|s| &s.view), &request, now) {
+                decision @ Decision::Deny { .. } => {
+                    let Decision::Deny { code, rule, .. } = &decision else {
+                        unreachable!()
+                    };
+                    self.audit
+                        .append(NewEvent::call_denied(
+                            &sid,
+                            &agent.key_name,
+                            tool,
+                            audited_arguments,
+                            &code_label(*code),
+                            Some(rule),
+                        ))
+                        .await?;
+                    return Ok(ToolReply::Gateway {
+                        text: decision.to_string(),
+                        structured: serde_json::to_value(&decision).expect("a decision serializes"),
+                        is_error: true,
+                    });
+                }
+                Decision::Allow { role, reservation } => {
+                    let mut stored = current.expect("an allowed call has a session");
+                    stored.view.reserve(&reservation);
+                    if self
+                        .store
+                        .save_session_state(&stored.view, stored.revision)
+                        .await?
+                    {
+                        break (role, stored.view);
+                    }
+                    attempts += 1;
+                    if attempts >= SAVE_ATTEMPTS {
+                        return Ok(denial(
+                            DenyCode::AccessDenied,
+                            "the session is too busy to reserve this call safely; try again"
+                                .to_owned(),
+                            Vec::new(),
+                        ));
+                    }
+                }
+            }
+        };
+
+        self.audit
+            .append(NewEvent::call_allowed(
+                &sid,
+                &agent.key_name,
+                tool,
+                audited_arguments,
+                role.as_str(),
+                &learned_versions(&view, &role),
+            ))
+            .await?;
+
+        let upstream = catalog
+            .tool(tool)
+            .map(|t| t.upstream.to_string())
+            .unwrap_or_default();
+        let arguments = match arguments {
+            Value::Object(map) => map,
+            _ => Default::default(), // unreachable: decide checked the object schema
+        };
+        let started = std::time::Instant::now();
+        let outcome = match self.upstreams.get(&upstream) {
+            Ok(client) => {
+                client
+                    .call_tool(tool, arguments, self.options.call_timeout)
+                    .await
+            }
+            Err(error) => Err(error),
+        };
+        match outcome {
+            Ok(outcome) => {
+                let audited = if outcome.is_error {
+                    CallOutcome::Error {
+                        message: first_text(&outcome.result.content),
+                    }
+                } else {
+                    let bytes = serde_json::to_vec(&outcome.result).unwrap_or_default();
+                    CallOutcome::Ok {
+                        result_size: bytes.len() as u64,
+                        result_digest: hex::encode(Sha256::digest(&bytes)),
+                    }
+                };
+                self.audit
+                    .append(NewEvent::call_result(
+                        &sid,
+                        &agent.key_name,
+                        tool,
+                        outcome.duration.as_millis() as u64,
+                        &audited,
+                    ))
+                    .await?;
+                if !outcome.is_error {
+                    self.record_success(&sid, tool).await?;
+                }
+                Ok(ToolReply::Downstream(outcome.result))
+            }
+            Err(error) => {
+                let message = upstream_message(&error);
+                tracing::warn!(%error, %upstream, "downstream call failed");
+                self.audit
+                    .append(NewEvent::call_result(
+                        &sid,
+                        &agent.key_name,
+                        tool,
+                        started.elapsed().as_millis() as u64,
+                        &CallOutcome::Error {
+                            message: message.clone(),
+                        },
+                    ))
+                    .await?;
+                Ok(ToolReply::Gateway {
+                    text: format!(
+                        "UPSTREAM ERROR: `{tool}` was allowed but did not complete: {message}"
+                    ),
+                    structured: json!({
+                        "decision": "allowed",
+                        "code": "UPSTREAM_ERROR",
+                        "tool": tool,
+                        "role": role,
+                        "message": message,
+                    }),
+                    is_error: true,
+                })
+            }
+        }
+    }
+
+    /// Marks `tool` as having succeeded in the session, for step-order guards.
+    async fn record_success(&self, sid: &str, tool: &str) -> Result<(), GatewayError> {
+        for _ in 0..SAVE_ATTEMPTS {
+            let Some(mut stored) = self.store.load_session(sid).await? else {
+                return Ok(());
+            };
+            stored.view.record_success(tool);
+            if self
+                .store
+                .save_session_state(&stored.view, stored.revision)
+                .await?
+            {
+                return Ok(());
+            }
+        }
+        tracing::warn!(
+            session = sid,
+            tool,
+            "could not record a success after retries"
+        );
+        Ok(())
+    }
+}
+
+fn learned_versions(view: &SessionView, role: &Slug) -> BTreeMap<String, u32> {
+    view.learned
+        .iter()
+        .find(|l| &l.role == role)
+        .map(|l| {
+            l.skills
+                .iter()
+                .map(|s| (s.skill.to_string(), s.version))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn first_text(content: &[ContentBlock]) -> String {
+    content
+        .iter()
+        .find_map(|c| c.as_text().map(|t| t.text.chars().take(500).collect()))
+        .unwrap_or_else(|| "the tool reported an error".to_owned())
+}
+
+/// What the agent is told about a failed downstream call: the kind of failure, without
+/// internal details such as command lines.
+fn upstream_message(error: &UpstreamError) -> String {
+    match error {
+        UpstreamError::Timeout { .. } => "the upstream did not answer in time".to_owned(),
+        other => other.to_string(),
+    }
+}

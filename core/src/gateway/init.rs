@@ -1,0 +1,101 @@
+//! `init_skilder`: start a session and show the roles of the agent's scope, nothing more.
+
+use std::fmt::Write as _;
+
+use serde_json::json;
+use uuid::Uuid;
+
+use super::{AgentIdentity, Gateway, GatewayError, ToolReply};
+use crate::audit::NewEvent;
+use crate::policy::SessionView;
+use crate::store::sessions::NewSession;
+
+/// Longest task summary we keep; it is advice for reviewers, not a document store.
+const MAX_TASK_SUMMARY: usize = 2000;
+
+impl Gateway {
+    /// `init_skilder`: starts a session and lists the roles of the agent's scope: name,
+    /// description, skill names and learn path. No instructions and no tools yet.
+    #[tracing::instrument(skip_all, fields(key = %agent.key_name, scope = %agent.scope))]
+    pub async fn init(
+        &self,
+        agent: &AgentIdentity,
+        task_summary: Option<String>,
+    ) -> Result<ToolReply, GatewayError> {
+        let now = Self::now();
+        let task_summary = task_summary
+            .map(|t| t.trim().chars().take(MAX_TASK_SUMMARY).collect::<String>())
+            .filter(|t| !t.is_empty());
+        let id = format!("ses_{}", Uuid::new_v4().simple());
+        let ttl = chrono::Duration::from_std(self.options.session_ttl)
+            .unwrap_or(chrono::Duration::hours(8));
+        let view = SessionView::new(
+            &id,
+            agent.key_id.to_string(),
+            agent.scope.clone(),
+            now + ttl,
+        );
+        self.store
+            .insert_session(&NewSession {
+                view: &view,
+                key_id: agent.key_id,
+                key_name: &agent.key_name,
+                connection: agent.connection.as_deref(),
+                task_summary: task_summary.as_deref(),
+                created_at: now,
+            })
+            .await?;
+        self.audit
+            .append(NewEvent::session_started(
+                &id,
+                &agent.key_name,
+                agent.scope.as_str(),
+                task_summary.as_deref(),
+            ))
+            .await?;
+
+        let catalog = self.catalog.load();
+        let roles = catalog.roles_in_scope(agent.scope.as_str());
+        let mut text = format!(
+            "Session {id} started (scope: {scope}). Pass this session_id to learn and call_tool.\n\
+             Roles you can learn ({n}):\n",
+            scope = agent.scope,
+            n = roles.len()
+        );
+        let mut listed = Vec::with_capacity(roles.len());
+        for role in &roles {
+            let skills: Vec<&str> = role.skills.iter().map(|s| s.as_str()).collect();
+            let path = format!("/roles/{}", role.slug);
+            let _ = writeln!(
+                text,
+                "- {slug} ({title}): {description} Skills: {skills}. Learn: {path}",
+                slug = role.slug,
+                title = role.title,
+                description = role.description.trim_end(),
+                skills = if skills.is_empty() {
+                    "none".to_owned()
+                } else {
+                    skills.join(", ")
+                },
+            );
+            listed.push(json!({
+                "name": role.slug,
+                "title": role.title,
+                "description": role.description,
+                "skills": skills,
+                "learn_path": path,
+            }));
+        }
+        text.push_str("Learn the role your task needs, then call its tools with call_tool.");
+        Ok(ToolReply::Gateway {
+            text,
+            structured: json!({
+                "session_id": id,
+                "scope": agent.scope,
+                "expires_at": view.expires_at,
+                "roles": listed,
+            }),
+            is_error: false,
+        })
+    }
+}

@@ -1,0 +1,359 @@
+//! `learn`: a role's instructions, skills, tools and limits (unlocking its tools), a skill
+//! again, or a skill's resource document.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde_json::{Value, json};
+
+use super::path::{self, LearnPath};
+use super::{AgentIdentity, Gateway, GatewayError, NO_SESSION, ToolReply, denial};
+use crate::audit::NewEvent;
+use crate::model::SkillVersion;
+use crate::policy::{CompiledCatalog, DenyCode, SessionView};
+use crate::slug::Slug;
+
+/// How often a learn retries when another process updated the session in between.
+const SAVE_ATTEMPTS: usize = 8;
+
+impl Gateway {
+    /// `learn`: `/roles/<role>`, `/<skill>` or `/<skill>/<resource>`.
+    #[tracing::instrument(skip_all, fields(key = %agent.key_name, path = %learn_path))]
+    pub async fn learn(
+        &self,
+        agent: &AgentIdentity,
+        session_id: Option<String>,
+        learn_path: &str,
+    ) -> Result<ToolReply, GatewayError> {
+        let now = Self::now();
+        let named = session_id.clone().unwrap_or_default();
+        let Some(session) =
+            Self::usable(agent, self.resolve_session(agent, session_id).await?, now)
+        else {
+            self.audit
+                .append(NewEvent::learn_denied(
+                    &named,
+                    &agent.key_name,
+                    learn_path,
+                    "ACCESS_DENIED",
+                ))
+                .await?;
+            return Ok(denial(
+                DenyCode::AccessDenied,
+                NO_SESSION.to_owned(),
+                Vec::new(),
+            ));
+        };
+        let sid = session.view.id.clone();
+        let parsed = match path::parse(learn_path) {
+            Ok(parsed) => parsed,
+            Err(message) => {
+                self.audit
+                    .append(NewEvent::learn_denied(
+                        &sid,
+                        &agent.key_name,
+                        learn_path,
+                        "INVALID_ARGUMENTS",
+                    ))
+                    .await?;
+                return Ok(denial(DenyCode::InvalidArguments, message, Vec::new()));
+            }
+        };
+        let catalog = self.catalog.load();
+        match parsed {
+            LearnPath::Role(role) => {
+                self.learn_role(agent, &sid, learn_path, &role, &catalog)
+                    .await
+            }
+            LearnPath::Skill(skill) | LearnPath::Resource(skill, _)
+                if !learned_skill(&catalog, &session.view, &skill) =>
+            {
+                self.audit
+                    .append(NewEvent::learn_denied(
+                        &sid,
+                        &agent.key_name,
+                        learn_path,
+                        "ACCESS_DENIED",
+                    ))
+                    .await?;
+                Ok(denial(
+                    DenyCode::AccessDenied,
+                    format!(
+                        "`{skill}` is not a skill of a role you have learned. Learn a role first (init_skilder lists them)."
+                    ),
+                    catalog.available_tools(&session.view),
+                ))
+            }
+            LearnPath::Skill(skill) => {
+                let skill = catalog
+                    .catalog()
+                    .skill(skill.as_str())
+                    .expect("checked above");
+                self.audit
+                    .append(
+                        NewEvent::new(
+                            crate::audit::EventKind::LearnGranted,
+                            json!({"path": learn_path, "skill": skill.skill.slug, "version": skill.version}),
+                        )
+                        .in_session(&sid)
+                        .by(&agent.key_name),
+                    )
+                    .await?;
+                let mut text = String::new();
+                render_skill(&mut text, &catalog, skill);
+                Ok(ToolReply::Gateway {
+                    text,
+                    structured: skill_json(&catalog, skill),
+                    is_error: false,
+                })
+            }
+            LearnPath::Resource(skill, resource) => {
+                let skill = catalog
+                    .catalog()
+                    .skill(skill.as_str())
+                    .expect("checked above");
+                let Some(document) = skill.skill.resource(resource.as_str()) else {
+                    self.audit
+                        .append(NewEvent::learn_denied(
+                            &sid,
+                            &agent.key_name,
+                            learn_path,
+                            "INVALID_ARGUMENTS",
+                        ))
+                        .await?;
+                    let names: Vec<&str> = skill
+                        .skill
+                        .resources
+                        .iter()
+                        .map(|r| r.name.as_str())
+                        .collect();
+                    return Ok(denial(
+                        DenyCode::InvalidArguments,
+                        format!(
+                            "skill `{}` has no resource `{resource}`; its resources: {}",
+                            skill.skill.slug,
+                            if names.is_empty() {
+                                "none".to_owned()
+                            } else {
+                                names.join(", ")
+                            }
+                        ),
+                        Vec::new(),
+                    ));
+                };
+                self.audit
+                    .append(
+                        NewEvent::new(
+                            crate::audit::EventKind::LearnGranted,
+                            json!({"path": learn_path, "skill": skill.skill.slug, "version": skill.version, "resource": document.name}),
+                        )
+                        .in_session(&sid)
+                        .by(&agent.key_name),
+                    )
+                    .await?;
+                Ok(ToolReply::Gateway {
+                    text: format!("# {}\n\n{}", document.title, document.content),
+                    structured: json!({
+                        "skill": skill.skill.slug,
+                        "version": skill.version,
+                        "resource": document.name,
+                        "title": document.title,
+                        "content": document.content,
+                    }),
+                    is_error: false,
+                })
+            }
+        }
+    }
+
+    async fn learn_role(
+        &self,
+        agent: &AgentIdentity,
+        sid: &str,
+        learn_path: &str,
+        role_slug: &Slug,
+        catalog: &CompiledCatalog,
+    ) -> Result<ToolReply, GatewayError> {
+        let in_scope = catalog.scope_allows(agent.scope.as_str(), role_slug.as_str());
+        let Some(role) = catalog.role(role_slug.as_str()).filter(|_| in_scope) else {
+            // Same answer whether the role exists elsewhere or not at all.
+            self.audit
+                .append(NewEvent::learn_denied(
+                    sid,
+                    &agent.key_name,
+                    learn_path,
+                    "ACCESS_DENIED",
+                ))
+                .await?;
+            let learnable: Vec<String> = catalog
+                .roles_in_scope(agent.scope.as_str())
+                .iter()
+                .map(|r| r.slug.to_string())
+                .collect();
+            return Ok(denial(
+                DenyCode::AccessDenied,
+                format!(
+                    "role `{role_slug}` is not learnable in your scope ({}). Roles you can learn: {}.",
+                    agent.scope,
+                    learnable.join(", ")
+                ),
+                Vec::new(),
+            ));
+        };
+
+        let skills = catalog.skill_versions_of(role.slug.as_str());
+        let _guard = self.locks.lock(sid).await;
+        let mut saved = None;
+        for _ in 0..SAVE_ATTEMPTS {
+            let Some(mut stored) = self.store.load_session(sid).await? else {
+                break;
+            };
+            stored.view.learn(role.slug.clone(), skills.clone());
+            if self
+                .store
+                .save_session_state(&stored.view, stored.revision)
+                .await?
+            {
+                saved = Some(stored.view);
+                break;
+            }
+        }
+        let Some(view) = saved else {
+            return Ok(denial(
+                DenyCode::AccessDenied,
+                "the session changed too often to record the learned role; try again".to_owned(),
+                Vec::new(),
+            ));
+        };
+        let versions: BTreeMap<String, u32> = skills
+            .iter()
+            .map(|s| (s.skill.to_string(), s.version))
+            .collect();
+        self.audit
+            .append(NewEvent::learn_granted(
+                sid,
+                &agent.key_name,
+                learn_path,
+                role.slug.as_str(),
+                &versions,
+            ))
+            .await?;
+
+        let unlocked: Vec<String> = catalog
+            .role_tools(role.slug.as_str())
+            .map(|tools| tools.iter().cloned().collect())
+            .unwrap_or_default();
+        let limits = role.limit_sentences();
+        let mut text = format!(
+            "# Role {} ({})\n\n{}\n",
+            role.slug,
+            role.title,
+            role.instructions.trim_end()
+        );
+        if !limits.is_empty() {
+            text.push_str("\n## Limits the gateway enforces\n");
+            for sentence in &limits {
+                let _ = writeln!(text, "- {sentence}");
+            }
+        }
+        let mut skill_values = Vec::new();
+        for learned in &skills {
+            if let Some(skill) = catalog.catalog().skill(learned.skill.as_str()) {
+                text.push('\n');
+                render_skill(&mut text, catalog, skill);
+                skill_values.push(skill_json(catalog, skill));
+            }
+        }
+        let _ = write!(
+            text,
+            "\nTools unlocked: {}. Call them with call_tool. Tools available in this session now: {}.",
+            unlocked.join(", "),
+            catalog.available_tools(&view).join(", ")
+        );
+        Ok(ToolReply::Gateway {
+            text,
+            structured: json!({
+                "role": role.slug,
+                "title": role.title,
+                "instructions": role.instructions,
+                "skills": skill_values,
+                "limits": limits,
+                "unlocked_tools": unlocked,
+                "available_tools": catalog.available_tools(&view),
+            }),
+            is_error: false,
+        })
+    }
+}
+
+/// True when `skill` belongs to a role the session learned and may still use.
+fn learned_skill(catalog: &CompiledCatalog, session: &SessionView, skill: &Slug) -> bool {
+    session.learned.iter().any(|learned| {
+        catalog.scope_allows(session.scope.as_str(), learned.role.as_str())
+            && catalog
+                .role(learned.role.as_str())
+                .is_some_and(|role| role.skills.contains(skill))
+    })
+}
+
+fn render_skill(text: &mut String, catalog: &CompiledCatalog, skill: &SkillVersion) {
+    let s = &skill.skill;
+    let _ = writeln!(
+        text,
+        "## Skill {} (version {})\n\n{}",
+        s.slug,
+        skill.version,
+        s.instructions.trim_end()
+    );
+    if !s.tools.is_empty() {
+        text.push_str("\nTools:\n");
+        for name in &s.tools {
+            if let Some(tool) = catalog.tool(name) {
+                let _ = writeln!(
+                    text,
+                    "- {name}: {} Arguments (JSON Schema): {}",
+                    tool.spec.description.trim_end(),
+                    tool.spec.input_schema
+                );
+            }
+        }
+    }
+    if !s.resources.is_empty() {
+        text.push_str("\nResources:\n");
+        for r in &s.resources {
+            let _ = writeln!(
+                text,
+                "- {} ({}): learn /{}/{}",
+                r.name, r.title, s.slug, r.name
+            );
+        }
+    }
+}
+
+fn skill_json(catalog: &CompiledCatalog, skill: &SkillVersion) -> Value {
+    let s = &skill.skill;
+    let tools: Vec<Value> = s
+        .tools
+        .iter()
+        .filter_map(|name| catalog.tool(name))
+        .map(|t| {
+            json!({
+                "name": t.spec.name,
+                "description": t.spec.description,
+                "input_schema": t.spec.input_schema,
+            })
+        })
+        .collect();
+    json!({
+        "name": s.slug,
+        "version": skill.version,
+        "description": s.description,
+        "instructions": s.instructions,
+        "tools": tools,
+        "resources": s.resources.iter().map(|r| json!({
+            "name": r.name,
+            "title": r.title,
+            "learn_path": format!("/{}/{}", s.slug, r.name),
+        })).collect::<Vec<_>>(),
+    })
+}

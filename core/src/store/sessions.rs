@@ -1,0 +1,150 @@
+//! SQL for governance sessions and skill feedback.
+
+use chrono::{DateTime, Utc};
+use sqlx::Row;
+
+use super::{Store, StoreError, stamp};
+use crate::policy::SessionView;
+
+/// A stored session: its policy view plus the revision it was loaded at.
+#[derive(Debug, Clone)]
+pub struct StoredSession {
+    pub view: SessionView,
+    pub key_name: String,
+    pub revision: i64,
+}
+
+/// What a new session row holds besides its view.
+#[derive(Debug, Clone)]
+pub struct NewSession<'a> {
+    pub view: &'a SessionView,
+    pub key_id: i64,
+    pub key_name: &'a str,
+    pub connection: Option<&'a str>,
+    pub task_summary: Option<&'a str>,
+    pub created_at: DateTime<Utc>,
+}
+
+/// One rating of a skill by an agent (or, later, a person).
+#[derive(Debug, Clone)]
+pub struct NewFeedback<'a> {
+    pub id: &'a str,
+    pub skill: &'a str,
+    pub version: u32,
+    pub rating: u8,
+    pub comment: Option<&'a str>,
+    pub session_id: Option<&'a str>,
+    pub key_id: Option<i64>,
+    pub key_name: Option<&'a str>,
+    pub at: DateTime<Utc>,
+}
+
+fn state_json(view: &SessionView) -> Result<String, StoreError> {
+    serde_json::to_string(view)
+        .map_err(|e| StoreError::Conflict(format!("session state does not serialize: {e}")))
+}
+
+impl Store {
+    pub async fn insert_session(&self, session: &NewSession<'_>) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO governance_sessions
+               (id, key_id, key_name, scope, connection, task_summary, created_at, expires_at, state, revision)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0)",
+        )
+        .bind(&session.view.id)
+        .bind(session.key_id)
+        .bind(session.key_name)
+        .bind(session.view.scope.as_str())
+        .bind(session.connection)
+        .bind(session.task_summary)
+        .bind(stamp(session.created_at))
+        .bind(stamp(session.view.expires_at))
+        .bind(state_json(session.view)?)
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    pub async fn load_session(&self, id: &str) -> Result<Option<StoredSession>, StoreError> {
+        let row =
+            sqlx::query("SELECT key_name, state, revision FROM governance_sessions WHERE id = ?")
+                .bind(id)
+                .fetch_optional(self.pool())
+                .await?;
+        let Some(row) = row else { return Ok(None) };
+        let state: String = row.try_get("state")?;
+        let view: SessionView = serde_json::from_str(&state).map_err(|e| {
+            StoreError::Conflict(format!("stored state of session {id} is unreadable: {e}"))
+        })?;
+        Ok(Some(StoredSession {
+            view,
+            key_name: row.try_get("key_name")?,
+            revision: row.try_get("revision")?,
+        }))
+    }
+
+    /// The newest session that this key opened on this MCP connection.
+    pub async fn newest_session_id(
+        &self,
+        key_id: i64,
+        connection: Option<&str>,
+    ) -> Result<Option<String>, StoreError> {
+        Ok(sqlx::query_scalar(
+            "SELECT id FROM governance_sessions
+             WHERE key_id = ? AND connection IS ?
+             ORDER BY created_at DESC, rowid DESC LIMIT 1",
+        )
+        .bind(key_id)
+        .bind(connection)
+        .fetch_optional(self.pool())
+        .await?)
+    }
+
+    /// Stores `view` if the row is still at `expected_revision`. Returns false when another
+    /// writer got there first; the caller reloads and decides again.
+    pub async fn save_session_state(
+        &self,
+        view: &SessionView,
+        expected_revision: i64,
+    ) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "UPDATE governance_sessions SET state = ?, revision = revision + 1
+             WHERE id = ? AND revision = ?",
+        )
+        .bind(state_json(view)?)
+        .bind(&view.id)
+        .bind(expected_revision)
+        .execute(self.pool())
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    pub async fn insert_feedback(&self, feedback: &NewFeedback<'_>) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO skill_feedback
+               (id, skill, version, rating, comment, session_id, key_id, key_name, at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(feedback.id)
+        .bind(feedback.skill)
+        .bind(i64::from(feedback.version))
+        .bind(i64::from(feedback.rating))
+        .bind(feedback.comment)
+        .bind(feedback.session_id)
+        .bind(feedback.key_id)
+        .bind(feedback.key_name)
+        .bind(stamp(feedback.at))
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    pub async fn count_feedback(&self, skill: &str) -> Result<i64, StoreError> {
+        Ok(
+            sqlx::query_scalar("SELECT COUNT(*) FROM skill_feedback WHERE skill = ?")
+                .bind(skill)
+                .fetch_one(self.pool())
+                .await?,
+        )
+    }
+}

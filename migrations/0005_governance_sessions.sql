@@ -1,0 +1,31 @@
+-- Governance sessions (created by init_skilder) and skill feedback.
+-- Session state (learned roles, usage counters, succeeded tools) is one JSON document with
+-- a revision number: a writer that loaded revision N may only store N+1, so two replicas
+-- deciding on one session at once cannot both reserve usage that only one fits under.
+CREATE TABLE governance_sessions (
+    id           TEXT PRIMARY KEY,
+    key_id       INTEGER NOT NULL,
+    key_name     TEXT NOT NULL,
+    scope        TEXT NOT NULL,
+    connection   TEXT NULL,
+    task_summary TEXT NULL,
+    created_at   TEXT NOT NULL,
+    expires_at   TEXT NOT NULL,
+    state        TEXT NOT NULL,
+    revision     INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX governance_sessions_key_connection ON governance_sessions (key_id, connection, created_at);
+CREATE INDEX governance_sessions_created ON governance_sessions (created_at);
+
+CREATE TABLE skill_feedback (
+    id          TEXT PRIMARY KEY,
+    skill       TEXT NOT NULL,
+    version     INTEGER NOT NULL,
+    rating      INTEGER NOT NULL CHECK (rating BETWEEN 1 AND 5),
+    comment     TEXT NULL,
+    session_id  TEXT NULL,
+    key_id      INTEGER NULL,
+    key_name    TEXT NULL,
+    at          TEXT NOT NULL
+);
+CREATE INDEX skill_feedback_skill_at ON skill_feedback (skill, at);

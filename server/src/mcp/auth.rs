@@ -1,0 +1,414 @@
+//! Admission to `/mcp`, checked on every request in this order: the `Host` header
+//! (DNS rebinding, loopback binds only), the `Origin` header, then the agent key.
+//!
+//! Every request re-authenticates, so a revoked key stops working at once, open MCP
+//! sessions included.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use chrono::Utc;
+use http::{HeaderMap, HeaderValue, StatusCode, header};
+use serde_json::json;
+use skillgate_core::gateway::AgentIdentity;
+use skillgate_core::keys::{AgentKeys, KeyError};
+use skillgate_core::slug::Slug;
+
+/// The key id of agents admitted without a key into the anonymous scope.
+pub const ANONYMOUS_KEY_ID: i64 = 0;
+pub const ANONYMOUS_KEY_NAME: &str = "anonymous";
+
+/// The authenticated agent, put into the request's extensions for the MCP handler.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentCaller {
+    pub key_id: i64,
+    pub key_name: String,
+    pub scope: Slug,
+}
+
+impl AgentCaller {
+    pub fn identity(&self, connection: Option<String>) -> AgentIdentity {
+        AgentIdentity {
+            key_id: self.key_id,
+            key_name: self.key_name.clone(),
+            scope: self.scope.clone(),
+            connection,
+        }
+    }
+}
+
+/// Who may reach the endpoint, from [`super::McpOptions`].
+#[derive(Debug, Clone)]
+pub struct Admission {
+    pub keys: AgentKeys,
+    pub loopback_bind: bool,
+    pub allowed_origins: Vec<String>,
+    pub anonymous_scope: Option<Slug>,
+}
+
+const LOOPBACK_NAMES: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
+
+fn is_loopback_name(host: &str) -> bool {
+    LOOPBACK_NAMES
+        .iter()
+        .any(|name| host.eq_ignore_ascii_case(name))
+}
+
+/// True when the request's `Host` (or, without one, the URI's authority) is a loopback
+/// name with any port.
+fn host_is_loopback(headers: &HeaderMap, uri: &http::Uri) -> bool {
+    let authority = match headers.get(header::HOST) {
+        Some(value) => value
+            .to_str()
+            .ok()
+            .and_then(|text| http::uri::Authority::try_from(text).ok()),
+        None => uri.authority().cloned(),
+    };
+    authority.is_some_and(|authority| is_loopback_name(authority.host()))
+}
+
+/// `scheme://host[:port]`, lowercased, without a trailing slash.
+fn normalize_origin(origin: &str) -> String {
+    origin.trim().trim_end_matches('/').to_ascii_lowercase()
+}
+
+impl Admission {
+    fn origin_is_allowed(&self, origin: &str) -> bool {
+        let origin = normalize_origin(origin);
+        if self
+            .allowed_origins
+            .iter()
+            .any(|allowed| normalize_origin(allowed) == origin)
+        {
+            return true;
+        }
+        self.loopback_bind && is_loopback_origin(&origin)
+    }
+}
+
+fn is_loopback_origin(origin: &str) -> bool {
+    let Ok(uri) = origin.parse::<http::Uri>() else {
+        return false;
+    };
+    let web_scheme = matches!(uri.scheme_str(), Some("http" | "https"));
+    let bare = uri.path_and_query().is_none_or(|pq| pq.as_str() == "/");
+    web_scheme && bare && uri.host().is_some_and(is_loopback_name)
+}
+
+/// A refusal: status and a short JSON body; 401s carry the bearer challenge.
+fn refuse(status: StatusCode, error: &str, message: &str) -> Response {
+    let mut response = (status, Json(json!({"error": error, "message": message}))).into_response();
+    if status == StatusCode::UNAUTHORIZED {
+        response.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static(r#"Bearer realm="skillgate""#),
+        );
+    }
+    response
+}
+
+fn unauthorized() -> Response {
+    refuse(
+        StatusCode::UNAUTHORIZED,
+        "unauthorized",
+        "a valid agent key is required: Authorization: Bearer sgk_…",
+    )
+}
+
+/// The token of an `Authorization: Bearer …` header; `Err` for any other shape.
+fn bearer_token(value: &HeaderValue) -> Result<&str, ()> {
+    let text = value.to_str().map_err(|_| ())?;
+    let (scheme, token) = text.split_once(' ').ok_or(())?;
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return Err(());
+    }
+    let token = token.trim();
+    if token.is_empty() { Err(()) } else { Ok(token) }
+}
+
+/// The middleware: admits a request into `/mcp` or refuses it.
+#[tracing::instrument(skip_all, fields(method = %request.method()))]
+pub async fn admit(
+    State(admission): State<Arc<Admission>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let headers = request.headers();
+    if admission.loopback_bind && !host_is_loopback(headers, request.uri()) {
+        tracing::warn!("refused /mcp request with a non-loopback Host (DNS rebinding?)");
+        return refuse(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            "the Host header is not allowed",
+        );
+    }
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        let allowed = origin
+            .to_str()
+            .is_ok_and(|origin| admission.origin_is_allowed(origin));
+        if !allowed {
+            tracing::warn!(origin = ?origin, "refused /mcp request from a disallowed Origin");
+            return refuse(
+                StatusCode::FORBIDDEN,
+                "forbidden",
+                "the Origin header is not allowed",
+            );
+        }
+    }
+    let caller = match headers.get(header::AUTHORIZATION) {
+        None => match &admission.anonymous_scope {
+            Some(scope) => AgentCaller {
+                key_id: ANONYMOUS_KEY_ID,
+                key_name: ANONYMOUS_KEY_NAME.to_owned(),
+                scope: scope.clone(),
+            },
+            None => {
+                tracing::debug!("refused /mcp request without an agent key");
+                return unauthorized();
+            }
+        },
+        Some(value) => {
+            let Ok(token) = bearer_token(value) else {
+                tracing::debug!("refused /mcp request with a malformed Authorization header");
+                return unauthorized();
+            };
+            match admission.keys.authenticate(token, Utc::now()).await {
+                Ok(info) => AgentCaller {
+                    key_id: info.id,
+                    key_name: info.name,
+                    scope: info.scope,
+                },
+                Err(KeyError::Store(error)) => {
+                    tracing::error!(%error, "cannot check an agent key");
+                    return refuse(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "unavailable",
+                        "agent keys cannot be checked right now; try again",
+                    );
+                }
+                Err(_) => {
+                    tracing::info!("refused /mcp request with an invalid, revoked or expired key");
+                    return unauthorized();
+                }
+            }
+        }
+    };
+    tracing::debug!(key = %caller.key_name, scope = %caller.scope, "admitted");
+    request.extensions_mut().insert(caller);
+    next.run(request).await
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::Router;
+    use axum::body::Body;
+    use axum::extract::Extension;
+    use axum::routing::post;
+    use http::Request;
+    use skillgate_core::store::Store;
+    use tower::ServiceExt as _;
+
+    use super::*;
+
+    struct Fixture {
+        keys: AgentKeys,
+        store: Store,
+        key: String,
+    }
+
+    async fn fixture() -> Fixture {
+        let store = Store::open("sqlite::memory:").await.unwrap();
+        let keys = AgentKeys::new(store.clone());
+        let support = Slug::parse("support").unwrap();
+        let (_, key) = keys
+            .create("bot", &support, std::slice::from_ref(&support), None, None)
+            .await
+            .unwrap();
+        Fixture {
+            keys,
+            store,
+            key: key.expose().to_owned(),
+        }
+    }
+
+    fn admission(keys: &AgentKeys, loopback_bind: bool) -> Admission {
+        Admission {
+            keys: keys.clone(),
+            loopback_bind,
+            allowed_origins: vec!["https://console.example.com".into()],
+            anonymous_scope: None,
+        }
+    }
+
+    /// The middleware around a stub that answers with the admitted caller.
+    fn app(admission: Admission) -> Router {
+        async fn whoami(Extension(caller): Extension<AgentCaller>) -> String {
+            format!("{}:{}:{}", caller.key_id, caller.key_name, caller.scope)
+        }
+        Router::new()
+            .route("/mcp", post(whoami))
+            .route_layer(axum::middleware::from_fn_with_state(
+                Arc::new(admission),
+                admit,
+            ))
+    }
+
+    fn request(host: &str, auth: Option<&str>, origin: Option<&str>) -> Request<Body> {
+        let mut builder = Request::post("/mcp").header(header::HOST, host);
+        if let Some(auth) = auth {
+            builder = builder.header(header::AUTHORIZATION, auth);
+        }
+        if let Some(origin) = origin {
+            builder = builder.header(header::ORIGIN, origin);
+        }
+        builder.body(Body::empty()).unwrap()
+    }
+
+    async fn send(app: Router, request: Request<Body>) -> (StatusCode, HeaderMap, String) {
+        let response = app.oneshot(request).await.unwrap();
+        let (parts, body) = response.into_parts();
+        let bytes = axum::body::to_bytes(body, 1 << 16).await.unwrap();
+        (
+            parts.status,
+            parts.headers,
+            String::from_utf8(bytes.to_vec()).unwrap(),
+        )
+    }
+
+    #[tokio::test]
+    async fn a_valid_key_is_admitted_as_its_key_and_scope() {
+        let f = fixture().await;
+        let bearer = format!("Bearer {}", f.key);
+        for host in ["127.0.0.1:3000", "localhost", "LOCALHOST:1", "[::1]:8080"] {
+            let (status, _, body) = send(
+                app(admission(&f.keys, true)),
+                request(host, Some(&bearer), None),
+            )
+            .await;
+            assert_eq!(status, StatusCode::OK, "{host}");
+            assert!(body.ends_with(":bot:support"), "{body}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_missing_malformed_unknown_or_revoked_key_is_refused_with_a_bearer_challenge() {
+        let f = fixture().await;
+        let unknown = format!("Bearer sgk_{}", "A".repeat(43));
+        let basic = format!("Basic {}", f.key);
+        for auth in [
+            None,
+            Some("Bearer"),
+            Some(basic.as_str()),
+            Some(unknown.as_str()),
+        ] {
+            let (status, headers, body) = send(
+                app(admission(&f.keys, true)),
+                request("127.0.0.1:1", auth, None),
+            )
+            .await;
+            assert_eq!(status, StatusCode::UNAUTHORIZED, "{auth:?}");
+            assert_eq!(
+                headers[header::WWW_AUTHENTICATE],
+                r#"Bearer realm="skillgate""#
+            );
+            assert!(body.contains("\"unauthorized\""), "{body}");
+        }
+        f.keys.revoke("bot").await.unwrap();
+        let bearer = format!("Bearer {}", f.key);
+        let (status, _, _) = send(
+            app(admission(&f.keys, true)),
+            request("127.0.0.1:1", Some(&bearer), None),
+        )
+        .await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
+    }
+
+    #[tokio::test]
+    async fn a_non_loopback_host_is_forbidden_on_a_loopback_bind_even_with_a_valid_key() {
+        let f = fixture().await;
+        let bearer = format!("Bearer {}", f.key);
+        for host in [
+            "evil.example.com",
+            "127.0.0.1.nip.io:3000",
+            "localhost.evil:80",
+        ] {
+            let (status, _, _) = send(
+                app(admission(&f.keys, true)),
+                request(host, Some(&bearer), None),
+            )
+            .await;
+            assert_eq!(status, StatusCode::FORBIDDEN, "{host}");
+        }
+        let (status, _, _) = send(
+            app(admission(&f.keys, false)),
+            request("gateway.example.com", Some(&bearer), None),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK);
+    }
+
+    #[tokio::test]
+    async fn origins_are_checked_against_loopback_and_the_allowed_list() {
+        let f = fixture().await;
+        let bearer = format!("Bearer {}", f.key);
+        let cases = [
+            ("http://localhost:5173", true, StatusCode::OK),
+            ("http://127.0.0.1", true, StatusCode::OK),
+            ("https://console.example.com", true, StatusCode::OK),
+            ("https://Console.Example.com/", false, StatusCode::OK),
+            ("http://localhost:5173", false, StatusCode::FORBIDDEN),
+            ("https://evil.example.com", true, StatusCode::FORBIDDEN),
+            ("null", true, StatusCode::FORBIDDEN),
+            ("http://localhost.evil.com", true, StatusCode::FORBIDDEN),
+        ];
+        for (origin, loopback, expected) in cases {
+            let host = if loopback {
+                "127.0.0.1:3000"
+            } else {
+                "gw.example.com"
+            };
+            let (status, _, _) = send(
+                app(admission(&f.keys, loopback)),
+                request(host, Some(&bearer), Some(origin)),
+            )
+            .await;
+            assert_eq!(status, expected, "{origin} loopback={loopback}");
+        }
+    }
+
+    #[tokio::test]
+    async fn without_a_key_an_anonymous_scope_admits_as_key_zero_but_a_bad_key_is_still_refused() {
+        let f = fixture().await;
+        let mut anonymous = admission(&f.keys, true);
+        anonymous.anonymous_scope = Some(Slug::parse("support").unwrap());
+        let (status, _, body) = send(
+            app(anonymous.clone()),
+            request("localhost:3000", None, None),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(body, "0:anonymous:support");
+        let (status, _, _) = send(
+            app(anonymous),
+            request("localhost:3000", Some("Bearer sgk_nope"), None),
+        )
+        .await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
+    }
+
+    #[tokio::test]
+    async fn a_store_failure_is_service_unavailable_not_unauthorized() {
+        let f = fixture().await;
+        f.store.pool().close().await;
+        let bearer = format!("Bearer {}", f.key);
+        let (status, _, body) = send(
+            app(admission(&f.keys, true)),
+            request("127.0.0.1:3000", Some(&bearer), None),
+        )
+        .await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    }
+}

@@ -1,0 +1,155 @@
+//! The enforcing MCP endpoint at `/mcp`: rmcp's streamable HTTP transport behind our own
+//! host, origin and agent-key checks, serving the gateway's four platform tools.
+
+mod auth;
+mod handler;
+mod tools;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use skillgate_core::gateway::Gateway;
+use skillgate_core::keys::AgentKeys;
+use skillgate_core::slug::Slug;
+use tower_http::limit::RequestBodyLimitLayer;
+
+use self::handler::McpHandler;
+
+pub const MCP_PATH: &str = "/mcp";
+pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
+
+#[derive(Debug, Clone)]
+pub struct McpOptions {
+    /// The address the server listens on: a loopback bind turns on the DNS-rebinding check.
+    pub bind: SocketAddr,
+    /// Admit requests without an `Authorization` header into this scope (loopback only).
+    pub anonymous_scope: Option<Slug>,
+    /// Browser origins allowed besides loopback ones (`scheme://host[:port]`).
+    pub allowed_origins: Vec<String>,
+    /// Larger request bodies get 413.
+    pub max_body_bytes: usize,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum McpOptionsError {
+    #[error(
+        "--anonymous-scope is only allowed on a loopback bind (127.0.0.1, ::1), not on {0}: \
+         anyone who can reach the port would get that scope without a key"
+    )]
+    AnonymousScopeNotLoopback(SocketAddr),
+    #[error("the MCP request body limit must be at least 1 KiB, not {0} bytes")]
+    BodyLimitTooSmall(usize),
+    #[error(
+        "--allowed-origin `{0}` is not an origin; write scheme://host[:port], e.g. https://agents.example.com"
+    )]
+    BadOrigin(String),
+}
+
+impl McpOptions {
+    /// Refuses options that would open the endpoint wider than intended; call at startup.
+    pub fn validate(&self) -> Result<(), McpOptionsError> {
+        if self.anonymous_scope.is_some() && !self.bind.ip().is_loopback() {
+            return Err(McpOptionsError::AnonymousScopeNotLoopback(self.bind));
+        }
+        if self.max_body_bytes < 1024 {
+            return Err(McpOptionsError::BodyLimitTooSmall(self.max_body_bytes));
+        }
+        if let Some(bad) = self.allowed_origins.iter().find(|o| !is_origin(o)) {
+            return Err(McpOptionsError::BadOrigin(bad.clone()));
+        }
+        Ok(())
+    }
+}
+
+fn is_origin(text: &str) -> bool {
+    text.parse::<http::Uri>().is_ok_and(|uri| {
+        uri.scheme().is_some()
+            && uri.host().is_some()
+            && uri.path_and_query().is_none_or(|pq| pq.as_str() == "/")
+    })
+}
+
+/// The `/mcp` route, ready to merge into the server's router.
+///
+/// Host, Origin and agent key are checked by our middleware on every request; rmcp's own
+/// Host and Origin checks are turned off so there is one policy, and its body limit is set
+/// to ours.
+pub fn router(gateway: Gateway, keys: AgentKeys, options: McpOptions) -> Router {
+    let config = StreamableHttpServerConfig::default()
+        .disable_allowed_hosts()
+        .disable_allowed_origins()
+        .with_max_request_body_bytes(options.max_body_bytes);
+    let mcp = StreamableHttpService::new(
+        move || Ok(McpHandler::new(gateway.clone())),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    let admission = Arc::new(auth::Admission {
+        keys,
+        loopback_bind: options.bind.ip().is_loopback(),
+        allowed_origins: options.allowed_origins,
+        anonymous_scope: options.anonymous_scope,
+    });
+    Router::new()
+        .route_service(MCP_PATH, mcp)
+        .route_layer(RequestBodyLimitLayer::new(options.max_body_bytes))
+        .route_layer(axum::middleware::from_fn_with_state(admission, auth::admit))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(bind: &str) -> McpOptions {
+        McpOptions {
+            bind: bind.parse().unwrap(),
+            anonymous_scope: None,
+            allowed_origins: Vec::new(),
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+        }
+    }
+
+    #[test]
+    fn an_anonymous_scope_is_refused_on_a_non_loopback_bind() {
+        let mut public = options("0.0.0.0:3000");
+        public.anonymous_scope = Some(Slug::parse("support").unwrap());
+        assert_eq!(
+            public.validate(),
+            Err(McpOptionsError::AnonymousScopeNotLoopback(public.bind))
+        );
+        let mut local = options("127.0.0.1:3000");
+        local.anonymous_scope = Some(Slug::parse("support").unwrap());
+        assert_eq!(local.validate(), Ok(()));
+        let mut v6 = options("[::1]:3000");
+        v6.anonymous_scope = Some(Slug::parse("support").unwrap());
+        assert_eq!(v6.validate(), Ok(()));
+    }
+
+    #[test]
+    fn allowed_origins_must_be_origins() {
+        let mut opts = options("0.0.0.0:3000");
+        opts.allowed_origins = vec!["https://agents.example.com".into(), "http://h:8080".into()];
+        assert_eq!(opts.validate(), Ok(()));
+        opts.allowed_origins = vec!["agents.example.com".into()];
+        assert!(matches!(
+            opts.validate(),
+            Err(McpOptionsError::BadOrigin(_))
+        ));
+        opts.allowed_origins = vec!["https://a.example.com/path".into()];
+        assert!(matches!(
+            opts.validate(),
+            Err(McpOptionsError::BadOrigin(_))
+        ));
+    }
+
+    #[test]
+    fn a_body_limit_below_one_kibibyte_is_refused() {
+        let mut opts = options("127.0.0.1:0");
+        assert_eq!(opts.validate(), Ok(()));
+        opts.max_body_bytes = 10;
+        assert_eq!(opts.validate(), Err(McpOptionsError::BodyLimitTooSmall(10)));
+    }
+}

@@ -1,0 +1,262 @@
+//! Runs the real `skillgate` binary on port 0 with its own database, and talks to its
+//! `/mcp` endpoint with rmcp's streamable HTTP client.
+
+#![allow(dead_code)] // each test file uses a different part of this module
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use rmcp::RoleClient;
+use rmcp::ServiceExt as _;
+use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject};
+use rmcp::service::RunningService;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde_json::Value;
+use tempfile::TempDir;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_skillgate");
+const STARTUP_DEADLINE: Duration = Duration::from_secs(60);
+
+pub type Client = RunningService<RoleClient, ()>;
+
+/// A running `skillgate serve --demo`; killed when dropped.
+pub struct Server {
+    child: Child,
+    dir: TempDir,
+    /// `http://127.0.0.1:PORT`
+    pub base: String,
+    pub port: u16,
+    /// The key the demo seed printed, for scope `support`.
+    pub support_key: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Server {
+    pub fn start() -> Self {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let database_url = database_url(dir.path());
+        let mut child = Command::new(BIN)
+            .args(["serve", "--demo", "--bind", "127.0.0.1:0"])
+            .args(["--database-url", &database_url])
+            .arg("--site-root")
+            .arg(dir.path())
+            .env(
+                "SKILLGATE_DEMO_EXECUTIONS_LOG",
+                dir.path().join("exec.jsonl"),
+            )
+            .env("RUST_LOG", "info,skillgate=debug,sqlx=warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(
+                std::fs::File::create(dir.path().join("server.log")).expect("a log file"),
+            ))
+            .spawn()
+            .expect("the skillgate binary starts");
+
+        // Read stdout on a thread so the startup wait has a deadline instead of a sleep.
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (lines, received) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if lines.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut support_key = None;
+        let base = loop {
+            let line = match received.recv_timeout(STARTUP_DEADLINE) {
+                Ok(line) => line,
+                Err(error) => {
+                    let _ = child.kill();
+                    panic!(
+                        "skillgate did not print its listening line ({error}); its log:\n{}",
+                        std::fs::read_to_string(dir.path().join("server.log")).unwrap_or_default()
+                    );
+                }
+            };
+            if let Some(key) = key_on_line(&line, "support") {
+                support_key = Some(key);
+            }
+            if let Some(url) = line.strip_prefix("Skillgate is listening on ") {
+                break url.trim().to_owned();
+            }
+        };
+        let port = base
+            .rsplit(':')
+            .next()
+            .and_then(|port| port.parse().ok())
+            .expect("the listening line ends with a port");
+        Server {
+            child,
+            dir,
+            base,
+            port,
+            support_key: support_key.expect("`--demo` prints a key for scope support"),
+        }
+    }
+
+    pub fn mcp_url(&self) -> String {
+        format!("{}/mcp", self.base)
+    }
+
+    pub fn database_url(&self) -> String {
+        database_url(self.dir.path())
+    }
+
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Runs `skillgate ARGS --database-url …` against this server's database.
+    pub fn cli(&self, args: &[&str]) -> Output {
+        Command::new(BIN)
+            .args(args)
+            .args(["--database-url", &self.database_url()])
+            .output()
+            .expect("the skillgate binary runs")
+    }
+
+    /// `skillgate key create`; returns the key it printed.
+    pub fn create_key(&self, name: &str, scope: &str) -> String {
+        let output = self.cli(&["key", "create", "--name", name, "--scope", scope]);
+        assert!(output.status.success(), "key create: {output:?}");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        stdout
+            .lines()
+            .find_map(|line| key_on_line(line, scope))
+            .unwrap_or_else(|| panic!("no key in {stdout}"))
+    }
+
+    pub fn revoke_key(&self, name: &str) {
+        let output = self.cli(&["key", "revoke", name]);
+        assert!(output.status.success(), "key revoke: {output:?}");
+    }
+
+    /// What the demo upstream actually ran: one JSON object per executed call.
+    pub fn executions(&self) -> Vec<Value> {
+        executions(&self.dir.path().join("exec.jsonl"))
+    }
+
+    pub fn executed(&self, tool: &str) -> Vec<Value> {
+        self.executions()
+            .into_iter()
+            .filter(|line| line["tool"] == tool)
+            .collect()
+    }
+
+    /// An MCP client over streamable HTTP with `Authorization: Bearer KEY`.
+    pub async fn connect(&self, key: &str) -> Client {
+        let config = StreamableHttpClientTransportConfig::with_uri(self.mcp_url()).auth_header(key);
+        ().serve(StreamableHttpClientTransport::from_config(config))
+            .await
+            .expect("the MCP handshake succeeds")
+    }
+}
+
+fn database_url(dir: &Path) -> String {
+    format!("sqlite://{}", dir.join("t.db").display())
+}
+
+fn key_on_line(line: &str, scope: &str) -> Option<String> {
+    line.strip_prefix(&format!("agent key for scope {scope}: "))
+        .map(|key| key.trim().to_owned())
+}
+
+fn executions(path: &PathBuf) -> Vec<Value> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => text
+            .lines()
+            .filter(|line| !line.trim().is_empty())
+            .map(|line| serde_json::from_str(line).expect("executions log lines are JSON"))
+            .collect(),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(error) => panic!("reading the executions log: {error}"),
+    }
+}
+
+/// A platform tool call's outcome, flattened for assertions.
+#[derive(Debug)]
+pub struct Reply {
+    pub text: String,
+    pub structured: Value,
+    pub is_error: bool,
+}
+
+impl Reply {
+    pub fn code(&self) -> &str {
+        self.structured["code"].as_str().unwrap_or("")
+    }
+}
+
+impl From<CallToolResult> for Reply {
+    fn from(result: CallToolResult) -> Self {
+        let text = result
+            .content
+            .iter()
+            .filter_map(|block| block.as_text().map(|t| t.text.clone()))
+            .collect::<Vec<_>>()
+            .join("\n");
+        Reply {
+            text,
+            structured: result.structured_content.unwrap_or(Value::Null),
+            is_error: result.is_error.unwrap_or(false),
+        }
+    }
+}
+
+fn object(value: Value) -> JsonObject {
+    match value {
+        Value::Object(map) => map,
+        other => panic!("tool arguments must be an object, not {other}"),
+    }
+}
+
+/// Calls a platform tool and expects a tool result (not a protocol error).
+pub async fn platform(client: &Client, tool: &str, arguments: Value) -> Reply {
+    client
+        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(object(arguments)))
+        .await
+        .unwrap_or_else(|error| panic!("{tool} failed at the protocol level: {error}"))
+        .into()
+}
+
+/// `init_skilder`; returns the session id and the reply.
+pub async fn init(client: &Client) -> (String, Reply) {
+    let reply = platform(client, "init_skilder", serde_json::json!({})).await;
+    assert!(!reply.is_error, "init_skilder: {}", reply.text);
+    let session = reply.structured["session_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("init_skilder returns a session_id: {:?}", reply.structured))
+        .to_owned();
+    (session, reply)
+}
+
+pub async fn learn(client: &Client, session: &str, path: &str) -> Reply {
+    platform(
+        client,
+        "learn",
+        serde_json::json!({"path": path, "session_id": session}),
+    )
+    .await
+}
+
+pub async fn call(client: &Client, session: &str, tool: &str, arguments: Value) -> Reply {
+    platform(
+        client,
+        "call_tool",
+        serde_json::json!({"tool": tool, "arguments": arguments, "session_id": session}),
+    )
+    .await
+}
