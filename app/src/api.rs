@@ -105,6 +105,10 @@ pub mod ssr {
     use http::StatusCode;
     use leptos::prelude::*;
     use leptos_axum::ResponseOptions;
+    use std::sync::Arc;
+
+    use skillgate_core::keys::AgentKeys;
+    use skillgate_core::policy::CatalogHandle;
     use skillgate_core::store::Store;
     use skillgate_core::users::{ConsoleRole, ConsoleUser, Users};
 
@@ -129,10 +133,13 @@ pub mod ssr {
     }
 
     /// Core services the console needs, provided to every render and server function.
-    #[derive(Clone, Debug)]
+    #[derive(Clone)]
     pub struct ConsoleContext {
         pub store: Store,
         pub users: Users,
+        pub keys: AgentKeys,
+        /// The compiled catalog the MCP endpoint decides with; swapped on every save.
+        pub catalog: Arc<CatalogHandle>,
         pub version: &'static str,
     }
 

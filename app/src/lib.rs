@@ -3,6 +3,7 @@
 //! taken from context. No SQL lives in this crate.
 
 pub mod api;
+pub mod catalog_api;
 mod layout;
 mod pages;
 
@@ -46,26 +47,13 @@ pub fn App() -> impl IntoView {
                 <Route path=path!("/login") view=LoginPage ssr=SsrMode::Async />
                 <ParentRoute path=path!("") view=ConsoleLayout ssr=SsrMode::Async>
                     <Route path=path!("") view=Dashboard ssr=SsrMode::Async />
-                    <Route
-                        path=path!("roles")
-                        view=|| view! { <Section section=pages::SectionKind::Roles /> }
-                        ssr=SsrMode::Async
-                    />
-                    <Route
-                        path=path!("skills")
-                        view=|| view! { <Section section=pages::SectionKind::Skills /> }
-                        ssr=SsrMode::Async
-                    />
-                    <Route
-                        path=path!("tools")
-                        view=|| view! { <Section section=pages::SectionKind::Tools /> }
-                        ssr=SsrMode::Async
-                    />
-                    <Route
-                        path=path!("scopes")
-                        view=|| view! { <Section section=pages::SectionKind::Scopes /> }
-                        ssr=SsrMode::Async
-                    />
+                    <Route path=path!("roles") view=pages::RolesPage ssr=SsrMode::Async />
+                    <Route path=path!("roles/:slug") view=pages::RolePage ssr=SsrMode::Async />
+                    <Route path=path!("skills") view=pages::SkillsPage ssr=SsrMode::Async />
+                    <Route path=path!("skills/:slug") view=pages::SkillPage ssr=SsrMode::Async />
+                    <Route path=path!("tools") view=pages::ToolsPage ssr=SsrMode::Async />
+                    <Route path=path!("tools/:name") view=pages::ToolPage ssr=SsrMode::Async />
+                    <Route path=path!("scopes") view=pages::ScopesPage ssr=SsrMode::Async />
                     <Route
                         path=path!("sessions")
                         view=|| view! { <Section section=pages::SectionKind::Sessions /> }

@@ -37,8 +37,14 @@ pub enum Command {
     /// Manage agent keys (the MCP endpoint's bearer credentials).
     #[command(subcommand)]
     Key(crate::key_cmd::KeyCommand),
-    /// Serve the demo company's 15 tools as an MCP server over stdio.
+    /// Verify or export the tamper-evident audit log.
+    #[command(subcommand)]
+    Audit(crate::audit_cmd::AuditCommand),
+    /// Serve the demo company's 15 tools as an MCP server over stdio (or HTTP with --http).
     DemoUpstream(DemoUpstreamArgs),
+    /// Developer tools: load generator, context-cost study, memory probe.
+    #[command(subcommand)]
+    Dev(crate::dev::DevCommand),
 }
 
 #[derive(Debug, Args, Clone)]
@@ -85,6 +91,10 @@ pub struct DemoUpstreamArgs {
     /// Append one JSON line per executed tool call to this file (for tests and demos).
     #[arg(long, env = "SKILLGATE_DEMO_EXECUTIONS_LOG")]
     pub executions_log: Option<PathBuf>,
+
+    /// Serve MCP streamable HTTP on this address (path /mcp) instead of stdio.
+    #[arg(long)]
+    pub http: Option<SocketAddr>,
 }
 
 impl Cli {

@@ -1,13 +1,18 @@
 //! `skillgate`: the server binary and its command line.
 
+mod audit_cmd;
 mod cli;
 mod console_auth;
 mod demo_upstream;
+mod dev;
 mod health;
 mod key_cmd;
 mod mcp;
 mod serve;
+mod upstream_sync;
 mod user_cmd;
+
+use std::process::ExitCode;
 
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
@@ -26,7 +31,7 @@ fn init_tracing() {
 }
 
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
+async fn main() -> anyhow::Result<ExitCode> {
     init_tracing();
     let cli = Cli::parse();
     match cli.command {
@@ -35,10 +40,18 @@ async fn main() -> anyhow::Result<()> {
         Some(Command::User(command)) => user_cmd::run(&cli.database_url, command).await,
         Some(Command::Key(command)) => key_cmd::run(&cli.database_url, command).await,
         Some(Command::DemoUpstream(args)) => {
-            demo_upstream::serve_stdio(demo_upstream::DemoUpstreamOptions {
+            let options = demo_upstream::DemoUpstreamOptions {
                 executions_log: args.executions_log,
-            })
-            .await
+            };
+            match args.http {
+                Some(addr) => demo_upstream::serve_http(options, addr).await,
+                None => demo_upstream::serve_stdio(options).await,
+            }
         }
-    }
+        Some(Command::Dev(command)) => dev::run(command).await,
+        // The only command whose outcome is more than success or an error: a broken chain
+        // is a finding, reported on stderr with a failing exit code.
+        Some(Command::Audit(command)) => return audit_cmd::run(&cli.database_url, command).await,
+    }?;
+    Ok(ExitCode::SUCCESS)
 }

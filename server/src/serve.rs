@@ -16,11 +16,10 @@ use skillgate_app::{App, shell};
 use skillgate_core::audit::AuditLog;
 use skillgate_core::gateway::{Gateway, GatewayOptions};
 use skillgate_core::keys::AgentKeys;
-use skillgate_core::model::UpstreamKind;
 use skillgate_core::policy::CatalogHandle;
 use skillgate_core::slug::Slug;
 use skillgate_core::store::Store;
-use skillgate_core::upstream::{UpstreamConfig, UpstreamPool};
+use skillgate_core::upstream::UpstreamPool;
 use skillgate_core::users::Users;
 use tower_http::trace::TraceLayer;
 use tower_sessions::cookie::SameSite;
@@ -29,7 +28,7 @@ use tower_sessions::{Expiry, SessionManagerLayer};
 use tower_sessions_sqlx_store::SqliteStore;
 
 use crate::cli::ServeArgs;
-use crate::{console_auth, health, key_cmd, mcp};
+use crate::{console_auth, health, key_cmd, mcp, upstream_sync};
 
 /// Console sessions end after this long without a request.
 const CONSOLE_IDLE_TIMEOUT: time::Duration = time::Duration::hours(8);
@@ -77,12 +76,11 @@ pub async fn build(database_url: &str, args: &ServeArgs) -> anyhow::Result<Route
 
     let catalog = Arc::new(CatalogHandle::new(store.compiled_catalog().await?));
     let upstreams = Arc::new(UpstreamPool::default());
-    for upstream in store.list_upstreams().await? {
-        upstreams.upsert(upstream.name.as_str(), upstream_config(upstream.kind));
-    }
+    upstream_sync::register_upstreams(&upstreams, &store.list_upstreams().await?);
+    upstream_sync::spawn_sync(store.clone(), upstreams.clone(), catalog.clone());
     let gateway = Gateway::new(
         store.clone(),
-        catalog,
+        catalog.clone(),
         AuditLog::new(store.clone()),
         upstreams,
         GatewayOptions::default(),
@@ -117,6 +115,8 @@ pub async fn build(database_url: &str, args: &ServeArgs) -> anyhow::Result<Route
     let console = ConsoleContext {
         store: store.clone(),
         users: users.clone(),
+        keys: AgentKeys::new(store.clone()),
+        catalog,
         version: env!("CARGO_PKG_VERSION"),
     };
     let state = AppState {
@@ -151,13 +151,6 @@ pub async fn build(database_url: &str, args: &ServeArgs) -> anyhow::Result<Route
         .merge(mcp_router)
         .layer(TraceLayer::new_for_http());
     Ok(router)
-}
-
-fn upstream_config(kind: UpstreamKind) -> UpstreamConfig {
-    match kind {
-        UpstreamKind::Stdio { command, args } => UpstreamConfig::stdio(command, args),
-        UpstreamKind::Http { url } => UpstreamConfig::http(url, None),
-    }
 }
 
 /// Seeds the demo catalog into an empty database and prints a key for its `support` scope.

@@ -431,7 +431,6 @@ async fn arguments_that_are_not_an_object_are_invalid_arguments() {
 // ---- audit ----------------------------------------------------------------------------
 
 #[tokio::test]
-#[ignore = "enable when `skillgate audit verify` lands"]
 async fn the_audit_chain_verifies_after_a_scenario() {
     let server = Server::start();
     let client = server.connect(&server.support_key).await;
@@ -450,8 +449,25 @@ async fn the_audit_chain_verifies_after_a_scenario() {
     let output = server.cli(&["audit", "verify"]);
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "audit verify: {output:?}");
-    assert!(
-        stdout.chars().any(|c| c.is_ascii_digit()),
-        "prints the event count: {stdout}"
-    );
+    let count: u64 = stdout
+        .strip_prefix("audit chain intact: ")
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("prints the event count: {stdout}"));
+    // session started, role learned, call denied
+    assert!(count >= 3, "{stdout}");
+
+    let export = server.cli(&["audit", "export", "--format", "jsonl"]);
+    assert!(export.status.success());
+    let kinds: Vec<String> = String::from_utf8_lossy(&export.stdout)
+        .lines()
+        .map(|line| {
+            let event: serde_json::Value = serde_json::from_str(line).unwrap();
+            for field in ["seq", "at", "session_id", "kind", "prev_hash", "hash"] {
+                assert!(event.get(field).is_some(), "{field} in {line}");
+            }
+            event["kind"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    assert_eq!(kinds, ["session_started", "learn_granted", "call_denied"]);
 }

@@ -1,15 +1,24 @@
 //! Console pages, one module each.
 
+mod catalog;
 mod dashboard;
 mod login;
 mod not_found;
+mod roles;
+mod scopes;
 mod section;
+mod skills;
+mod tools;
 mod users;
 
 pub use dashboard::Dashboard;
 pub use login::LoginPage;
 pub use not_found::NotFound;
+pub use roles::{RolePage, RolesPage};
+pub use scopes::ScopesPage;
 pub use section::{Section, SectionKind};
+pub use skills::{SkillPage, SkillsPage};
+pub use tools::{ToolPage, ToolsPage};
 pub use users::UsersPage;
 
 use leptos::prelude::*;

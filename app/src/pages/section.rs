@@ -4,10 +4,6 @@ use leptos_meta::Title;
 /// The console sections whose authoring pages are still to be built.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SectionKind {
-    Roles,
-    Skills,
-    Tools,
-    Scopes,
     Sessions,
     Candidates,
 }
@@ -15,10 +11,6 @@ pub enum SectionKind {
 impl SectionKind {
     fn title(self) -> &'static str {
         match self {
-            Self::Roles => "Roles",
-            Self::Skills => "Skills",
-            Self::Tools => "Tools",
-            Self::Scopes => "Scopes & keys",
             Self::Sessions => "Sessions",
             Self::Candidates => "Candidates",
         }
@@ -26,14 +18,6 @@ impl SectionKind {
 
     fn purpose(self) -> &'static str {
         match self {
-            Self::Roles => {
-                "Roles bundle skills and the limits the gateway enforces on their tools."
-            }
-            Self::Skills => {
-                "Skills carry instructions, tools and resource documents, with versions."
-            }
-            Self::Tools => "Tools come from upstream MCP servers; their schemas bound every call.",
-            Self::Scopes => "Scopes say which roles an agent key may learn.",
             Self::Sessions => "Per-session audit timelines: what an agent learned, tried and ran.",
             Self::Candidates => "Proposed skill revisions with evidence and a gate verdict.",
         }

@@ -1,5 +1,5 @@
-//! The demo upstream: a stdio MCP server with the fifteen customer-support tools of the
-//! demo company, over fixture data held in memory.
+//! The demo upstream: an MCP server (stdio, or streamable HTTP with `--http`) with the
+//! fifteen customer-support tools of the demo company, over fixture data held in memory.
 //!
 //! Tool failures are tool results with `isError: true` and a text `CODE: message`
 //! (`CUSTOMER_NOT_FOUND`, `ORDER_NOT_FOUND`, `USER_NOT_FOUND`, `NOT_ELIGIBLE`,
@@ -15,6 +15,7 @@ mod error;
 mod executions;
 mod fixtures;
 mod handlers;
+mod http;
 mod policies;
 #[cfg(test)]
 mod tests;
@@ -39,6 +40,7 @@ use self::args::Args;
 use self::error::ToolError;
 use self::executions::{ExecutionsLog, ExecutionsLogError};
 use self::fixtures::Company;
+pub use self::http::{router as http_router, serve_http};
 
 /// Read when `DemoUpstreamOptions::executions_log` is not set.
 pub const EXECUTIONS_LOG_ENV: &str = "SKILLGATE_DEMO_EXECUTIONS_LOG";
@@ -49,12 +51,20 @@ pub struct DemoUpstreamOptions {
     pub executions_log: Option<PathBuf>,
 }
 
+impl DemoUpstreamOptions {
+    /// Fills `executions_log` from [`EXECUTIONS_LOG_ENV`] when it is not set.
+    pub fn with_env_defaults(self) -> Self {
+        Self {
+            executions_log: self
+                .executions_log
+                .or_else(|| std::env::var_os(EXECUTIONS_LOG_ENV).map(PathBuf::from)),
+        }
+    }
+}
+
 /// Serves the demo upstream on stdin/stdout until the client disconnects.
 pub async fn serve_stdio(options: DemoUpstreamOptions) -> anyhow::Result<()> {
-    let executions_log = options
-        .executions_log
-        .or_else(|| std::env::var_os(EXECUTIONS_LOG_ENV).map(PathBuf::from));
-    let upstream = DemoUpstream::new(DemoUpstreamOptions { executions_log })?;
+    let upstream = DemoUpstream::new(options.with_env_defaults())?;
     tracing::info!("demo upstream serving 15 tools on stdio");
     let service = upstream
         .serve(rmcp::transport::stdio())

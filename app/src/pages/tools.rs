@@ -1,0 +1,224 @@
+//! Tools: the list with arguments and users, and one tool with its input schema.
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::components::A;
+use leptos_router::hooks::use_params_map;
+
+use super::ErrorNotice;
+use super::catalog::{NotFoundNotice, Pager, code_list, link_list, page_param};
+use crate::catalog_api::{ToolDetail, ToolRow, get_tool, list_tools};
+
+#[component]
+pub fn ToolsPage() -> impl IntoView {
+    let page = page_param("page");
+    let tools = Resource::new(page, list_tools);
+    view! {
+        <Title text="Tools" />
+        <h1>"Tools"</h1>
+        <p class="lead">
+            "Tools come from upstream MCP servers; their schemas bound every call. Sensitive arguments are stored in the audit log as a digest only."
+        </p>
+        <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
+            {move || Suspend::new(async move {
+                match tools.await {
+                    Ok(list) if list.total == 0 => {
+                        view! { <p class="notice info">"The catalog has no tools yet."</p> }
+                            .into_any()
+                    }
+                    Ok(list) => {
+                        view! {
+                            <table class="table">
+                                <thead>
+                                    <tr>
+                                        <th scope="col">"Tool"</th>
+                                        <th scope="col">"Upstream"</th>
+                                        <th scope="col">"Description"</th>
+                                        <th scope="col">"Required arguments"</th>
+                                        <th scope="col">"Sensitive arguments"</th>
+                                        <th scope="col">"Skills"</th>
+                                        <th scope="col">"Roles"</th>
+                                    </tr>
+                                </thead>
+                                <tbody>{list.rows.into_iter().map(tool_row).collect_view()}</tbody>
+                            </table>
+                            <Pager
+                                page=list.page
+                                pages=list.pages
+                                total=list.total
+                                href=|n| format!("/tools?page={n}")
+                                label="Tools pages"
+                            />
+                        }
+                            .into_any()
+                    }
+                    Err(e) => view! { <ErrorNotice error=e /> }.into_any(),
+                }
+            })}
+        </Suspense>
+    }
+}
+
+fn broken_badge(broken: bool) -> impl IntoView {
+    broken.then(|| {
+        view! {
+            " "
+            <span class="badge danger" title="The input schema does not compile: every call is denied">
+                "schema error"
+            </span>
+        }
+    })
+}
+
+fn sensitive_list(names: Vec<String>) -> impl IntoView {
+    if names.is_empty() {
+        return view! { <span class="muted">"none"</span> }.into_any();
+    }
+    view! {
+        <ul class="inline-list">
+            {names
+                .into_iter()
+                .map(|n| {
+                    view! {
+                        <li>
+                            <code>{n}</code>
+                            " "
+                            <span class="badge sensitive">"sensitive"</span>
+                        </li>
+                    }
+                })
+                .collect_view()}
+        </ul>
+    }
+    .into_any()
+}
+
+fn tool_row(tool: ToolRow) -> impl IntoView {
+    view! {
+        <tr>
+            <td>
+                <A href=format!("/tools/{}", tool.name)>{tool.name.clone()}</A>
+                {broken_badge(tool.broken.is_some())}
+            </td>
+            <td>{tool.upstream}</td>
+            <td class="description">{tool.description}</td>
+            <td>{code_list(tool.required)}</td>
+            <td>{sensitive_list(tool.sensitive)}</td>
+            <td>{link_list("/skills", tool.skills)}</td>
+            <td>{link_list("/roles", tool.roles)}</td>
+        </tr>
+    }
+}
+
+#[component]
+pub fn ToolPage() -> impl IntoView {
+    let params = use_params_map();
+    let name = move || params.read().get("name").unwrap_or_default();
+    let tool = Resource::new(name, get_tool);
+    view! {
+        <Title text=move || format!("Tool {}", name()) />
+        <p class="crumbs">
+            <A href="/tools">"Tools"</A>
+        </p>
+        <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
+            {move || Suspend::new(async move {
+                match tool.await {
+                    Ok(Some(tool)) => tool_view(tool).into_any(),
+                    Ok(None) => {
+                        view! {
+                            <h1>"Tool not found"</h1>
+                            <NotFoundNotice
+                                kind="tool"
+                                name=name()
+                                back="/tools"
+                                back_label="All tools"
+                            />
+                        }
+                            .into_any()
+                    }
+                    Err(e) => view! { <ErrorNotice error=e /> }.into_any(),
+                }
+            })}
+        </Suspense>
+    }
+}
+
+fn tool_view(detail: ToolDetail) -> impl IntoView {
+    let ToolDetail {
+        tool,
+        arguments,
+        schema,
+    } = detail;
+    view! {
+        <h1>{tool.name}</h1>
+        <p class="muted">"From upstream " <code>{tool.upstream}</code></p>
+        <p class="lead">{tool.description}</p>
+        {tool
+            .broken
+            .map(|reason| {
+                view! {
+                    <div class="notice error" role="alert">
+                        <strong>"The input schema does not compile"</strong>
+                        <p>"Every call to this tool is denied until the schema is fixed: " {reason}</p>
+                    </div>
+                }
+            })}
+        <div class="detail-grid">
+            <section class="card" aria-labelledby="tool-skills">
+                <h2 id="tool-skills">"Used by skills"</h2>
+                {link_list("/skills", tool.skills)}
+            </section>
+            <section class="card" aria-labelledby="tool-roles">
+                <h2 id="tool-roles">"Granted by roles"</h2>
+                {link_list("/roles", tool.roles)}
+            </section>
+        </div>
+        <section aria-labelledby="tool-arguments">
+            <h2 id="tool-arguments">"Arguments"</h2>
+            {if arguments.is_empty() {
+                view! { <p class="muted">"The schema declares no arguments."</p> }.into_any()
+            } else {
+                view! {
+                    <table class="table">
+                        <thead>
+                            <tr>
+                                <th scope="col">"Argument"</th>
+                                <th scope="col">"Type"</th>
+                                <th scope="col">"Required"</th>
+                                <th scope="col">"Sensitive"</th>
+                                <th scope="col">"Description"</th>
+                            </tr>
+                        </thead>
+                        <tbody>
+                            {arguments
+                                .into_iter()
+                                .map(|a| {
+                                    view! {
+                                        <tr>
+                                            <td><code>{a.name}</code></td>
+                                            <td>{a.kind}</td>
+                                            <td>{if a.required { "required" } else { "optional" }}</td>
+                                            <td>
+                                                {if a.sensitive {
+                                                    view! { <span class="badge sensitive">"sensitive"</span> }.into_any()
+                                                } else {
+                                                    view! { <span class="muted">"no"</span> }.into_any()
+                                                }}
+                                            </td>
+                                            <td class="description">{a.description}</td>
+                                        </tr>
+                                    }
+                                })
+                                .collect_view()}
+                        </tbody>
+                    </table>
+                }
+                    .into_any()
+            }}
+        </section>
+        <section aria-labelledby="tool-schema">
+            <h2 id="tool-schema">"Input schema"</h2>
+            <pre class="schema"><code>{schema}</code></pre>
+        </section>
+    }
+}

@@ -1,0 +1,362 @@
+//! `skillgate audit …`: verify the audit hash chain and export it from the command line.
+
+use std::io::{self, BufWriter, Write};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Subcommand, ValueEnum};
+use skillgate_core::audit::{AuditError, AuditLog, ExportFilter, ExportFormat, VerifyReport};
+use skillgate_core::store::Store;
+
+#[derive(Debug, Subcommand)]
+pub enum AuditCommand {
+    /// Re-walk the hash chain; exit 1 and name the first event that was changed, removed
+    /// or reordered.
+    Verify,
+    /// Write the chain (or one session's events) to standard output.
+    Export {
+        /// Only this session's events (a timeline; not re-verifiable as a whole chain).
+        #[arg(long)]
+        session: Option<String>,
+        #[arg(long, value_enum, default_value = "jsonl")]
+        format: Format,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// One JSON object per line.
+    Jsonl,
+    /// A header row, then one row per event, `payload` as canonical JSON text.
+    Csv,
+}
+
+impl From<Format> for ExportFormat {
+    fn from(format: Format) -> Self {
+        match format {
+            Format::Jsonl => ExportFormat::Jsonl,
+            Format::Csv => ExportFormat::Csv,
+        }
+    }
+}
+
+pub async fn run(database_url: &str, command: AuditCommand) -> anyhow::Result<ExitCode> {
+    let store = Store::open(database_url).await?;
+    let log = AuditLog::new(store);
+    match command {
+        AuditCommand::Verify => {
+            let report = log.verify().await.context("reading the audit chain")?;
+            let intact = report_verification(&report, &mut io::stdout(), &mut io::stderr())?;
+            Ok(if intact {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
+        }
+        AuditCommand::Export { session, format } => {
+            // `export` needs a `Send` writer, which a `StdoutLock` is not; the buffer means
+            // the lock is taken once per 64 KiB rather than once per line.
+            let mut out = PipeWatch::new(BufWriter::with_capacity(64 * 1024, io::stdout()));
+            match export(&log, session, format, &mut out).await {
+                Ok(_) => Ok(ExitCode::SUCCESS),
+                Err(_) if out.closed => Ok(ExitCode::SUCCESS),
+                Err(err) => Err(anyhow::Error::new(err).context("exporting the audit chain")),
+            }
+        }
+    }
+}
+
+/// Prints the outcome of a verification; returns whether the chain is intact.
+fn report_verification(
+    report: &VerifyReport,
+    out: &mut impl Write,
+    err: &mut impl Write,
+) -> io::Result<bool> {
+    match &report.first_bad {
+        None => {
+            let tip = &report.verified_tip;
+            writeln!(
+                out,
+                "audit chain intact: {} events (tip seq {}, hash {})",
+                report.events, tip.seq, tip.hash
+            )?;
+            Ok(true)
+        }
+        Some(bad) => {
+            writeln!(err, "audit chain BROKEN: {bad}")?;
+            Ok(false)
+        }
+    }
+}
+
+async fn export<W: Write + Send>(
+    log: &AuditLog,
+    session: Option<String>,
+    format: Format,
+    mut out: W,
+) -> Result<u64, AuditError> {
+    let filter = ExportFilter {
+        session_id: session,
+    };
+    let count = log.export(&filter, format.into(), &mut out).await?;
+    out.flush()
+        .map_err(|e| AuditError::Export(e.into()))
+        .map(|()| count)
+}
+
+/// Notices when the reader of the output goes away (`skillgate audit export | head`), which
+/// is not an error of the export, whichever layer (JSON, CSV) reports the failed write.
+struct PipeWatch<W> {
+    inner: W,
+    closed: bool,
+}
+
+impl<W> PipeWatch<W> {
+    fn new(inner: W) -> Self {
+        Self {
+            inner,
+            closed: false,
+        }
+    }
+}
+
+impl<W: Write> Write for PipeWatch<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let written = self.inner.write(buf);
+        self.closed |= is_broken_pipe(&written);
+        written
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        let flushed = self.inner.flush();
+        self.closed |= is_broken_pipe(&flushed);
+        flushed
+    }
+}
+
+fn is_broken_pipe<T>(result: &io::Result<T>) -> bool {
+    matches!(result, Err(err) if err.kind() == io::ErrorKind::BrokenPipe)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+    use skillgate_core::audit::{EventKind, NewEvent};
+
+    struct Fixture {
+        _dir: tempfile::TempDir,
+        url: String,
+        log: AuditLog,
+    }
+
+    /// A temp-file database with `n` events, every third one in session `s-2`.
+    async fn fixture(n: u64) -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("audit.db").display());
+        let log = AuditLog::new(Store::open(&url).await.unwrap());
+        for i in 1..=n {
+            let session = if i % 3 == 0 { "s-2" } else { "s-1" };
+            log.append(
+                NewEvent::new(
+                    EventKind::CallAllowed,
+                    json!({ "tool": "issue_refund", "i": i }),
+                )
+                .in_session(session)
+                .by("support-key"),
+            )
+            .await
+            .unwrap();
+        }
+        Fixture {
+            _dir: dir,
+            url,
+            log,
+        }
+    }
+
+    async fn verify_output(log: &AuditLog) -> (bool, String, String) {
+        let report = log.verify().await.unwrap();
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let intact = report_verification(&report, &mut out, &mut err).unwrap();
+        (
+            intact,
+            String::from_utf8(out).unwrap(),
+            String::from_utf8(err).unwrap(),
+        )
+    }
+
+    async fn export_text(log: &AuditLog, session: Option<&str>, format: Format) -> String {
+        let mut out = Vec::new();
+        export(log, session.map(str::to_owned), format, &mut out)
+            .await
+            .unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[tokio::test]
+    async fn an_untouched_chain_verifies_and_exits_successfully() {
+        let fx = fixture(7).await;
+        let tip = fx.log.tip().await.unwrap();
+        let (intact, out, err) = verify_output(&fx.log).await;
+        assert!(intact);
+        assert_eq!(
+            out,
+            format!(
+                "audit chain intact: 7 events (tip seq 7, hash {})\n",
+                tip.hash
+            )
+        );
+        assert_eq!(err, "");
+        let code = run(&fx.url, AuditCommand::Verify).await.unwrap();
+        assert_eq!(code, ExitCode::SUCCESS);
+    }
+
+    #[tokio::test]
+    async fn a_payload_edited_in_the_database_is_named_and_fails_the_command() {
+        let fx = fixture(7).await;
+        sqlx::query("UPDATE audit_events SET payload = ? WHERE seq = 5")
+            .bind(r#"{"i":500,"tool":"issue_refund"}"#)
+            .execute(fx.log.store().pool())
+            .await
+            .unwrap();
+        let (intact, out, err) = verify_output(&fx.log).await;
+        assert!(!intact);
+        assert_eq!(out, "");
+        assert_eq!(err, "audit chain BROKEN: event 5 was changed\n");
+        let code = run(&fx.url, AuditCommand::Verify).await.unwrap();
+        assert_eq!(code, ExitCode::FAILURE);
+    }
+
+    #[tokio::test]
+    async fn a_deleted_event_is_named_as_removed() {
+        let fx = fixture(7).await;
+        sqlx::query("DELETE FROM audit_events WHERE seq = 3")
+            .execute(fx.log.store().pool())
+            .await
+            .unwrap();
+        let (intact, _, err) = verify_output(&fx.log).await;
+        assert!(!intact);
+        assert_eq!(err, "audit chain BROKEN: event 3 was removed\n");
+    }
+
+    #[tokio::test]
+    async fn an_empty_chain_is_intact() {
+        let fx = fixture(0).await;
+        let (intact, out, _) = verify_output(&fx.log).await;
+        assert!(intact);
+        assert!(
+            out.starts_with("audit chain intact: 0 events (tip seq 0, hash 0000"),
+            "{out}"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_jsonl_export_has_one_linked_event_per_line() {
+        let fx = fixture(4).await;
+        let text = export_text(&fx.log, None, Format::Jsonl).await;
+        let lines: Vec<Value> = text
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 4);
+        for (i, line) in lines.iter().enumerate() {
+            for key in ["seq", "at", "session_id", "kind", "prev_hash", "hash"] {
+                assert!(line.get(key).is_some(), "line {i} lacks `{key}`: {line}");
+            }
+            assert_eq!(line["seq"], json!(i + 1));
+            assert_eq!(line["kind"], "call_allowed");
+            assert_eq!(line["payload"]["i"], json!(i + 1));
+        }
+        assert_eq!(lines[0]["prev_hash"], json!("0".repeat(64)));
+        for pair in lines.windows(2) {
+            assert_eq!(pair[1]["prev_hash"], pair[0]["hash"]);
+        }
+        let report =
+            skillgate_core::audit::verify_exported_jsonl(io::Cursor::new(text.as_bytes())).unwrap();
+        assert!(report.is_intact());
+    }
+
+    #[tokio::test]
+    async fn a_session_export_holds_only_that_sessions_events() {
+        let fx = fixture(7).await;
+        let text = export_text(&fx.log, Some("s-2"), Format::Jsonl).await;
+        let seqs: Vec<u64> = text
+            .lines()
+            .map(|line| {
+                serde_json::from_str::<Value>(line).unwrap()["seq"]
+                    .as_u64()
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(seqs, [3, 6]);
+    }
+
+    #[tokio::test]
+    async fn the_csv_export_has_a_header_and_one_row_per_event() {
+        let fx = fixture(2).await;
+        let text = export_text(&fx.log, None, Format::Csv).await;
+        let mut lines = text.lines();
+        assert_eq!(
+            lines.next(),
+            Some("seq,at,session_id,kind,actor,payload,prev_hash,hash")
+        );
+        assert_eq!(lines.count(), 2);
+    }
+
+    /// A reader that went away, like `head` after its first lines.
+    struct ClosedPipe;
+
+    impl Write for ClosedPipe {
+        fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+            Err(io::ErrorKind::BrokenPipe.into())
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Err(io::ErrorKind::BrokenPipe.into())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_reader_that_goes_away_is_noticed_in_both_formats() {
+        let fx = fixture(3).await;
+        for format in [Format::Jsonl, Format::Csv] {
+            let mut out = PipeWatch::new(ClosedPipe);
+            assert!(export(&fx.log, None, format, &mut out).await.is_err());
+            assert!(out.closed, "{format:?}");
+        }
+        let mut full = PipeWatch::new(io::Cursor::new([0u8; 4]));
+        assert!(
+            export(&fx.log, None, Format::Jsonl, &mut full)
+                .await
+                .is_err()
+        );
+        assert!(!full.closed);
+    }
+
+    #[test]
+    fn the_format_defaults_to_jsonl_and_accepts_csv() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(subcommand)]
+            audit: AuditCommand,
+        }
+        let Cli {
+            audit: AuditCommand::Export { session, format },
+        } = Cli::parse_from(["x", "export"])
+        else {
+            panic!("export")
+        };
+        assert_eq!((session, format), (None, Format::Jsonl));
+        let parsed = Cli::try_parse_from(["x", "export", "--format", "csv", "--session", "s"]);
+        assert!(matches!(
+            parsed.map(|cli| cli.audit),
+            Ok(AuditCommand::Export {
+                format: Format::Csv,
+                ..
+            })
+        ));
+        assert!(Cli::try_parse_from(["x", "export", "--format", "xml"]).is_err());
+    }
+}

@@ -1,0 +1,272 @@
+//! `skillgate dev load`: governed calls through `/mcp` against direct calls to the demo
+//! upstream, with the same number of concurrent MCP clients, in one run.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use clap::Args;
+use serde_json::{Value, json};
+
+use super::harness::{self, Client, Stack};
+
+const TOOL: &str = "lookup_customer";
+
+#[derive(Debug, Args)]
+pub struct LoadArgs {
+    /// Concurrent MCP sessions (one client each) per phase.
+    #[arg(long, default_value_t = 32)]
+    pub sessions: usize,
+    /// Seconds measured per phase, after the warm-up.
+    #[arg(long, default_value_t = 10.0)]
+    pub duration: f64,
+    /// Seconds of calls before measuring, per phase.
+    #[arg(long, default_value_t = 2.0)]
+    pub warmup: f64,
+    /// The role each governed session learns.
+    #[arg(long, default_value = "tier-1-support")]
+    pub role: String,
+    /// Print JSON instead of a Markdown table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The outcome of one phase.
+#[derive(Debug, Clone)]
+pub struct Phase {
+    pub name: &'static str,
+    pub sessions: usize,
+    pub seconds: f64,
+    pub calls: usize,
+    pub errors: usize,
+    /// CPU seconds the gateway and the demo upstream used during the measured window.
+    pub gateway_cpu: f64,
+    pub upstream_cpu: f64,
+    /// Latencies of the measured calls, sorted, in nanoseconds.
+    latencies: Vec<u64>,
+}
+
+impl Phase {
+    pub fn calls_per_second(&self) -> f64 {
+        self.calls as f64 / self.seconds
+    }
+
+    /// The `q` quantile (0..=1) in milliseconds, nearest rank.
+    pub fn quantile_ms(&self, q: f64) -> f64 {
+        if self.latencies.is_empty() {
+            return f64::NAN;
+        }
+        let rank =
+            ((q * self.latencies.len() as f64).ceil() as usize).clamp(1, self.latencies.len());
+        self.latencies[rank - 1] as f64 / 1e6
+    }
+
+    fn to_json(&self) -> Value {
+        json!({
+            "sessions": self.sessions,
+            "seconds": self.seconds,
+            "calls": self.calls,
+            "errors": self.errors,
+            "calls_per_s": round(self.calls_per_second(), 1),
+            "p50_ms": round(self.quantile_ms(0.50), 3),
+            "p90_ms": round(self.quantile_ms(0.90), 3),
+            "p99_ms": round(self.quantile_ms(0.99), 3),
+            "max_ms": round(self.quantile_ms(1.0), 3),
+            "gateway_cpu_s": round(self.gateway_cpu, 2),
+            "upstream_cpu_s": round(self.upstream_cpu, 2),
+        })
+    }
+}
+
+fn round(value: f64, digits: i32) -> f64 {
+    let factor = 10f64.powi(digits);
+    (value * factor).round() / factor
+}
+
+pub async fn run(args: LoadArgs) -> anyhow::Result<()> {
+    anyhow::ensure!(args.sessions > 0, "--sessions must be at least 1");
+    anyhow::ensure!(
+        args.duration > 0.0 && args.warmup >= 0.0,
+        "--duration must be positive and --warmup not negative"
+    );
+    let stack = Stack::start().await?;
+    eprintln!(
+        "gateway {} (pid {:?}), demo upstream {}; logs in {}",
+        stack.gateway_url,
+        stack.gateway.pid(),
+        stack.upstream_url,
+        stack.dir().display()
+    );
+    let warmup = Duration::from_secs_f64(args.warmup);
+    let duration = Duration::from_secs_f64(args.duration);
+
+    let mut direct = Vec::with_capacity(args.sessions);
+    for _ in 0..args.sessions {
+        direct.push((harness::connect(&stack.upstream_url, None).await?, None));
+    }
+    let pids = stack.pids()?;
+    let direct = drive("direct", direct, warmup, duration, pids).await?;
+
+    let mut governed = Vec::with_capacity(args.sessions);
+    for _ in 0..args.sessions {
+        let client = harness::connect(&stack.gateway_url, Some(&stack.key)).await?;
+        let session = harness::init_and_learn(&client, &args.role).await?;
+        governed.push((client, Some(session)));
+    }
+    let governed = drive("governed", governed, warmup, duration, pids).await?;
+
+    let report = Report { direct, governed };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report.to_json())?);
+    } else {
+        print!("{}", report.markdown());
+    }
+    Ok(())
+}
+
+/// The call a worker repeats: the tool directly, or through `call_tool` in its session.
+fn request(session: Option<&str>) -> (&'static str, Value) {
+    let arguments = json!({"customer_id": "C-1001"});
+    match session {
+        None => (TOOL, arguments),
+        Some(session) => (
+            "call_tool",
+            json!({"tool": TOOL, "arguments": arguments, "session_id": session}),
+        ),
+    }
+}
+
+/// Every client calls in a loop until the deadline; calls started after the warm-up count.
+async fn drive(
+    name: &'static str,
+    clients: Vec<(Client, Option<String>)>,
+    warmup: Duration,
+    duration: Duration,
+    (gateway, upstream): (u32, u32),
+) -> anyhow::Result<Phase> {
+    let sessions = clients.len();
+    // Prove the path works before timing it.
+    let (tool, arguments) = request(clients[0].1.as_deref());
+    let first = harness::call(&clients[0].0, tool, arguments).await?;
+    if first.is_error == Some(true) {
+        bail!(
+            "{name}: the first call failed: {}",
+            harness::text_of(&first)
+        );
+    }
+
+    let start = Instant::now();
+    let measure_from = start + warmup;
+    let end = measure_from + duration;
+    let mut workers = Vec::with_capacity(sessions);
+    for (client, session) in clients {
+        workers.push(tokio::spawn(async move {
+            let (tool, arguments) = request(session.as_deref());
+            let mut latencies = Vec::new();
+            let mut errors = 0usize;
+            loop {
+                let sent = Instant::now();
+                if sent >= end {
+                    break;
+                }
+                let outcome = harness::call(&client, tool, arguments.clone()).await;
+                let elapsed = sent.elapsed();
+                let failed = !matches!(&outcome, Ok(result) if result.is_error != Some(true));
+                if sent >= measure_from {
+                    latencies.push(elapsed.as_nanos() as u64);
+                    errors += usize::from(failed);
+                }
+                if outcome.is_err() {
+                    // A broken session would spin; stop this worker.
+                    break;
+                }
+            }
+            let _ = client.cancel().await;
+            (latencies, errors)
+        }));
+    }
+    tokio::time::sleep_until(measure_from.into()).await;
+    let cpu_before = (
+        harness::cpu_seconds(gateway)?,
+        harness::cpu_seconds(upstream)?,
+    );
+    tokio::time::sleep_until(end.into()).await;
+    let gateway_cpu = harness::cpu_seconds(gateway)? - cpu_before.0;
+    let upstream_cpu = harness::cpu_seconds(upstream)? - cpu_before.1;
+    let mut latencies = Vec::new();
+    let mut errors = 0;
+    for worker in workers {
+        let (mut own, own_errors) = worker.await.context("a load worker panicked")?;
+        latencies.append(&mut own);
+        errors += own_errors;
+    }
+    latencies.sort_unstable();
+    Ok(Phase {
+        name,
+        sessions,
+        seconds: duration.as_secs_f64(),
+        calls: latencies.len(),
+        errors,
+        gateway_cpu,
+        upstream_cpu,
+        latencies,
+    })
+}
+
+pub struct Report {
+    pub direct: Phase,
+    pub governed: Phase,
+}
+
+impl Report {
+    fn ratio(&self) -> f64 {
+        self.governed.calls_per_second() / self.direct.calls_per_second()
+    }
+
+    fn added_ms(&self, q: f64) -> f64 {
+        self.governed.quantile_ms(q) - self.direct.quantile_ms(q)
+    }
+
+    fn to_json(&self) -> Value {
+        json!({
+            "tool": TOOL,
+            "direct": self.direct.to_json(),
+            "governed": self.governed.to_json(),
+            "throughput_ratio_governed_over_direct": round(self.ratio(), 3),
+            "gateway_added_p50_ms": round(self.added_ms(0.50), 3),
+            "gateway_added_p99_ms": round(self.added_ms(0.99), 3),
+        })
+    }
+
+    pub fn markdown(&self) -> String {
+        let mut out = String::from(
+            "| path | sessions | calls | errors | calls/s | p50 ms | p90 ms | p99 ms | max ms | CPU s gateway / upstream |\n\
+             | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+        );
+        for phase in [&self.direct, &self.governed] {
+            let label = match phase.name {
+                "direct" => "direct to the demo upstream",
+                _ => "governed through /mcp",
+            };
+            out.push_str(&format!(
+                "| {label} | {} | {} | {} | {:.0} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} / {:.2} |\n",
+                phase.sessions,
+                phase.calls,
+                phase.errors,
+                phase.calls_per_second(),
+                phase.quantile_ms(0.50),
+                phase.quantile_ms(0.90),
+                phase.quantile_ms(0.99),
+                phase.quantile_ms(1.0),
+                phase.gateway_cpu,
+                phase.upstream_cpu,
+            ));
+        }
+        out.push_str(&format!(
+            "\nThroughput governed / direct: {:.2}. Gateway-added latency: p50 {:+.2} ms, p99 {:+.2} ms.\n",
+            self.ratio(),
+            self.added_ms(0.50),
+            self.added_ms(0.99),
+        ));
+        out
+    }
+}

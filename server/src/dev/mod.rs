@@ -1,0 +1,27 @@
+//! `skillgate dev …`: measurement tools for developers: a load generator for the governed
+//! endpoint, the context-cost study and a memory probe. See BENCHMARKS.md.
+
+mod context_cost;
+mod harness;
+mod load;
+mod memory;
+
+use clap::Subcommand;
+
+#[derive(Debug, Subcommand)]
+pub enum DevCommand {
+    /// Throughput and latency of /mcp against calling the demo upstream directly.
+    Load(load::LoadArgs),
+    /// Bytes of JSON an agent receives for one lookup task: flat tool list vs Skillgate.
+    ContextCost(context_cost::ContextCostArgs),
+    /// Resident memory of a gateway holding many governance sessions.
+    Memory(memory::MemoryArgs),
+}
+
+pub async fn run(command: DevCommand) -> anyhow::Result<()> {
+    match command {
+        DevCommand::Load(args) => load::run(args).await,
+        DevCommand::ContextCost(args) => context_cost::run(args).await,
+        DevCommand::Memory(args) => memory::run(args).await,
+    }
+}

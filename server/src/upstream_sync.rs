@@ -1,0 +1,376 @@
+//! Startup sync of the catalog's upstreams: register each in the upstream pool, discover its
+//! tools with `tools/list`, save them to the catalog and swap in a recompiled snapshot.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use skillgate_core::model::{ToolSpec, Upstream, UpstreamKind};
+use skillgate_core::policy::CatalogHandle;
+use skillgate_core::store::Store;
+use skillgate_core::upstream::{UpstreamConfig, UpstreamPool};
+
+/// Upper bound of one upstream's discovery (start, handshake and `tools/list`).
+pub const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(45);
+
+/// What the sync did for one upstream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SyncReport {
+    pub upstream: String,
+    /// Tools the upstream listed (0 when discovery failed).
+    pub tools: usize,
+    /// Tools the catalog has for this upstream that it no longer lists. They are kept, with
+    /// their last known definition, until an admin removes them.
+    pub missing: Vec<String>,
+    /// Why discovery or saving failed; the upstream's catalog entries are then unchanged.
+    pub error: Option<String>,
+}
+
+impl SyncReport {
+    fn failed(upstream: &str, error: impl ToString) -> Self {
+        Self {
+            upstream: upstream.to_owned(),
+            tools: 0,
+            missing: Vec::new(),
+            error: Some(error.to_string()),
+        }
+    }
+}
+
+/// How the pool reaches an upstream of the catalog.
+pub fn upstream_config(kind: &UpstreamKind) -> UpstreamConfig {
+    match kind {
+        UpstreamKind::Stdio { command, args } => UpstreamConfig::stdio(command, args),
+        UpstreamKind::Http { url } => UpstreamConfig::http(url, None),
+    }
+}
+
+/// Adds every upstream to the pool (an unchanged one keeps its running session).
+pub fn register_upstreams(pool: &UpstreamPool, upstreams: &[Upstream]) {
+    for upstream in upstreams {
+        pool.upsert(upstream.name.as_str(), upstream_config(&upstream.kind));
+    }
+}
+
+/// Registers the catalog's upstreams, discovers their tools concurrently, saves what each
+/// listed and recompiles the catalog. One report per upstream; a failing upstream neither
+/// blocks the others nor changes its own catalog entries.
+pub async fn sync_all(
+    store: &Store,
+    pool: &UpstreamPool,
+    catalog: &CatalogHandle,
+) -> Vec<SyncReport> {
+    sync_all_within(store, pool, catalog, DISCOVERY_TIMEOUT).await
+}
+
+pub async fn sync_all_within(
+    store: &Store,
+    pool: &UpstreamPool,
+    catalog: &CatalogHandle,
+    timeout: Duration,
+) -> Vec<SyncReport> {
+    let upstreams = match store.list_upstreams().await {
+        Ok(upstreams) => upstreams,
+        Err(error) => {
+            tracing::error!(%error, "upstream sync: cannot read the catalog's upstreams");
+            return Vec::new();
+        }
+    };
+    register_upstreams(pool, &upstreams);
+
+    let discovered = futures::future::join_all(upstreams.iter().map(|upstream| async move {
+        let name = upstream.name.as_str();
+        let client = pool.get(name).map_err(|e| e.to_string())?;
+        match tokio::time::timeout(timeout, client.list_tools()).await {
+            Ok(listed) => listed.map_err(|e| e.to_string()),
+            Err(_) => Err(format!("tools/list did not finish within {timeout:?}")),
+        }
+    }))
+    .await;
+
+    let mut stored = match stored_tools(store).await {
+        Ok(stored) => stored,
+        Err(error) => {
+            tracing::error!(%error, "upstream sync: cannot read the catalog's tools");
+            return upstreams
+                .iter()
+                .map(|u| SyncReport::failed(u.name.as_str(), &error))
+                .collect();
+        }
+    };
+    let mut reports = Vec::with_capacity(upstreams.len());
+    let mut saved_any = false;
+    // Saved one after another: SQLite has one writer, and each save is its own transaction.
+    for (upstream, listed) in upstreams.iter().zip(discovered) {
+        let name = upstream.name.as_str();
+        let report = match listed {
+            Err(error) => SyncReport::failed(name, error),
+            Ok(listed) => {
+                let previous = stored.remove(name).unwrap_or_default();
+                let (specs, missing) = keep_missing(listed, previous);
+                match store.upsert_tools(&upstream.name, &specs).await {
+                    Ok(()) => {
+                        saved_any = true;
+                        SyncReport {
+                            upstream: name.to_owned(),
+                            tools: specs.len() - missing.len(),
+                            missing,
+                            error: None,
+                        }
+                    }
+                    Err(error) => SyncReport::failed(name, error),
+                }
+            }
+        };
+        log(&report);
+        reports.push(report);
+    }
+
+    if saved_any {
+        match store.compiled_catalog().await {
+            Ok(compiled) => catalog.replace(compiled),
+            Err(error) => {
+                tracing::error!(%error, "upstream sync: cannot recompile the catalog; keeping the current one");
+            }
+        }
+    }
+    reports
+}
+
+/// Runs [`sync_all`] in the background, so a slow or broken upstream never delays startup.
+pub fn spawn_sync(
+    store: Store,
+    pool: Arc<UpstreamPool>,
+    catalog: Arc<CatalogHandle>,
+) -> tokio::task::JoinHandle<Vec<SyncReport>> {
+    tokio::spawn(async move { sync_all(&store, &pool, &catalog).await })
+}
+
+/// The stored tool specs, by upstream.
+async fn stored_tools(
+    store: &Store,
+) -> Result<BTreeMap<String, Vec<ToolSpec>>, skillgate_core::store::StoreError> {
+    let mut by_upstream: BTreeMap<String, Vec<ToolSpec>> = BTreeMap::new();
+    for tool in store.list_tools().await? {
+        by_upstream
+            .entry(tool.upstream.as_str().to_owned())
+            .or_default()
+            .push(tool.spec);
+    }
+    Ok(by_upstream)
+}
+
+/// What to save for an upstream: everything it listed, plus the stored definition of each
+/// tool it no longer lists (`Store::upsert_tools` deletes tools absent from its input, and a
+/// tool that vanishes upstream must be flagged, not silently dropped). Returns the specs and
+/// the names of the missing tools.
+fn keep_missing(listed: Vec<ToolSpec>, previous: Vec<ToolSpec>) -> (Vec<ToolSpec>, Vec<String>) {
+    let missing: Vec<ToolSpec> = previous
+        .into_iter()
+        .filter(|old| !listed.iter().any(|new| new.name == old.name))
+        .collect();
+    let names = missing.iter().map(|tool| tool.name.clone()).collect();
+    let mut specs = listed;
+    specs.extend(missing);
+    (specs, names)
+}
+
+fn log(report: &SyncReport) {
+    let upstream = report.upstream.as_str();
+    if let Some(error) = &report.error {
+        tracing::warn!(upstream, %error, "upstream sync failed; its catalog tools are unchanged");
+        return;
+    }
+    tracing::info!(upstream, tools = report.tools, "upstream tools synced");
+    if !report.missing.is_empty() {
+        tracing::warn!(
+            upstream,
+            missing = ?report.missing,
+            "tools in the catalog are no longer listed by their upstream; kept until an admin removes them"
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use skillgate_core::slug::Slug;
+
+    fn upstream(name: &str, kind: UpstreamKind) -> Upstream {
+        Upstream {
+            name: Slug::parse(name).unwrap(),
+            kind,
+        }
+    }
+
+    fn spec(name: &str, description: &str) -> ToolSpec {
+        ToolSpec {
+            name: name.to_owned(),
+            description: description.to_owned(),
+            input_schema: json!({"type": "object"}),
+            sensitive_args: Vec::new(),
+        }
+    }
+
+    async fn temp_store() -> (tempfile::TempDir, Store) {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("sync.db").display());
+        (dir, Store::open(&url).await.unwrap())
+    }
+
+    #[test]
+    fn catalog_upstreams_map_to_stdio_and_http_pool_configs() {
+        let stdio = UpstreamKind::Stdio {
+            command: "/usr/bin/skillgate".into(),
+            args: vec!["demo-upstream".into()],
+        };
+        let http = UpstreamKind::Http {
+            url: "http://127.0.0.1:9/mcp".into(),
+        };
+        assert_eq!(
+            upstream_config(&stdio),
+            UpstreamConfig::stdio("/usr/bin/skillgate", ["demo-upstream"])
+        );
+        assert_eq!(
+            upstream_config(&http),
+            UpstreamConfig::http("http://127.0.0.1:9/mcp", None)
+        );
+
+        let pool = UpstreamPool::default();
+        register_upstreams(
+            &pool,
+            &[upstream("demo", stdio), upstream("billing", http.clone())],
+        );
+        assert_eq!(pool.names(), ["billing", "demo"]);
+        assert_eq!(
+            *pool.get("billing").unwrap().config(),
+            upstream_config(&http)
+        );
+    }
+
+    #[test]
+    fn registering_an_unchanged_upstream_keeps_its_client() {
+        let pool = UpstreamPool::default();
+        let upstreams = [upstream(
+            "demo",
+            UpstreamKind::Stdio {
+                command: "srv".into(),
+                args: vec![],
+            },
+        )];
+        register_upstreams(&pool, &upstreams);
+        let first = pool.get("demo").unwrap();
+        register_upstreams(&pool, &upstreams);
+        assert!(Arc::ptr_eq(&first, &pool.get("demo").unwrap()));
+    }
+
+    #[test]
+    fn a_tool_missing_upstream_is_kept_and_named() {
+        let listed = vec![spec("a", "new a"), spec("c", "c")];
+        let previous = vec![spec("a", "old a"), spec("b", "b")];
+        let (specs, missing) = keep_missing(listed, previous);
+        assert_eq!(missing, ["b"]);
+        let names: Vec<_> = specs.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["a", "c", "b"]);
+        assert_eq!(specs[0].description, "new a");
+    }
+
+    #[tokio::test]
+    async fn an_upstream_that_cannot_start_yields_an_error_report_and_leaves_the_catalog_alone() {
+        let (_dir, store) = temp_store().await;
+        let broken = upstream(
+            "broken",
+            UpstreamKind::Stdio {
+                command: "/nonexistent/skillgate-test-upstream".into(),
+                args: vec![],
+            },
+        );
+        store.upsert_upstream(&broken).await.unwrap();
+        store
+            .upsert_tools(&broken.name, &[spec("lookup", "look up")])
+            .await
+            .unwrap();
+        let catalog = CatalogHandle::new(store.compiled_catalog().await.unwrap());
+        let before = catalog.load();
+        let pool = UpstreamPool::default();
+
+        let reports = sync_all_within(&store, &pool, &catalog, Duration::from_secs(10)).await;
+
+        assert_eq!(reports.len(), 1);
+        let report = &reports[0];
+        assert_eq!((report.upstream.as_str(), report.tools), ("broken", 0));
+        let error = report.error.as_deref().expect("an error");
+        assert!(error.contains("skillgate-test-upstream"), "{error}");
+        assert_eq!(pool.names(), ["broken"]);
+        let tools = store.list_tools().await.unwrap();
+        assert_eq!(tools.len(), 1);
+        assert_eq!(tools[0].spec.description, "look up");
+        assert!(Arc::ptr_eq(&before, &catalog.load()), "catalog was swapped");
+    }
+
+    /// The demo upstream served over streamable HTTP on a loopback port of this process.
+    async fn demo_upstream_url() -> String {
+        use crate::demo_upstream::{DemoUpstream, DemoUpstreamOptions, http_router};
+        let demo = Arc::new(DemoUpstream::new(DemoUpstreamOptions::default()).unwrap());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        tokio::spawn(axum::serve(listener, http_router(demo)).into_future());
+        url
+    }
+
+    #[tokio::test]
+    async fn the_demo_upstreams_tools_are_saved_and_compiled_while_a_broken_one_fails_alone() {
+        let (_dir, store) = temp_store().await;
+        let demo = upstream(
+            "demo",
+            UpstreamKind::Http {
+                url: demo_upstream_url().await,
+            },
+        );
+        let broken = upstream(
+            "broken",
+            UpstreamKind::Stdio {
+                command: "/nonexistent/skillgate-test-upstream".into(),
+                args: vec![],
+            },
+        );
+        store.upsert_upstream(&demo).await.unwrap();
+        store.upsert_upstream(&broken).await.unwrap();
+        store
+            .upsert_tools(&demo.name, &[spec("retired_tool", "no longer served")])
+            .await
+            .unwrap();
+        let catalog = Arc::new(CatalogHandle::new(store.compiled_catalog().await.unwrap()));
+        assert_eq!(catalog.load().catalog().tools.len(), 1);
+        let pool = Arc::new(UpstreamPool::default());
+
+        let reports = spawn_sync(store.clone(), pool.clone(), catalog.clone())
+            .await
+            .unwrap();
+
+        let by_name: BTreeMap<_, _> = reports.iter().map(|r| (r.upstream.as_str(), r)).collect();
+        assert!(by_name["broken"].error.is_some());
+        let synced = by_name["demo"];
+        assert_eq!(synced.error, None);
+        assert_eq!(
+            synced.tools,
+            skillgate_core::demo::tools::tool_specs().len()
+        );
+        assert_eq!(synced.missing, ["retired_tool"]);
+        let tools = store.list_tools().await.unwrap();
+        assert_eq!(tools.len(), synced.tools + 1);
+        assert!(tools.iter().all(|t| t.upstream.as_str() == "demo"));
+        assert!(tools.iter().any(|t| t.spec.name == "retired_tool"));
+        assert_eq!(catalog.load().catalog().tools.len(), synced.tools + 1);
+    }
+
+    #[tokio::test]
+    async fn no_upstreams_means_no_reports() {
+        let (_dir, store) = temp_store().await;
+        let catalog = CatalogHandle::new(store.compiled_catalog().await.unwrap());
+        let pool = UpstreamPool::default();
+        assert!(sync_all(&store, &pool, &catalog).await.is_empty());
+        assert!(pool.names().is_empty());
+    }
+}
