@@ -471,3 +471,35 @@ async fn the_audit_chain_verifies_after_a_scenario() {
         .collect();
     assert_eq!(kinds, ["session_started", "learn_granted", "call_denied"]);
 }
+
+#[tokio::test]
+async fn a_second_server_process_on_the_same_database_continues_a_session_and_shares_its_caps() {
+    let first = Server::start();
+    let second = first.replica();
+    let on_first = first.connect(&first.support_key).await;
+    let on_second = second.connect(&first.support_key).await;
+    let (session, _) = init(&on_first).await;
+    assert_allowed(&learn(&on_first, &session, "/roles/tier-1-support").await);
+
+    let refund = |amount: u32| {
+        json!({"customer_id": "C-1003", "order_id": "O-5005", "amount": amount,
+               "reason": "Premium support not delivered"})
+    };
+    // The learned role and the eligibility check made through one process count in the other.
+    assert_allowed(
+        &call(
+            &on_second,
+            &session,
+            "check_refund_eligibility",
+            json!({"customer_id": "C-1003", "order_id": "O-5005"}),
+        )
+        .await,
+    );
+    assert_allowed(&call(&on_first, &session, "process_refund", refund(400)).await);
+    assert_allowed(&call(&on_second, &session, "process_refund", refund(400)).await);
+    // 800 used of the 1000 per-session cap, across both processes: 300 more is refused.
+    let over = call(&on_first, &session, "process_refund", refund(300)).await;
+    assert_denied(&over, "GOVERNANCE VIOLATION", "GOVERNANCE_VIOLATION");
+    assert!(over.text.contains("1000"), "{}", over.text);
+    assert_eq!(first.executed("process_refund").len(), 2);
+}

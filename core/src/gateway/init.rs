@@ -56,21 +56,22 @@ impl Gateway {
 
         let catalog = self.catalog.load();
         let roles = catalog.roles_in_scope(agent.scope.as_str());
+        // One short line per role: the init result is paid for by every session, and it
+        // grows with the scope, so it says only what is needed to choose a role.
         let mut text = format!(
             "Session {id} started (scope: {scope}). Pass this session_id to learn and call_tool.\n\
-             Roles you can learn ({n}):\n",
+             Learn the role your task needs with learn /roles/<role>, then call its tools with call_tool.\n\
+             Roles ({n}):\n",
             scope = agent.scope,
             n = roles.len()
         );
         let mut listed = Vec::with_capacity(roles.len());
         for role in &roles {
             let skills: Vec<&str> = role.skills.iter().map(|s| s.as_str()).collect();
-            let path = format!("/roles/{}", role.slug);
             let _ = writeln!(
                 text,
-                "- {slug} ({title}): {description} Skills: {skills}. Learn: {path}",
+                "- {slug}: {description} (skills: {skills})",
                 slug = role.slug,
-                title = role.title,
                 description = role.description.trim_end(),
                 skills = if skills.is_empty() {
                     "none".to_owned()
@@ -78,15 +79,13 @@ impl Gateway {
                     skills.join(", ")
                 },
             );
+            // Descriptions are in the text; programs get the names and paths.
             listed.push(json!({
                 "name": role.slug,
-                "title": role.title,
-                "description": role.description,
                 "skills": skills,
-                "learn_path": path,
+                "learn_path": format!("/roles/{}", role.slug),
             }));
         }
-        text.push_str("Learn the role your task needs, then call its tools with call_tool.");
         Ok(ToolReply::Gateway {
             text,
             structured: json!({

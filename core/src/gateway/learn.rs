@@ -274,8 +274,6 @@ impl Gateway {
             text,
             structured: json!({
                 "role": role.slug,
-                "title": role.title,
-                "instructions": role.instructions,
                 "skills": skill_values,
                 "limits": limits,
                 "unlocked_tools": unlocked,
@@ -330,30 +328,14 @@ fn render_skill(text: &mut String, catalog: &CompiledCatalog, skill: &SkillVersi
     }
 }
 
-fn skill_json(catalog: &CompiledCatalog, skill: &SkillVersion) -> Value {
+/// The program-facing summary of a skill. The instructions and tool schemas are in the
+/// text already; repeating them here would double what the model's context pays for.
+fn skill_json(_catalog: &CompiledCatalog, skill: &SkillVersion) -> Value {
     let s = &skill.skill;
-    let tools: Vec<Value> = s
-        .tools
-        .iter()
-        .filter_map(|name| catalog.tool(name))
-        .map(|t| {
-            json!({
-                "name": t.spec.name,
-                "description": t.spec.description,
-                "input_schema": t.spec.input_schema,
-            })
-        })
-        .collect();
     json!({
         "name": s.slug,
         "version": skill.version,
-        "description": s.description,
-        "instructions": s.instructions,
-        "tools": tools,
-        "resources": s.resources.iter().map(|r| json!({
-            "name": r.name,
-            "title": r.title,
-            "learn_path": format!("/{}/{}", s.slug, r.name),
-        })).collect::<Vec<_>>(),
+        "tools": s.tools,
+        "resources": s.resources.iter().map(|r| format!("/{}/{}", s.slug, r.name)).collect::<Vec<_>>(),
     })
 }

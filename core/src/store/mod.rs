@@ -23,12 +23,12 @@ pub use users::{LoginAttemptCounts, UserRecord};
 pub enum StoreError {
     #[error("unsupported database URL `{0}`: use sqlite://PATH")]
     UnsupportedUrl(String),
-    #[error("cannot create the database directory {path}: {source}")]
+    #[error("cannot create the database directory {path}")]
     CreateDir {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("cannot open the database file {path}: {source}")]
+    #[error("cannot open the database file {path}")]
     Open { path: PathBuf, source: sqlx::Error },
     #[error("database migration failed: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),

@@ -6,6 +6,7 @@
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
+use std::sync::Arc;
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -26,7 +27,8 @@ pub type Client = RunningService<RoleClient, ()>;
 /// A running `skillgate serve --demo`; killed when dropped.
 pub struct Server {
     child: Child,
-    dir: TempDir,
+    /// Shared with replicas: the directory (and database) outlive every process on it.
+    dir: Arc<TempDir>,
     /// `http://127.0.0.1:PORT`
     pub base: String,
     pub port: u16,
@@ -43,10 +45,27 @@ impl Drop for Server {
 
 impl Server {
     pub fn start() -> Self {
-        let dir = tempfile::tempdir().expect("a temporary directory");
+        let dir = Arc::new(tempfile::tempdir().expect("a temporary directory"));
+        Self::spawn(dir, true, "server.log", None)
+    }
+
+    /// A second `skillgate serve` process on the same database, as a replica behind a
+    /// load balancer would be.
+    pub fn replica(&self) -> Self {
+        Self::spawn(
+            self.dir.clone(),
+            false,
+            "replica.log",
+            Some(self.support_key.clone()),
+        )
+    }
+
+    fn spawn(dir: Arc<TempDir>, demo: bool, log: &str, support_key: Option<String>) -> Self {
         let database_url = database_url(dir.path());
         let mut child = Command::new(BIN)
-            .args(["serve", "--demo", "--bind", "127.0.0.1:0"])
+            .arg("serve")
+            .args(demo.then_some("--demo"))
+            .args(["--bind", "127.0.0.1:0"])
             .args(["--database-url", &database_url])
             .arg("--site-root")
             .arg(dir.path())
@@ -58,7 +77,7 @@ impl Server {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::from(
-                std::fs::File::create(dir.path().join("server.log")).expect("a log file"),
+                std::fs::File::create(dir.path().join(log)).expect("a log file"),
             ))
             .spawn()
             .expect("the skillgate binary starts");
@@ -74,7 +93,7 @@ impl Server {
                 }
             }
         });
-        let mut support_key = None;
+        let mut support_key = support_key;
         let base = loop {
             let line = match received.recv_timeout(STARTUP_DEADLINE) {
                 Ok(line) => line,
@@ -82,7 +101,7 @@ impl Server {
                     let _ = child.kill();
                     panic!(
                         "skillgate did not print its listening line ({error}); its log:\n{}",
-                        std::fs::read_to_string(dir.path().join("server.log")).unwrap_or_default()
+                        std::fs::read_to_string(dir.path().join(log)).unwrap_or_default()
                     );
                 }
             };
