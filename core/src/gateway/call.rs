@@ -12,7 +12,8 @@ use sha2::{Digest, Sha256};
 
 use super::{AgentIdentity, Gateway, GatewayError, ToolReply, denial};
 use crate::audit::{CallOutcome, NewEvent, redact_sensitive};
-use crate::policy::{CallRequest, Decision, DenyCode, SessionView, decide};
+use crate::model::Limit;
+use crate::policy::{CallRequest, CompiledCatalog, Decision, DenyCode, SessionView, decide};
 use crate::slug::Slug;
 use crate::upstream::UpstreamError;
 
@@ -38,10 +39,14 @@ impl Gateway {
         arguments: Value,
     ) -> Result<ToolReply, GatewayError> {
         let now = Self::now();
-        let named = session_id.clone();
-        let sid = match self.resolve_session(agent, session_id).await? {
-            Some(stored) => stored.view.id,
-            None => named.unwrap_or_default(),
+        // Only the id here: the session is loaded once, under its lock, below.
+        let sid = match session_id.filter(|id| !id.is_empty()) {
+            Some(id) => id,
+            None => self
+                .store
+                .newest_session_id(agent.key_id, agent.connection.as_deref())
+                .await?
+                .unwrap_or_default(),
         };
         let catalog = self.catalog.load();
         let sensitive = catalog
@@ -90,6 +95,12 @@ impl Gateway {
                 }
                 Decision::Allow { role, reservation } => {
                     let mut stored = current.expect("an allowed call has a session");
+                    // Usage that no limit of the authorizing role reads need not be stored:
+                    // skipping the write keeps unlimited tools (lookups) at two commits
+                    // per call, both of them audit group commits.
+                    if !usage_is_limited(&catalog, &role, tool) {
+                        break (role, stored.view);
+                    }
                     stored.view.reserve(&reservation);
                     if self
                         .store
@@ -161,7 +172,8 @@ impl Gateway {
                         &audited,
                     ))
                     .await?;
-                if !outcome.is_error {
+                // Step-order guards only ask whether a tool ever succeeded: record it once.
+                if !outcome.is_error && !view.usage.has_succeeded(tool) {
                     self.record_success(&sid, tool).await?;
                 }
                 Ok(ToolReply::Downstream(outcome.result))
@@ -219,6 +231,15 @@ impl Gateway {
         );
         Ok(())
     }
+}
+
+/// True when a limit of `role` caps the sum or count of `tool`, so its usage must be kept.
+fn usage_is_limited(catalog: &CompiledCatalog, role: &Slug, tool: &str) -> bool {
+    catalog.role(role.as_str()).is_some_and(|role| {
+        role.limits.iter().any(|limit| {
+            matches!(limit, Limit::SumCap { tool: t, .. } | Limit::CountCap { tool: t, .. } if t == tool)
+        })
+    })
 }
 
 fn learned_versions(view: &SessionView, role: &Slug) -> BTreeMap<String, u32> {
