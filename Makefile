@@ -71,8 +71,13 @@ lint: fmt-check clippy
 
 test: deps lint unit e2e conformance
 
+# Each tool measures against a baseline in the same run (see BENCHMARKS.md).
 bench:
+	cargo build --release -p skillgate
 	cargo bench -p skillgate-core --bench decide
+	target/release/skillgate dev load
+	target/release/skillgate dev context-cost
+	target/release/skillgate dev memory
 
 clean:
 	cargo clean
