@@ -10,7 +10,7 @@ use rmcp::model::ContentBlock;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::{AgentIdentity, Gateway, GatewayError, ToolReply, denial};
+use super::{AgentIdentity, Gateway, GatewayError, ToolReply, code_label, denial};
 use crate::audit::{CallOutcome, NewEvent, redact_sensitive};
 use crate::model::Limit;
 use crate::policy::{CallRequest, CompiledCatalog, Decision, DenyCode, SessionView, decide};
@@ -19,13 +19,6 @@ use crate::upstream::UpstreamError;
 
 /// How often a decision is retried when another process changed the session in between.
 const SAVE_ATTEMPTS: usize = 8;
-
-fn code_label(code: DenyCode) -> String {
-    serde_json::to_value(code)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_owned))
-        .unwrap_or_else(|| code.label().to_owned())
-}
 
 impl Gateway {
     /// `call_tool`: executes `tool` downstream only if a learned role grants it and that

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use serde_json::{Value, json};
 
 use super::path::{self, LearnPath};
-use super::{AgentIdentity, Gateway, GatewayError, NO_SESSION, ToolReply, denial};
+use super::{AgentIdentity, Gateway, GatewayError, NO_SESSION, ToolReply, code_label, denial};
 use crate::audit::NewEvent;
 use crate::model::SkillVersion;
 use crate::policy::{CompiledCatalog, DenyCode, SessionView};
@@ -30,33 +30,31 @@ impl Gateway {
         let Some(session) =
             Self::usable(agent, self.resolve_session(agent, session_id).await?, now)
         else {
-            self.audit
-                .append(NewEvent::learn_denied(
+            return self
+                .refuse(
                     &named,
-                    &agent.key_name,
+                    agent,
                     learn_path,
-                    "ACCESS_DENIED",
-                ))
-                .await?;
-            return Ok(denial(
-                DenyCode::AccessDenied,
-                NO_SESSION.to_owned(),
-                Vec::new(),
-            ));
+                    DenyCode::AccessDenied,
+                    NO_SESSION.to_owned(),
+                    Vec::new(),
+                )
+                .await;
         };
         let sid = session.view.id.clone();
         let parsed = match path::parse(learn_path) {
             Ok(parsed) => parsed,
             Err(message) => {
-                self.audit
-                    .append(NewEvent::learn_denied(
+                return self
+                    .refuse(
                         &sid,
-                        &agent.key_name,
+                        agent,
                         learn_path,
-                        "INVALID_ARGUMENTS",
-                    ))
-                    .await?;
-                return Ok(denial(DenyCode::InvalidArguments, message, Vec::new()));
+                        DenyCode::InvalidArguments,
+                        message,
+                        Vec::new(),
+                    )
+                    .await;
             }
         };
         let catalog = self.catalog.load();
@@ -68,21 +66,19 @@ impl Gateway {
             LearnPath::Skill(skill) | LearnPath::Resource(skill, _)
                 if !learned_skill(&catalog, &session.view, &skill) =>
             {
-                self.audit
-                    .append(NewEvent::learn_denied(
-                        &sid,
-                        &agent.key_name,
-                        learn_path,
-                        "ACCESS_DENIED",
-                    ))
-                    .await?;
-                Ok(denial(
+                let rule = format!(
+                    "`{skill}` is not a skill of a role you have learned. Learn a role first (init_skilder lists them)."
+                );
+                let available = catalog.available_tools(&session.view);
+                self.refuse(
+                    &sid,
+                    agent,
+                    learn_path,
                     DenyCode::AccessDenied,
-                    format!(
-                        "`{skill}` is not a skill of a role you have learned. Learn a role first (init_skilder lists them)."
-                    ),
-                    catalog.available_tools(&session.view),
-                ))
+                    rule,
+                    available,
+                )
+                .await
             }
             LearnPath::Skill(skill) => {
                 let skill = catalog
@@ -113,33 +109,31 @@ impl Gateway {
                     .skill(skill.as_str())
                     .expect("checked above");
                 let Some(document) = skill.skill.resource(resource.as_str()) else {
-                    self.audit
-                        .append(NewEvent::learn_denied(
-                            &sid,
-                            &agent.key_name,
-                            learn_path,
-                            "INVALID_ARGUMENTS",
-                        ))
-                        .await?;
                     let names: Vec<&str> = skill
                         .skill
                         .resources
                         .iter()
                         .map(|r| r.name.as_str())
                         .collect();
-                    return Ok(denial(
-                        DenyCode::InvalidArguments,
-                        format!(
-                            "skill `{}` has no resource `{resource}`; its resources: {}",
-                            skill.skill.slug,
-                            if names.is_empty() {
-                                "none".to_owned()
-                            } else {
-                                names.join(", ")
-                            }
-                        ),
-                        Vec::new(),
-                    ));
+                    let rule = format!(
+                        "skill `{}` has no resource `{resource}`; its resources: {}",
+                        skill.skill.slug,
+                        if names.is_empty() {
+                            "none".to_owned()
+                        } else {
+                            names.join(", ")
+                        }
+                    );
+                    return self
+                        .refuse(
+                            &sid,
+                            agent,
+                            learn_path,
+                            DenyCode::InvalidArguments,
+                            rule,
+                            Vec::new(),
+                        )
+                        .await;
                 };
                 self.audit
                     .append(
@@ -177,28 +171,26 @@ impl Gateway {
         let in_scope = catalog.scope_allows(agent.scope.as_str(), role_slug.as_str());
         let Some(role) = catalog.role(role_slug.as_str()).filter(|_| in_scope) else {
             // Same answer whether the role exists elsewhere or not at all.
-            self.audit
-                .append(NewEvent::learn_denied(
-                    sid,
-                    &agent.key_name,
-                    learn_path,
-                    "ACCESS_DENIED",
-                ))
-                .await?;
             let learnable: Vec<String> = catalog
                 .roles_in_scope(agent.scope.as_str())
                 .iter()
                 .map(|r| r.slug.to_string())
                 .collect();
-            return Ok(denial(
-                DenyCode::AccessDenied,
-                format!(
-                    "role `{role_slug}` is not learnable in your scope ({}). Roles you can learn: {}.",
-                    agent.scope,
-                    learnable.join(", ")
-                ),
-                Vec::new(),
-            ));
+            let rule = format!(
+                "role `{role_slug}` is not learnable in your scope ({}). Roles you can learn: {}.",
+                agent.scope,
+                learnable.join(", ")
+            );
+            return self
+                .refuse(
+                    sid,
+                    agent,
+                    learn_path,
+                    DenyCode::AccessDenied,
+                    rule,
+                    Vec::new(),
+                )
+                .await;
         };
 
         let skills = catalog.skill_versions_of(role.slug.as_str());
@@ -281,6 +273,29 @@ impl Gateway {
             }),
             is_error: false,
         })
+    }
+}
+
+impl Gateway {
+    /// Audits a refused learn (durably, before the agent hears of it) and builds the denial.
+    async fn refuse(
+        &self,
+        sid: &str,
+        agent: &AgentIdentity,
+        learn_path: &str,
+        code: DenyCode,
+        rule: String,
+        available_tools: Vec<String>,
+    ) -> Result<ToolReply, GatewayError> {
+        self.audit
+            .append(NewEvent::learn_denied(
+                sid,
+                &agent.key_name,
+                learn_path,
+                &code_label(code),
+            ))
+            .await?;
+        Ok(denial(code, rule, available_tools))
     }
 }
 

@@ -174,5 +174,13 @@ pub(crate) fn denial(code: DenyCode, rule: String, available_tools: Vec<String>)
     }
 }
 
+/// The code as `structuredContent` and the audit spell it: `ACCESS_DENIED`, …
+pub(crate) fn code_label(code: DenyCode) -> String {
+    serde_json::to_value(code)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_else(|| code.label().to_owned())
+}
+
 pub(crate) const NO_SESSION: &str =
     "The session is unknown, expired or not yours: call `init_skilder` to start a new one.";
