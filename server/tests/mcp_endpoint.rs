@@ -503,3 +503,41 @@ async fn a_second_server_process_on_the_same_database_continues_a_session_and_sh
     assert!(over.text.contains("1000"), "{}", over.text);
     assert_eq!(first.executed("process_refund").len(), 2);
 }
+
+#[tokio::test]
+async fn concurrent_refunds_never_pass_a_cap_that_only_some_of_them_fit_under() {
+    let first = Server::start();
+    let second = first.replica();
+    let clients = [
+        first.connect(&first.support_key).await,
+        second.connect(&first.support_key).await,
+    ];
+    let (session, _) = init(&clients[0]).await;
+    assert_allowed(&learn(&clients[0], &session, "/roles/tier-1-support").await);
+    assert_allowed(
+        &call(
+            &clients[0],
+            &session,
+            "check_refund_eligibility",
+            json!({"customer_id": "C-1008", "order_id": "O-5011"}),
+        )
+        .await,
+    );
+    // Six refunds of 400 at once, through two processes: the 1000 cap fits two of them.
+    let refund = json!({"customer_id": "C-1008", "order_id": "O-5011", "amount": 400,
+                        "reason": "Duplicate charge"});
+    let replies = futures::future::join_all((0..6).map(|i| {
+        let client = &clients[i % 2];
+        let session = session.clone();
+        let refund = refund.clone();
+        async move { call(client, &session, "process_refund", refund).await }
+    }))
+    .await;
+    let allowed = replies.iter().filter(|r| !r.is_error).count();
+    let violations = replies
+        .iter()
+        .filter(|r| r.code() == "GOVERNANCE_VIOLATION")
+        .count();
+    assert_eq!((allowed, violations), (2, 4), "{replies:?}");
+    assert_eq!(first.executed("process_refund").len(), 2);
+}
