@@ -3,6 +3,8 @@
 use anyhow::Context;
 use chrono::{DateTime, Duration, Utc};
 use clap::Subcommand;
+use serde_json::json;
+use skillgate_core::audit::{AuditLog, NewEvent};
 use skillgate_core::keys::{AgentKeyInfo, AgentKeys, NewAgentKey};
 use skillgate_core::slug::Slug;
 use skillgate_core::store::Store;
@@ -55,10 +57,20 @@ pub async fn run(database_url: &str, command: KeyCommand) -> anyhow::Result<()> 
             let (info, key) = keys
                 .create(&name, &scope, &known, expires_at, Some(&created_by))
                 .await?;
+            audit_key_created(&store, &info, &created_by).await?;
             print!("{}", render_created(&info, &key, &mcp_url));
         }
         KeyCommand::Revoke { name } => {
             let info = keys.revoke(&name).await?;
+            AuditLog::new(store.clone())
+                .append(NewEvent::admin_change(
+                    &created_by(),
+                    "agent_key.revoke",
+                    &format!("agent_key:{}", info.name),
+                    json!({"scope": info.scope, "prefix": info.prefix}),
+                    json!({"revoked_at": info.revoked_at}),
+                ))
+                .await?;
             println!(
                 "agent key `{}` ({}…, scope {}) revoked at {}; it no longer authenticates",
                 info.name,
@@ -78,6 +90,24 @@ pub async fn run(database_url: &str, command: KeyCommand) -> anyhow::Result<()> 
             }
         }
     }
+    Ok(())
+}
+
+/// Records a new key as an admin change: who made it, for which scope; never the key.
+pub async fn audit_key_created(
+    store: &Store,
+    info: &AgentKeyInfo,
+    actor: &str,
+) -> anyhow::Result<()> {
+    AuditLog::new(store.clone())
+        .append(NewEvent::admin_change(
+            actor,
+            "agent_key.create",
+            &format!("agent_key:{}", info.name),
+            serde_json::Value::Null,
+            json!({"scope": info.scope, "prefix": info.prefix, "expires_at": info.expires_at}),
+        ))
+        .await?;
     Ok(())
 }
 

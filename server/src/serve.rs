@@ -173,6 +173,7 @@ async fn seed_demo(store: &Store, bind: SocketAddr) -> anyhow::Result<()> {
             Some("demo seed"),
         )
         .await?;
+    key_cmd::audit_key_created(store, &info, "demo seed").await?;
     print!(
         "{}",
         key_cmd::render_created(&info, &key, &format!("http://{bind}/mcp"))

@@ -469,7 +469,16 @@ async fn the_audit_chain_verifies_after_a_scenario() {
             event["kind"].as_str().unwrap().to_owned()
         })
         .collect();
-    assert_eq!(kinds, ["session_started", "learn_granted", "call_denied"]);
+    // The demo seed's key creation is the first event: admin changes are audited too.
+    assert_eq!(
+        kinds,
+        [
+            "admin_change",
+            "session_started",
+            "learn_granted",
+            "call_denied"
+        ]
+    );
 }
 
 #[tokio::test]
