@@ -99,7 +99,7 @@ impl Gateway {
                 render_skill(&mut text, &catalog, skill);
                 Ok(ToolReply::Gateway {
                     text,
-                    structured: skill_json(&catalog, skill),
+                    structured: skill_json(skill),
                     is_error: false,
                 })
             }
@@ -253,7 +253,7 @@ impl Gateway {
             if let Some(skill) = catalog.catalog().skill(learned.skill.as_str()) {
                 text.push('\n');
                 render_skill(&mut text, catalog, skill);
-                skill_values.push(skill_json(catalog, skill));
+                skill_values.push(skill_json(skill));
             }
         }
         let _ = write!(
@@ -345,7 +345,7 @@ fn render_skill(text: &mut String, catalog: &CompiledCatalog, skill: &SkillVersi
 
 /// The program-facing summary of a skill. The instructions and tool schemas are in the
 /// text already; repeating them here would double what the model's context pays for.
-fn skill_json(_catalog: &CompiledCatalog, skill: &SkillVersion) -> Value {
+fn skill_json(skill: &SkillVersion) -> Value {
     let s = &skill.skill;
     json!({
         "name": s.slug,

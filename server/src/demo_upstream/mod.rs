@@ -165,7 +165,8 @@ impl ServerHandler for DemoUpstream {
     }
 }
 
-fn to_mcp_tool(spec: &ToolSpec) -> Tool {
+/// A catalog tool definition as an MCP `Tool` (also what `dev context-cost` lists flat).
+pub(crate) fn to_mcp_tool(spec: &ToolSpec) -> Tool {
     let schema = match &spec.input_schema {
         Value::Object(schema) => schema.clone(),
         _ => Map::new(),

@@ -14,8 +14,8 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use chrono::{DateTime, SecondsFormat};
 use clap::Args;
-use rmcp::model::{ListToolsResult, Tool};
-use serde_json::{Map, Value, json};
+use rmcp::model::ListToolsResult;
+use serde_json::{Value, json};
 use skillgate_core::audit::AuditLog;
 use skillgate_core::demo::tools::tool_specs;
 use skillgate_core::gateway::{Gateway, GatewayOptions};
@@ -28,7 +28,7 @@ use skillgate_core::upstream::{UpstreamConfig, UpstreamPool};
 use tokio::task::JoinHandle;
 
 use super::harness::{self, ScratchDir};
-use crate::demo_upstream::{self, DemoUpstream, DemoUpstreamOptions};
+use crate::demo_upstream::{self, DemoUpstream, DemoUpstreamOptions, to_mcp_tool};
 use crate::mcp;
 
 /// Catalog sizes of the study, as in the Skilder paper.
@@ -270,18 +270,6 @@ fn demo_upstream_slug() -> Slug {
 
 fn slug(text: &str) -> Slug {
     Slug::parse(text).unwrap_or_else(|e| panic!("`{text}` is not a slug: {e}"))
-}
-
-fn to_mcp_tool(spec: &ToolSpec) -> Tool {
-    let schema = match &spec.input_schema {
-        Value::Object(schema) => schema.clone(),
-        _ => Map::new(),
-    };
-    Tool::new(
-        spec.name.clone(),
-        spec.description.clone(),
-        Arc::new(schema),
-    )
 }
 
 /// A catalog of `roles` domains with fifteen tools, three skills and one role each, all in
