@@ -2,10 +2,13 @@
 # Runs the end-to-end suite against the release build: starts `skillgate serve` on a free
 # loopback port with a fresh SQLite file, reads the one-time admin password it prints,
 # adds a viewer through the CLI, then drives Chromium with JavaScript on and off.
+# SKILLGATE_PROFILE=debug runs it against `cargo leptos build` output instead, which builds
+# far faster while iterating on a spec; `make test` always uses the release build.
+# Extra arguments select spec files (default: all of tests/).
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
-bin="$root/target/release/skillgate"
+bin="$root/target/${SKILLGATE_PROFILE:-release}/skillgate"
 site="$root/target/site"
 [[ -x "$bin" && -d "$site/pkg" ]] || { echo "run 'make build' first: $bin or $site/pkg is missing" >&2; exit 1; }
 
@@ -44,4 +47,4 @@ export SKILLGATE_DATABASE_URL="$db"
 export SKILLGATE_BIN="$bin"
 export SKILLGATE_SCREENSHOTS="$root/target/e2e-screenshots"
 cd "$root/end2end"
-node --test --test-concurrency=1 tests/
+node --test --test-concurrency=1 "${@:-tests/}"
