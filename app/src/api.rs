@@ -45,13 +45,6 @@ impl Me {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct UserRow {
-    pub name: String,
-    pub role: String,
-    pub disabled: bool,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DashboardOverview {
     pub me: Me,
     pub version: String,
@@ -82,21 +75,6 @@ pub async fn overview() -> Result<DashboardOverview, ConsoleError> {
         database_ok: ctx.store.ping().await,
         console_users,
     })
-}
-
-#[server(prefix = "/console/api")]
-pub async fn list_users() -> Result<Vec<UserRow>, ConsoleError> {
-    use skillgate_core::users::ConsoleRole;
-    ssr::require(ConsoleRole::Admin).await?;
-    let users = ssr::context().users.list().await.map_err(ssr::internal)?;
-    Ok(users
-        .into_iter()
-        .map(|u| UserRow {
-            name: u.name,
-            role: u.role.to_string(),
-            disabled: u.disabled,
-        })
-        .collect())
 }
 
 /// Server-side plumbing shared by the server functions and the server binary.

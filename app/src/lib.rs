@@ -4,8 +4,10 @@
 
 pub mod api;
 pub mod catalog_api;
+pub mod flash;
 mod layout;
 mod pages;
+pub mod users_api;
 
 use leptos::prelude::*;
 use leptos_meta::{MetaTags, Stylesheet, Title, provide_meta_context};

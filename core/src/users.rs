@@ -14,6 +14,7 @@ use rand::Rng;
 use rand::distributions::Alphanumeric;
 use serde::{Deserialize, Serialize};
 
+use crate::audit::{AuditError, AuditLog, NewEvent};
 use crate::store::{Store, StoreError};
 
 /// Failed logins allowed per user name, and per client address, within [`THROTTLE_WINDOW`].
@@ -120,6 +121,10 @@ pub enum UserError {
     Store(#[from] StoreError),
     #[error("password hashing failed")]
     Hashing,
+    #[error("you cannot disable yourself or lower your own console role; ask another admin")]
+    SelfLockout,
+    #[error(transparent)]
+    Audit(#[from] AuditError),
 }
 
 fn validate_name(name: &str) -> Result<(), UserError> {
@@ -298,6 +303,123 @@ impl Users {
     }
 }
 
+/// User administration by a signed-in admin (the console's Users page). Every change is an
+/// audited admin change naming who made it; passwords are generated here and returned once,
+/// so an admin never has to invent, type or see a reusable one twice.
+impl Users {
+    #[tracing::instrument(skip(self, actor), fields(actor = %actor.name))]
+    pub async fn create(
+        &self,
+        actor: &ConsoleUser,
+        name: &str,
+        role: ConsoleRole,
+    ) -> Result<(ConsoleUser, Password), UserError> {
+        let password = Password::generate();
+        let user = self
+            .add(name, role, Password::new(password.expose()))
+            .await?;
+        self.audit(
+            actor,
+            "console_user.create",
+            name,
+            serde_json::Value::Null,
+            access_json(&user),
+        )
+        .await?;
+        Ok((user, password))
+    }
+
+    /// Sets a user's console role and disabled flag. An admin may not lock themselves out,
+    /// and no change may leave the console without an enabled admin.
+    #[tracing::instrument(skip(self, actor), fields(actor = %actor.name))]
+    pub async fn change_access(
+        &self,
+        actor: &ConsoleUser,
+        name: &str,
+        role: ConsoleRole,
+        disabled: bool,
+    ) -> Result<ConsoleUser, UserError> {
+        if actor.name == name && (disabled || role != actor.role) {
+            return Err(UserError::SelfLockout);
+        }
+        let before = self
+            .store
+            .update_user_access(name, role.as_str(), disabled)
+            .await?;
+        let before = ConsoleUser {
+            id: before.id,
+            role: before.role.parse()?,
+            name: before.name,
+            disabled: before.disabled,
+        };
+        let after = ConsoleUser {
+            role,
+            disabled,
+            ..before.clone()
+        };
+        if before != after {
+            self.audit(
+                actor,
+                "console_user.update",
+                name,
+                access_json(&before),
+                access_json(&after),
+            )
+            .await?;
+        }
+        Ok(after)
+    }
+
+    /// Replaces a user's password with a fresh random one and lifts their sign-in throttle.
+    #[tracing::instrument(skip(self, actor), fields(actor = %actor.name))]
+    pub async fn reset_password(
+        &self,
+        actor: &ConsoleUser,
+        name: &str,
+    ) -> Result<Password, UserError> {
+        let password = Password::generate();
+        self.set_password(name, Password::new(password.expose()))
+            .await?;
+        self.store
+            .clear_login_failures(name, Utc::now() - THROTTLE_WINDOW)
+            .await?;
+        // The audit says that it happened, never what the password is.
+        self.audit(
+            actor,
+            "console_user.reset_password",
+            name,
+            serde_json::Value::Null,
+            serde_json::Value::Null,
+        )
+        .await?;
+        Ok(password)
+    }
+
+    async fn audit(
+        &self,
+        actor: &ConsoleUser,
+        action: &str,
+        name: &str,
+        before: serde_json::Value,
+        after: serde_json::Value,
+    ) -> Result<(), UserError> {
+        AuditLog::new(self.store.clone())
+            .append(NewEvent::admin_change(
+                &actor.name,
+                action,
+                &format!("console_user:{name}"),
+                before,
+                after,
+            ))
+            .await?;
+        Ok(())
+    }
+}
+
+fn access_json(user: &ConsoleUser) -> serde_json::Value {
+    serde_json::json!({ "role": user.role.as_str(), "disabled": user.disabled })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -430,5 +552,139 @@ mod tests {
     #[test]
     fn a_password_never_shows_in_debug_output() {
         assert!(!format!("{:?}", Password::new("hunter2hunter2")).contains("hunter2"));
+    }
+
+    async fn users_with_admin() -> (Users, ConsoleUser) {
+        let users = users().await;
+        let admin = users
+            .add("root", ConsoleRole::Admin, Password::new("long enough pw"))
+            .await
+            .unwrap();
+        (users, admin)
+    }
+
+    #[tokio::test]
+    async fn an_admin_creates_a_user_whose_generated_password_signs_in() {
+        let (users, admin) = users_with_admin().await;
+        let (created, password) = users
+            .create(&admin, "dana", ConsoleRole::Reviewer)
+            .await
+            .unwrap();
+        assert_eq!(created.role, ConsoleRole::Reviewer);
+        let signed_in = users
+            .login("dana", password, "10.0.0.9", Utc::now())
+            .await
+            .unwrap();
+        assert_eq!(signed_in.name, "dana");
+    }
+
+    #[tokio::test]
+    async fn an_admin_cannot_disable_or_demote_themselves() {
+        let (users, admin) = users_with_admin().await;
+        for (role, disabled) in [(ConsoleRole::Admin, true), (ConsoleRole::Viewer, false)] {
+            let err = users
+                .change_access(&admin, "root", role, disabled)
+                .await
+                .unwrap_err();
+            assert!(matches!(err, UserError::SelfLockout), "{err}");
+        }
+        let me = users.get(admin.id).await.unwrap().unwrap();
+        assert_eq!((me.role, me.disabled), (ConsoleRole::Admin, false));
+    }
+
+    #[tokio::test]
+    async fn no_change_may_leave_the_console_without_an_enabled_admin() {
+        let (users, admin) = users_with_admin().await;
+        let (other, _) = users
+            .create(&admin, "erin", ConsoleRole::Admin)
+            .await
+            .unwrap();
+        // Erin may disable root while erin remains an enabled admin …
+        users
+            .change_access(&other, "root", ConsoleRole::Admin, true)
+            .await
+            .unwrap();
+        // … but then nobody may demote erin, who is the last one.
+        let err = users
+            .change_access(&admin, "erin", ConsoleRole::Viewer, false)
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("no enabled admin"), "{err}");
+        let erin = users.get(other.id).await.unwrap().unwrap();
+        assert_eq!(erin.role, ConsoleRole::Admin);
+    }
+
+    #[tokio::test]
+    async fn a_disabled_user_cannot_sign_in_and_a_reset_password_replaces_the_old_one() {
+        let (users, admin) = users_with_admin().await;
+        let (_, first) = users
+            .create(&admin, "finn", ConsoleRole::Viewer)
+            .await
+            .unwrap();
+        let kept = Password::new(first.expose());
+        users
+            .change_access(&admin, "finn", ConsoleRole::Viewer, true)
+            .await
+            .unwrap();
+        assert!(
+            users
+                .login("finn", first, "10.0.0.4", Utc::now())
+                .await
+                .is_err()
+        );
+        users
+            .change_access(&admin, "finn", ConsoleRole::Viewer, false)
+            .await
+            .unwrap();
+        let second = users.reset_password(&admin, "finn").await.unwrap();
+        assert!(
+            users
+                .login("finn", kept, "10.0.0.4", Utc::now())
+                .await
+                .is_err()
+        );
+        users
+            .login("finn", second, "10.0.0.4", Utc::now())
+            .await
+            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn user_administration_is_audited_with_the_actor_and_before_and_after() {
+        let (users, admin) = users_with_admin().await;
+        users
+            .create(&admin, "gina", ConsoleRole::Viewer)
+            .await
+            .unwrap();
+        users
+            .change_access(&admin, "gina", ConsoleRole::Reviewer, false)
+            .await
+            .unwrap();
+        let password = users.reset_password(&admin, "gina").await.unwrap();
+        use futures::TryStreamExt;
+        let log = AuditLog::new(users.store.clone());
+        let events: Vec<_> = log.events(None).try_collect().await.unwrap();
+        let changes: Vec<_> = events
+            .iter()
+            .map(|e| {
+                (
+                    e.actor.clone().unwrap_or_default(),
+                    e.payload["action"].as_str().unwrap_or_default().to_owned(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            changes,
+            [
+                ("root".to_owned(), "console_user.create".to_owned()),
+                ("root".to_owned(), "console_user.update".to_owned()),
+                ("root".to_owned(), "console_user.reset_password".to_owned()),
+            ]
+        );
+        assert_eq!(events[1].payload["before"]["role"], "viewer");
+        assert_eq!(events[1].payload["after"]["role"], "reviewer");
+        let text = serde_json::to_string(&events[2].payload).unwrap();
+        assert!(!text.contains(password.expose()));
+        assert!(log.verify().await.unwrap().is_intact());
     }
 }

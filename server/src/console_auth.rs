@@ -91,15 +91,36 @@ fn is_public(path: &str) -> bool {
             .is_some_and(|last| last.contains('.'))
 }
 
-pub async fn require_console_login(session: Session, request: Request, next: Next) -> Response {
+/// Sends browsers without a console session to `/login`. The account is looked up on
+/// every page load, so disabling or deleting a user ends their session at once, as it does
+/// for server functions.
+pub async fn require_console_login(
+    State(state): State<AppState>,
+    session: Session,
+    request: Request,
+    next: Next,
+) -> Response {
     if is_public(request.uri().path()) {
         return next.run(request).await;
     }
-    match session_user_id(&session).await {
-        Ok(Some(_)) => next.run(request).await,
-        Ok(None) => Redirect::to("/login").into_response(),
+    let id = match session_user_id(&session).await {
+        Ok(Some(id)) => id,
+        Ok(None) => return Redirect::to("/login").into_response(),
         Err(error) => {
             tracing::error!(%error, "cannot read the console session");
+            return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+        }
+    };
+    match state.users.get(id).await {
+        Ok(Some(user)) if !user.disabled => next.run(request).await,
+        Ok(_) => {
+            if let Err(error) = session.flush().await {
+                tracing::error!(%error, "cannot end the console session of a disabled user");
+            }
+            Redirect::to("/login").into_response()
+        }
+        Err(error) => {
+            tracing::error!(%error, "cannot look up the console user");
             StatusCode::INTERNAL_SERVER_ERROR.into_response()
         }
     }

@@ -142,7 +142,8 @@ pub async fn build(database_url: &str, args: &ServeArgs) -> anyhow::Result<Route
             AppState,
             _,
         >(provide, shell))
-        .layer(axum::middleware::from_fn(
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
             console_auth::require_console_login,
         ))
         .layer(session_layer)

@@ -1,50 +1,109 @@
+//! Console users (admin only: every server function here refuses everyone else).
+//!
+//! Each form is an `ActionForm`: with JavaScript it posts in the background and the table
+//! refreshes in place; without it, it is a plain form post and the page comes back with the
+//! outcome (see [`crate::flash`]).
+
 use leptos::prelude::*;
 use leptos_meta::Title;
 
 use super::ErrorNotice;
-use crate::api::list_users;
+use crate::api::ConsoleError;
+use crate::flash::Notice;
+use crate::users_api::{AddUser, ResetUserPassword, UpdateUser, UserRow, list_users};
 
-/// Console users (admin only: the server function refuses everyone else).
+const ROLES: [&str; 3] = ["viewer", "reviewer", "admin"];
+
 #[component]
 pub fn UsersPage() -> impl IntoView {
-    let users = Resource::new(|| (), |_| list_users());
+    let add = ServerAction::<AddUser>::new();
+    let update = ServerAction::<UpdateUser>::new();
+    let reset = ServerAction::<ResetUserPassword>::new();
+    let users = Resource::new(
+        move || {
+            (
+                add.version().get(),
+                update.version().get(),
+                reset.version().get(),
+            )
+        },
+        |_| list_users(),
+    );
+    // The newest outcome of any of the three forms, when JavaScript posted it.
+    let latest = RwSignal::new(None::<Result<Notice, ConsoleError>>);
+    Effect::new(move || {
+        if let Some(r) = add.value().get() {
+            latest.set(Some(r));
+        }
+    });
+    Effect::new(move || {
+        if let Some(r) = update.value().get() {
+            latest.set(Some(r));
+        }
+    });
+    Effect::new(move || {
+        if let Some(r) = reset.value().get() {
+            latest.set(Some(r));
+        }
+    });
     view! {
         <Title text="Users" />
         <h1>"Users"</h1>
+        <p class="lead">
+            "Console accounts. Admins author the catalog, reviewers decide skill revisions, viewers read."
+        </p>
         <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
             {move || Suspend::new(async move {
                 match users.await {
-                    Ok(rows) => {
+                    Ok(view) => {
+                        let from_redirect = view.notice.map(Ok);
                         view! {
-                            <table class="table">
+                            {move || {
+                                latest
+                                    .get()
+                                    .or_else(|| from_redirect.clone())
+                                    .map(|outcome| view! { <Outcome outcome /> })
+                            }}
+                            <section aria-labelledby="add-user-heading" class="card form-card">
+                                <h2 id="add-user-heading">"Add a user"</h2>
+                                <ActionForm action=add attr:class="inline-form">
+                                    <div>
+                                        <label for="new-user-name">"User name"</label>
+                                        <input
+                                            id="new-user-name"
+                                            name="name"
+                                            required
+                                            maxlength="64"
+                                            pattern="[A-Za-z0-9._\\-]+"
+                                            autocomplete="off"
+                                        />
+                                    </div>
+                                    <div>
+                                        <label for="new-user-role">"Console role"</label>
+                                        <RoleSelect id="new-user-role".to_owned() selected="viewer".to_owned() />
+                                    </div>
+                                    <button type="submit" class="secondary">
+                                        "Add user"
+                                    </button>
+                                </ActionForm>
+                                <p class="muted">"A password is generated and shown once."</p>
+                            </section>
+                            <table class="table" aria-label="Console users">
                                 <thead>
                                     <tr>
                                         <th scope="col">"Name"</th>
-                                        <th scope="col">"Console role"</th>
-                                        <th scope="col">"Status"</th>
+                                        <th scope="col">"Console role and status"</th>
+                                        <th scope="col">"Password"</th>
                                     </tr>
                                 </thead>
                                 <tbody>
-                                    {rows
+                                    {view
+                                        .users
                                         .into_iter()
-                                        .map(|u| {
-                                            view! {
-                                                <tr>
-                                                    <td>{u.name}</td>
-                                                    <td>
-                                                        <span class="badge">{u.role}</span>
-                                                    </td>
-                                                    <td>{if u.disabled { "disabled" } else { "active" }}</td>
-                                                </tr>
-                                            }
-                                        })
+                                        .map(|u| view! { <UserLine user=u update reset /> })
                                         .collect_view()}
                                 </tbody>
                             </table>
-                            <p class="muted">
-                                "Add users with " <code>"skillgate user add NAME --role ROLE"</code>
-                                "."
-                            </p>
                         }
                             .into_any()
                     }
@@ -52,5 +111,124 @@ pub fn UsersPage() -> impl IntoView {
                 }
             })}
         </Suspense>
+    }
+}
+
+#[component]
+fn UserLine(
+    user: UserRow,
+    update: ServerAction<UpdateUser>,
+    reset: ServerAction<ResetUserPassword>,
+) -> impl IntoView {
+    let row_id = format!("user-{}", user.name);
+    let role_id = format!("{row_id}-role");
+    let disabled_id = format!("{row_id}-disabled");
+    let status = if user.disabled { "disabled" } else { "active" };
+    let status_class = format!("badge status-{status}");
+    let role_label = format!("Console role of {}", user.name);
+    let reset_label = format!("Reset the password of {}", user.name);
+    let name = user.name.clone();
+    let name_for_reset = user.name.clone();
+    view! {
+        <tr id=row_id.clone()>
+            <th scope="row">
+                {user.name.clone()} {user.is_me.then(|| view! { <span class="muted">" (you)"</span> })}
+                " " <span class=status_class>{status}</span>
+            </th>
+            <td>
+                {if user.is_me {
+                    view! {
+                        <span class="badge">{user.role.clone()}</span>
+                        <span class="muted">" Another admin can change your own access."</span>
+                    }
+                        .into_any()
+                } else {
+                    view! {
+                        <ActionForm action=update attr:class="inline-form">
+                            <input type="hidden" name="name" value=name.clone() />
+                            <label for=role_id.clone() class="visually-hidden">
+                                {role_label}
+                            </label>
+                            <RoleSelect id=role_id.clone() selected=user.role.clone() />
+                            <label for=disabled_id.clone() class="checkbox">
+                                <input
+                                    type="checkbox"
+                                    id=disabled_id.clone()
+                                    name="disabled"
+                                    value="on"
+                                    checked=user.disabled
+                                />
+                                " Disabled"
+                            </label>
+                            <button type="submit" class="secondary">
+                                "Save"
+                            </button>
+                        </ActionForm>
+                    }
+                        .into_any()
+                }}
+            </td>
+            <td>
+                <ActionForm action=reset attr:class="inline-form">
+                    <input type="hidden" name="name" value=name_for_reset />
+                    <button type="submit" class="secondary" aria-label=reset_label>
+                        "Reset password"
+                    </button>
+                </ActionForm>
+            </td>
+        </tr>
+    }
+}
+
+#[component]
+fn RoleSelect(id: String, selected: String) -> impl IntoView {
+    view! {
+        <select id=id name="role">
+            {ROLES
+                .iter()
+                .map(|r| {
+                    view! {
+                        <option value=*r selected=*r == selected>
+                            {*r}
+                        </option>
+                    }
+                })
+                .collect_view()}
+        </select>
+    }
+}
+
+/// A form's outcome: a confirmation (with a one-time secret, if any) or the error.
+#[component]
+fn Outcome(outcome: Result<Notice, ConsoleError>) -> impl IntoView {
+    let notice = match outcome {
+        Ok(n) => n,
+        Err(e) => Notice {
+            error: true,
+            message: e.to_string(),
+            secret: None,
+        },
+    };
+    let class = if notice.error {
+        "notice error"
+    } else {
+        "notice info"
+    };
+    let role = if notice.error { "alert" } else { "status" };
+    view! {
+        <div class=class role=role id="form-outcome">
+            <p>{notice.message}</p>
+            {notice
+                .secret
+                .map(|secret| {
+                    view! {
+                        <p>
+                            <code class="secret" id="one-time-secret">
+                                {secret}
+                            </code>
+                        </p>
+                    }
+                })}
+        </div>
     }
 }

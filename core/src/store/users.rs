@@ -175,3 +175,47 @@ impl Store {
         Ok(())
     }
 }
+
+impl Store {
+    /// Sets a user's console role and disabled flag in one transaction, refusing any change
+    /// that would leave no enabled admin (nobody could then manage the console). Returns the
+    /// row as it was before, for the audit.
+    pub async fn update_user_access(
+        &self,
+        name: &str,
+        role: &str,
+        disabled: bool,
+    ) -> Result<UserRecord, StoreError> {
+        let mut tx = self.pool().begin().await?;
+        let before = sqlx::query("SELECT * FROM console_users WHERE name = ?")
+            .bind(name)
+            .fetch_optional(&mut *tx)
+            .await?
+            .as_ref()
+            .map(user_from_row)
+            .transpose()?
+            .ok_or_else(|| StoreError::NotFound(format!("console user `{name}`")))?;
+        sqlx::query(
+            "UPDATE console_users SET role = ?, disabled = ?, updated_at = ? WHERE name = ?",
+        )
+        .bind(role)
+        .bind(i64::from(disabled))
+        .bind(stamp(Utc::now()))
+        .bind(name)
+        .execute(&mut *tx)
+        .await?;
+        let admins: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM console_users WHERE role = 'admin' AND disabled = 0",
+        )
+        .fetch_one(&mut *tx)
+        .await?;
+        if admins == 0 {
+            // Dropping the transaction rolls the update back.
+            return Err(StoreError::Conflict(
+                "this would leave no enabled admin; make someone else admin first".to_owned(),
+            ));
+        }
+        tx.commit().await?;
+        Ok(before)
+    }
+}

@@ -1,0 +1,139 @@
+//! Server functions of the Users page: console accounts, administered by admins only.
+
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::api::ConsoleError;
+use crate::flash::Notice;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UserRow {
+    pub name: String,
+    pub role: String,
+    pub disabled: bool,
+    /// The signed-in admin's own row: the page does not offer to lock them out.
+    pub is_me: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UsersView {
+    pub users: Vec<UserRow>,
+    /// What a plain (no JavaScript) form post on this page reported.
+    pub notice: Option<Notice>,
+}
+
+#[server(prefix = "/console/api")]
+pub async fn list_users() -> Result<UsersView, ConsoleError> {
+    use skillgate_core::users::ConsoleRole;
+    let me = crate::api::ssr::require(ConsoleRole::Admin).await?;
+    let users = crate::api::ssr::context()
+        .users
+        .list()
+        .await
+        .map_err(crate::api::ssr::internal)?;
+    Ok(UsersView {
+        users: users
+            .into_iter()
+            .map(|u| UserRow {
+                is_me: u.id == me.id,
+                name: u.name,
+                role: u.role.to_string(),
+                disabled: u.disabled,
+            })
+            .collect(),
+        notice: crate::flash::ssr::take().await?,
+    })
+}
+
+#[server(prefix = "/console/api")]
+pub async fn add_user(name: String, role: String) -> Result<Notice, ConsoleError> {
+    crate::flash::ssr::keep_for_redirect(ssr::add_user(name.trim(), &role).await).await
+}
+
+#[server(prefix = "/console/api")]
+pub async fn update_user(
+    name: String,
+    role: String,
+    disabled: Option<String>,
+) -> Result<Notice, ConsoleError> {
+    let disabled = disabled.is_some();
+    crate::flash::ssr::keep_for_redirect(ssr::update_user(&name, &role, disabled).await).await
+}
+
+#[server(prefix = "/console/api")]
+pub async fn reset_user_password(name: String) -> Result<Notice, ConsoleError> {
+    crate::flash::ssr::keep_for_redirect(ssr::reset_password(&name).await).await
+}
+
+#[cfg(feature = "ssr")]
+mod ssr {
+    use skillgate_core::store::StoreError;
+    use skillgate_core::users::{ConsoleRole, UserError};
+
+    use crate::api::ConsoleError;
+    use crate::api::ssr::{context, internal, require};
+    use crate::flash::Notice;
+
+    /// Mistakes the admin can fix are shown to them; anything else stays in the server log.
+    fn to_console(error: UserError) -> ConsoleError {
+        match error {
+            UserError::UnknownRole(_)
+            | UserError::InvalidName
+            | UserError::WeakPassword
+            | UserError::SelfLockout
+            | UserError::Store(StoreError::Conflict(_) | StoreError::NotFound(_)) => {
+                ConsoleError::Invalid(error.to_string())
+            }
+            other => internal(other),
+        }
+    }
+
+    pub async fn add_user(name: &str, role: &str) -> Result<Notice, ConsoleError> {
+        let actor = require(ConsoleRole::Admin).await?;
+        let role: ConsoleRole = role.parse().map_err(to_console)?;
+        let (user, password) = context()
+            .users
+            .create(&actor, name, role)
+            .await
+            .map_err(to_console)?;
+        Ok(Notice::with_secret(
+            format!(
+                "Added `{}` as {}. Give them this password; it is shown only once.",
+                user.name, user.role
+            ),
+            password.expose().to_owned(),
+        ))
+    }
+
+    pub async fn update_user(
+        name: &str,
+        role: &str,
+        disabled: bool,
+    ) -> Result<Notice, ConsoleError> {
+        let actor = require(ConsoleRole::Admin).await?;
+        let role: ConsoleRole = role.parse().map_err(to_console)?;
+        let user = context()
+            .users
+            .change_access(&actor, name, role, disabled)
+            .await
+            .map_err(to_console)?;
+        let status = if user.disabled { "disabled" } else { "active" };
+        Ok(Notice::ok(format!(
+            "Saved `{}`: {}, {status}.",
+            user.name, user.role
+        )))
+    }
+
+    pub async fn reset_password(name: &str) -> Result<Notice, ConsoleError> {
+        let actor = require(ConsoleRole::Admin).await?;
+        let password = context()
+            .users
+            .reset_password(&actor, name)
+            .await
+            .map_err(to_console)?;
+        Ok(Notice::with_secret(
+            format!("New password for `{name}`; it is shown only once."),
+            password.expose().to_owned(),
+        ))
+    }
+}
