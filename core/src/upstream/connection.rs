@@ -76,7 +76,10 @@ impl Connection {
                 if let Some(bearer) = bearer {
                     transport_config = transport_config.auth_header(bearer.expose());
                 }
-                let transport = StreamableHttpClientTransport::from_config(transport_config);
+                let transport = StreamableHttpClientTransport::with_client(
+                    super::http::keep_alive_client(),
+                    transport_config,
+                );
                 let service = client_config()
                     .serve(transport)
                     .await

@@ -5,10 +5,12 @@ mod client;
 mod config;
 mod connection;
 mod error;
+mod http;
 mod pool;
 
 pub use client::{CallOutcome, UpstreamClient, UpstreamOptions};
 pub use config::{Secret, StoredUpstreamConfig, UpstreamConfig};
 pub use error::UpstreamError;
+pub use http::keep_alive_client;
 pub use pool::UpstreamPool;
 pub use rmcp::model::{CallToolResult, JsonObject};

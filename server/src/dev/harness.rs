@@ -200,7 +200,12 @@ pub async fn connect(url: &str, key: Option<&str>) -> anyhow::Result<Client> {
     if let Some(key) = key {
         config = config.auth_header(key);
     }
-    ().serve(StreamableHttpClientTransport::from_config(config))
+    // Keep-alive connections, as real clients use (and as the gateway uses upstream).
+    let transport = StreamableHttpClientTransport::with_client(
+        skillgate_core::upstream::keep_alive_client(),
+        config,
+    );
+    ().serve(transport)
         .await
         .with_context(|| format!("MCP handshake with {url}"))
 }
