@@ -17,6 +17,9 @@ pub enum ConsoleError {
     Forbidden { needed: String, actual: String },
     #[error("{0}")]
     Invalid(String),
+    /// Input refused because of one form field: the form shows `message` next to `field`.
+    #[error("{message}")]
+    Field { field: String, message: String },
     #[error("Something went wrong on the server; the error is in the server log.")]
     Internal,
     #[error("{0}")]
@@ -107,6 +110,7 @@ pub mod ssr {
     use leptos_axum::ResponseOptions;
     use std::sync::Arc;
 
+    use skillgate_core::catalog_service::CatalogService;
     use skillgate_core::keys::AgentKeys;
     use skillgate_core::policy::CatalogHandle;
     use skillgate_core::store::Store;
@@ -140,6 +144,8 @@ pub mod ssr {
         pub keys: AgentKeys,
         /// The compiled catalog the MCP endpoint decides with; swapped on every save.
         pub catalog: Arc<CatalogHandle>,
+        /// Catalog saves: validate, store, audit, swap the snapshot above.
+        pub authoring: Arc<CatalogService>,
         pub version: &'static str,
     }
 

@@ -16,8 +16,11 @@
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
+use rand::RngCore;
+use rand::rngs::OsRng;
 use serde::Serialize;
 use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 use tokio::sync::Mutex;
 
 use crate::audit::{AuditError, AuditEvent, AuditLog, NewEvent};
@@ -27,6 +30,13 @@ use crate::policy::{CatalogHandle, CompiledCatalog};
 use crate::slug::Slug;
 use crate::store::catalog::Revised;
 use crate::store::{Store, StoreError};
+
+/// How long a key stashed for a page without JavaScript waits to be shown.
+const REVEAL_TTL: chrono::Duration = chrono::Duration::seconds(60);
+
+fn token_hash(token: &str) -> String {
+    hex::encode(Sha256::digest(token.as_bytes()))
+}
 
 /// How many change-log entries an entity's history shows.
 pub const HISTORY_LIMIT: u32 = 50;
@@ -409,6 +419,40 @@ impl CatalogService {
         )
         .await?;
         Ok(info)
+    }
+
+    /// Keeps a new key's display `payload` for one later render by `user_id` (a form post
+    /// without JavaScript is answered by a redirect, which cannot carry the key). Returns
+    /// the random token the redirect names.
+    pub async fn stash_key_reveal(
+        &self,
+        user_id: i64,
+        payload: &str,
+    ) -> Result<String, AuthoringError> {
+        let mut bytes = [0u8; 32];
+        OsRng.fill_bytes(&mut bytes);
+        let token = hex::encode(bytes);
+        self.store
+            .insert_key_reveal(
+                &token_hash(&token),
+                user_id,
+                payload,
+                Utc::now() + REVEAL_TTL,
+            )
+            .await?;
+        Ok(token)
+    }
+
+    /// The payload stashed under `token` by `user_id`, at most once and within a minute.
+    pub async fn take_key_reveal(
+        &self,
+        user_id: i64,
+        token: &str,
+    ) -> Result<Option<String>, AuthoringError> {
+        Ok(self
+            .store
+            .take_key_reveal(&token_hash(token), user_id, Utc::now())
+            .await?)
     }
 
     /// An entity's change log (`target` as made by [`target`]), newest first.

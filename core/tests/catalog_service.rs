@@ -259,3 +259,24 @@ async fn a_key_for_an_unknown_scope_is_refused_and_a_created_key_is_audited_with
         "the key itself is never audited"
     );
 }
+
+#[tokio::test]
+async fn a_stashed_key_reveal_is_read_once_and_only_by_the_user_who_stashed_it() {
+    let f = fixture().await;
+    let token = f.service.stash_key_reveal(7, "the payload").await.unwrap();
+    assert_eq!(f.service.take_key_reveal(8, &token).await.unwrap(), None);
+    let token = f.service.stash_key_reveal(7, "the payload").await.unwrap();
+    assert_eq!(
+        f.service
+            .take_key_reveal(7, &token)
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("the payload")
+    );
+    assert_eq!(f.service.take_key_reveal(7, &token).await.unwrap(), None);
+    assert_eq!(
+        f.service.take_key_reveal(7, "not-a-token").await.unwrap(),
+        None
+    );
+}
