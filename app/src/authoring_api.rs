@@ -235,28 +235,32 @@ pub async fn save_role(
         .map_err(ssr::authoring_error)
 }
 
-/// Adds one limit to a role. Which fields matter depends on `kind`:
-/// `bound` (tool, arg, op, value), `one_of` (tool, arg, value: comma-separated),
-/// `max_length` (tool, arg, value), `sum_cap` (tool, arg, value), `count_cap` (tool, value),
-/// `requires` (tool, after).
+/// The fields of the add-limit form, posted as `limit[kind]`, `limit[tool]`, …
+/// Which ones matter depends on `kind`: `bound` (tool, arg, op, value), `one_of` (tool,
+/// arg, value: comma-separated), `max_length` (tool, arg, value), `sum_cap` (tool, arg,
+/// value), `count_cap` (tool, value), `requires` (tool, after).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LimitFields {
+    pub kind: String,
+    pub tool: String,
+    pub arg: Option<String>,
+    pub op: Option<String>,
+    pub value: Option<String>,
+    pub after: Checked,
+}
+
+/// Adds one limit to a role.
 #[server(prefix = "/console/api", endpoint = "add_limit")]
-#[allow(clippy::too_many_arguments)]
 pub async fn add_limit(
     role: String,
     revision: i64,
-    kind: String,
-    tool: String,
-    arg: Option<String>,
-    op: Option<String>,
-    value: Option<String>,
-    after: Checked,
+    limit: LimitFields,
 ) -> Result<i64, ConsoleError> {
     use skillgate_core::users::ConsoleRole;
     let user = crate::api::ssr::require(ConsoleRole::Admin).await?;
     let ctx = crate::api::ssr::context();
     let mut stored = ssr::stored_role(&ctx, &role).await?;
-    let limit = ssr::parse_limit(&kind, tool, arg, op, value, after)?;
-    stored.limits.push(limit);
+    stored.limits.push(ssr::parse_limit(limit)?);
     ctx.authoring
         .update_role(&user.name, &stored, revision)
         .await
@@ -622,8 +626,8 @@ mod ssr {
     use skillgate_core::slug::Slug;
 
     use super::{
-        ArgChoice, ChangeRow, Checked, Choice, LimitView, ResourceEdit, RoleEditor, SkillEditor,
-        ToolChoice, VersionRow,
+        ArgChoice, ChangeRow, Checked, Choice, LimitFields, LimitView, ResourceEdit, RoleEditor,
+        SkillEditor, ToolChoice, VersionRow,
     };
     use crate::api::ConsoleError;
     use crate::api::ssr::{ConsoleContext, internal};
@@ -729,14 +733,15 @@ mod ssr {
         })
     }
 
-    pub fn parse_limit(
-        kind: &str,
-        tool: String,
-        arg: Option<String>,
-        op_text: Option<String>,
-        value: Option<String>,
-        after: Checked,
-    ) -> Result<Limit, ConsoleError> {
+    pub fn parse_limit(fields: LimitFields) -> Result<Limit, ConsoleError> {
+        let LimitFields {
+            kind,
+            tool,
+            arg,
+            op: op_text,
+            value,
+            after,
+        } = fields;
         if tool.trim().is_empty() {
             return Err(field("tool", "Pick the tool the limit bounds."));
         }
@@ -747,7 +752,7 @@ mod ssr {
                 .ok_or_else(|| field("arg", "Pick the argument the limit reads."))
         };
         let value = value.as_deref();
-        Ok(match kind {
+        Ok(match kind.as_str() {
             "bound" => Limit::ArgBound {
                 tool,
                 arg: arg()?,

@@ -34,7 +34,12 @@ pub fn error_for(error: Option<ConsoleError>, field: &str) -> Option<String> {
 #[component]
 pub fn FieldError(#[prop(into)] id: String, message: Signal<Option<String>>) -> impl IntoView {
     view! {
-        <p class="field-error" id=id role="alert" hidden=move || message.get().is_none()>
+        <p
+            class="field-error"
+            id=id
+            role=move || message.get().map(|_| "alert")
+            hidden=move || message.get().is_none()
+        >
             {move || message.get()}
         </p>
     }
@@ -164,7 +169,8 @@ pub fn MarkdownEditor(
     }
 }
 
-/// Checkboxes posting as `name[item]=on`, one per choice.
+/// Checkboxes posting as `name[item]=on`, one per choice (`name` may itself be nested,
+/// e.g. `limit[after]`).
 pub fn checkbox_group(
     name: &'static str,
     legend: &'static str,
@@ -172,12 +178,14 @@ pub fn checkbox_group(
     checked: &[String],
     error: Signal<Option<String>>,
 ) -> impl IntoView + use<> {
-    let error_id = format!("{name}-error");
+    // `limit[after]` becomes ids like `limit-after-process_refund`.
+    let id_base = name.replace('[', "-").replace(']', "");
+    let error_id = format!("{id_base}-error");
     let items = choices
         .into_iter()
         .map(|(value, note)| {
             let is_checked = checked.contains(&value);
-            let id = format!("{name}-{value}");
+            let id = format!("{id_base}-{value}");
             view! {
                 <li>
                     <input

@@ -402,7 +402,7 @@ fn limit_form(role: &RoleEditor, add: ServerAction<AddLimit>) -> impl IntoView +
     let can_edit = role.can_edit;
     let (slug, revision) = (role.slug.clone(), role.revision);
     let after_picker = checkbox_group(
-        "after",
+        "limit[after]",
         "Only after these succeeded",
         after,
         &[],
@@ -424,7 +424,7 @@ fn limit_form(role: &RoleEditor, add: ServerAction<AddLimit>) -> impl IntoView +
                         <label for="limit-kind">"Kind"</label>
                         <select
                             id="limit-kind"
-                            name="kind"
+                            name="limit[kind]"
                             aria-describedby="kind-error"
                             on:change=move |ev| kind.set(event_target_value(&ev))
                         >
@@ -439,7 +439,7 @@ fn limit_form(role: &RoleEditor, add: ServerAction<AddLimit>) -> impl IntoView +
                         <label for="limit-tool">"Tool"</label>
                         <select
                             id="limit-tool"
-                            name="tool"
+                            name="limit[tool]"
                             aria-describedby="tool-error"
                             on:change=move |ev| tool.set(event_target_value(&ev))
                         >
@@ -450,7 +450,7 @@ fn limit_form(role: &RoleEditor, add: ServerAction<AddLimit>) -> impl IntoView +
                     </div>
                     <div hidden=needs(&["bound", "one_of", "max_length", "sum_cap"])>
                         <label for="limit-arg">"Argument"</label>
-                        <select id="limit-arg" name="arg" aria-describedby="arg-error">
+                        <select id="limit-arg" name="limit[arg]" aria-describedby="arg-error">
                             <option value="">"Pick an argument"</option>
                             {arg_groups}
                         </select>
@@ -458,7 +458,7 @@ fn limit_form(role: &RoleEditor, add: ServerAction<AddLimit>) -> impl IntoView +
                     </div>
                     <div hidden=needs(&["bound"])>
                         <label for="limit-op">"Comparison"</label>
-                        <select id="limit-op" name="op" aria-describedby="op-error">
+                        <select id="limit-op" name="limit[op]" aria-describedby="op-error">
                             <option value="<=">"<= at most"</option>
                             <option value="<">"< less than"</option>
                             <option value=">=">">= at least"</option>
@@ -471,7 +471,7 @@ fn limit_form(role: &RoleEditor, add: ServerAction<AddLimit>) -> impl IntoView +
                         <label for="limit-value">"Value"</label>
                         <input
                             id="limit-value"
-                            name="value"
+                            name="limit[value]"
                             aria-describedby="value-help value-error"
                         />
                         <p class="help" id="value-help">

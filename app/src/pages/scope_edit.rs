@@ -11,9 +11,10 @@ use leptos_router::hooks::use_params_map;
 use super::ErrorNotice;
 use super::catalog::NotFoundNotice;
 use super::forms::{FieldError, FormOutcome, checkbox_group, error_for, last_error};
+use crate::api::ConsoleError;
 use crate::authoring_api::{
-    CreateKey, CreateScope, CreatedKey, RevokeKey, SaveScope, get_key_form, get_scope_editor,
-    role_choices,
+    CreateKey, CreateScope, CreatedKey, KeyForm, RevokeKey, SaveScope, get_key_form,
+    get_scope_editor, role_choices,
 };
 
 #[component]
@@ -208,13 +209,19 @@ fn copy_to_clipboard(text: &str) {
     let _ = call();
 }
 
-/// The create-key form (admins), and the key just created.
-#[component]
-pub fn CreateKeyPanel() -> impl IntoView {
-    let create = ServerAction::<CreateKey>::new();
+/// What the key form needs, with the key to reveal when the URL names one. Create it at
+/// the top of the page, outside any `Suspend`: reading a reveal consumes it, so its fetch
+/// must run exactly once per render.
+pub fn key_form_resource() -> Resource<Result<KeyForm, ConsoleError>> {
     let query = leptos_router::hooks::use_query_map();
     let reveal = move || query.read().get("reveal");
-    let form = Resource::new(reveal, get_key_form);
+    Resource::new(reveal, get_key_form)
+}
+
+/// The create-key form (admins), and the key just created.
+#[component]
+pub fn CreateKeyPanel(form: Resource<Result<KeyForm, ConsoleError>>) -> impl IntoView {
+    let create = ServerAction::<CreateKey>::new();
     let error = last_error(create);
     let err = move |f: &'static str| Signal::derive(move || error_for(error(), f));
     view! {

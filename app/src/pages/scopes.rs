@@ -9,7 +9,7 @@ use leptos_router::components::A;
 
 use super::ErrorNotice;
 use super::catalog::{Pager, link_list, page_param};
-use super::scope_edit::{CreateKeyPanel, revoke_button};
+use super::scope_edit::{CreateKeyPanel, key_form_resource, revoke_button};
 use crate::authoring_api::RevokeKey;
 use crate::catalog_api::{KeyRow, ScopeRow, scopes_and_keys};
 
@@ -18,6 +18,7 @@ pub fn ScopesPage() -> impl IntoView {
     let scope_page = page_param("scopes_page");
     let key_page = page_param("page");
     let revoke = ServerAction::<RevokeKey>::new();
+    let key_form = key_form_resource();
     let data = Resource::new(
         move || (scope_page(), key_page(), revoke.version().get()),
         |(scopes, keys, _)| scopes_and_keys(scopes, keys),
@@ -76,7 +77,7 @@ pub fn ScopesPage() -> impl IntoView {
                                     <code>"skillgate key create --name NAME --scope SCOPE"</code>
                                     " or the form below. The key is shown once, when it is created; Skillgate keeps only its hash, so this list shows each key's first characters."
                                 </p>
-                                <CreateKeyPanel />
+                                <CreateKeyPanel form=key_form />
                                 {if keys.total == 0 {
                                     view! { <p class="muted">"No agent keys yet."</p> }.into_any()
                                 } else {
