@@ -146,7 +146,25 @@ pub mod ssr {
         pub catalog: Arc<CatalogHandle>,
         /// Catalog saves: validate, store, audit, swap the snapshot above.
         pub authoring: Arc<CatalogService>,
+        /// Health checks and tool sync of the gateway's upstream connections.
+        pub upstreams: Arc<dyn UpstreamOps>,
         pub version: &'static str,
+    }
+
+    /// What the console may ask of the running gateway's upstream connections. The server
+    /// binary implements it, because the connection pool and the sync live there.
+    pub trait UpstreamOps: Send + Sync {
+        /// Pings the upstream (starting it if needed): round-trip milliseconds, or why not.
+        fn health(
+            &self,
+            upstream: String,
+        ) -> std::pin::Pin<Box<dyn Future<Output = Result<u64, String>> + Send>>;
+        /// What the last sync of this server process reported (empty before the first).
+        fn last_sync(&self) -> Vec<crate::authoring_api::SyncSummary>;
+        /// Lists every upstream's tools, saves them and swaps the catalog snapshot.
+        fn sync(
+            &self,
+        ) -> std::pin::Pin<Box<dyn Future<Output = Vec<crate::authoring_api::SyncSummary>> + Send>>;
     }
 
     pub fn context() -> ConsoleContext {

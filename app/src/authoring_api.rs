@@ -137,6 +137,35 @@ pub struct CreatedKey {
     pub config: String,
 }
 
+/// An upstream as the console lists it. Never a secret.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UpstreamRow {
+    pub name: String,
+    pub kind: String,
+    /// The command line or the URL.
+    pub target: String,
+    pub tools: Vec<String>,
+}
+
+/// The upstreams page: the upstreams, the last sync's reports, and a health answer when
+/// the page was asked to check one (`?check=NAME`, a plain link).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UpstreamsView {
+    pub rows: Vec<UpstreamRow>,
+    pub last_sync: Vec<SyncSummary>,
+    pub health: Option<String>,
+}
+
+/// What one upstream's tool sync did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SyncSummary {
+    pub upstream: String,
+    pub tools: usize,
+    /// Catalog tools the upstream no longer lists: kept and flagged, not dropped.
+    pub missing: Vec<String>,
+    pub error: Option<String>,
+}
+
 /// One entry of an entity's change log.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChangeRow {
@@ -590,6 +619,102 @@ pub async fn set_sensitive(tool: String, args: Checked) -> Result<(), ConsoleErr
         .map_err(ssr::authoring_error)
 }
 
+#[server(prefix = "/console/api", endpoint = "list_upstreams")]
+pub async fn list_upstreams(check: Option<String>) -> Result<UpstreamsView, ConsoleError> {
+    use skillgate_core::model::UpstreamKind;
+    use skillgate_core::users::ConsoleRole;
+    crate::api::ssr::require(ConsoleRole::Viewer).await?;
+    let ctx = crate::api::ssr::context();
+    let live = ctx.authoring.live();
+    let catalog = live.catalog();
+    let health = match check.filter(|c| catalog.upstreams.iter().any(|u| u.name.as_str() == c)) {
+        Some(name) => Some(match ctx.upstreams.health(name.clone()).await {
+            Ok(ms) => format!("{name} answered a ping in {ms} ms."),
+            Err(e) => format!("{name} is not healthy: {e}"),
+        }),
+        None => None,
+    };
+    let rows = catalog
+        .upstreams
+        .iter()
+        .map(|u| UpstreamRow {
+            name: u.name.as_str().to_owned(),
+            kind: u.kind.label().to_owned(),
+            target: match &u.kind {
+                UpstreamKind::Stdio { command, args } => std::iter::once(command.as_str())
+                    .chain(args.iter().map(String::as_str))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                UpstreamKind::Http { url } => url.clone(),
+            },
+            tools: catalog
+                .tools
+                .iter()
+                .filter(|t| t.upstream == u.name)
+                .map(|t| t.spec.name.clone())
+                .collect(),
+        })
+        .collect();
+    Ok(UpstreamsView {
+        rows,
+        last_sync: ctx.upstreams.last_sync(),
+        health,
+    })
+}
+
+/// Registers (or changes) an upstream: `kind` is `stdio` (with `command` and `args`, one
+/// argument per line) or `http` (with `url`); then syncs, so its tools arrive at once.
+#[server(prefix = "/console/api", endpoint = "register_upstream")]
+pub async fn register_upstream(
+    name: String,
+    kind: String,
+    command: Option<String>,
+    args: Option<String>,
+    url: Option<String>,
+) -> Result<Vec<SyncSummary>, ConsoleError> {
+    use skillgate_core::model::{Upstream, UpstreamKind};
+    use skillgate_core::users::ConsoleRole;
+    let user = crate::api::ssr::require(ConsoleRole::Admin).await?;
+    let kind = match kind.as_str() {
+        "stdio" => UpstreamKind::Stdio {
+            command: command.unwrap_or_default().trim().to_owned(),
+            args: args
+                .unwrap_or_default()
+                .lines()
+                .map(str::trim)
+                .filter(|a| !a.is_empty())
+                .map(str::to_owned)
+                .collect(),
+        },
+        "http" => UpstreamKind::Http {
+            url: url.unwrap_or_default().trim().to_owned(),
+        },
+        other => {
+            return Err(ConsoleError::Field {
+                field: "kind".into(),
+                message: format!("`{other}` is not a transport: pick stdio or http."),
+            });
+        }
+    };
+    let upstream = Upstream {
+        name: ssr::slug_field("name", &name)?,
+        kind,
+    };
+    let ctx = crate::api::ssr::context();
+    ctx.authoring
+        .register_upstream(&user.name, &upstream)
+        .await
+        .map_err(ssr::authoring_error)?;
+    Ok(ctx.upstreams.sync().await)
+}
+
+#[server(prefix = "/console/api", endpoint = "sync_upstreams")]
+pub async fn sync_upstreams() -> Result<Vec<SyncSummary>, ConsoleError> {
+    use skillgate_core::users::ConsoleRole;
+    crate::api::ssr::require(ConsoleRole::Admin).await?;
+    Ok(crate::api::ssr::context().upstreams.sync().await)
+}
+
 /// The change log of one entity: `kind` is `role`, `scope`, `skill`, `tool` or `agent_key`.
 #[server(prefix = "/console/api", endpoint = "change_log")]
 pub async fn change_log(kind: String, name: String) -> Result<Vec<ChangeRow>, ConsoleError> {
@@ -597,7 +722,7 @@ pub async fn change_log(kind: String, name: String) -> Result<Vec<ChangeRow>, Co
     crate::api::ssr::require(ConsoleRole::Viewer).await?;
     if !matches!(
         kind.as_str(),
-        "role" | "scope" | "skill" | "tool" | "agent_key"
+        "role" | "scope" | "skill" | "tool" | "agent_key" | "upstream"
     ) {
         return Err(ConsoleError::Invalid(format!(
             "There is no change log for `{kind}`."
@@ -658,6 +783,7 @@ mod ssr {
         match error {
             CatalogError::DescriptionTooLong(_) => "description",
             CatalogError::Empty("role title") => "title",
+            CatalogError::Empty("upstream command") => "command",
             CatalogError::Empty(_) => "instructions",
             CatalogError::UnknownSkill(_) => "skills",
             CatalogError::UnknownRole(_) => "roles",

@@ -71,6 +71,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("tools") view=pages::ToolsPage ssr=SsrMode::Async />
                     <Route path=path!("tools/:name") view=pages::ToolPage ssr=SsrMode::Async />
                     <Route path=path!("scopes") view=pages::ScopesPage ssr=SsrMode::Async />
+                    <Route path=path!("upstreams") view=pages::UpstreamsPage ssr=SsrMode::Async />
                     <Route path=path!("scopes/new") view=pages::NewScopePage ssr=SsrMode::Async />
                     <Route path=path!("scopes/:slug") view=pages::ScopeEditPage ssr=SsrMode::Async />
                     <Route

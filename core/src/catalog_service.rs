@@ -25,7 +25,7 @@ use tokio::sync::Mutex;
 
 use crate::audit::{AuditError, AuditEvent, AuditLog, NewEvent};
 use crate::keys::{AgentKeyInfo, AgentKeys, KeyError, NewAgentKey};
-use crate::model::{CatalogError, Role, Scope, Skill, SkillVersion};
+use crate::model::{CatalogError, Role, Scope, Skill, SkillVersion, Upstream, UpstreamKind};
 use crate::policy::{CatalogHandle, CompiledCatalog};
 use crate::slug::Slug;
 use crate::store::catalog::Revised;
@@ -52,6 +52,9 @@ pub enum AuthoringError {
     Conflict(String),
     #[error("{0} not found")]
     NotFound(String),
+    /// Malformed input that is not a catalog entry (e.g. an upstream URL).
+    #[error("{0}")]
+    BadInput(String),
     /// An agent-key request the key service refused (bad name, unknown scope, …).
     #[error("{0}")]
     Key(String),
@@ -66,7 +69,11 @@ impl AuthoringError {
     pub fn is_user_error(&self) -> bool {
         matches!(
             self,
-            Self::Invalid(_) | Self::Conflict(_) | Self::NotFound(_) | Self::Key(_)
+            Self::Invalid(_)
+                | Self::Conflict(_)
+                | Self::NotFound(_)
+                | Self::Key(_)
+                | Self::BadInput(_)
         )
     }
 }
@@ -346,6 +353,46 @@ impl CatalogService {
         )
         .await?;
         Ok(revision)
+    }
+
+    /// Adds or changes an upstream (its tools arrive with the next sync).
+    #[tracing::instrument(skip(self, upstream), fields(upstream = %upstream.name))]
+    pub async fn register_upstream(
+        &self,
+        actor: &str,
+        upstream: &Upstream,
+    ) -> Result<(), AuthoringError> {
+        if let UpstreamKind::Stdio { command, .. } = &upstream.kind
+            && command.trim().is_empty()
+        {
+            return Err(CatalogError::Empty("upstream command").into());
+        }
+        if let UpstreamKind::Http { url } = &upstream.kind
+            && !(url.starts_with("http://") || url.starts_with("https://"))
+        {
+            return Err(AuthoringError::BadInput(format!(
+                "`{url}` is not an http:// or https:// URL"
+            )));
+        }
+        let before = self
+            .store
+            .list_upstreams()
+            .await?
+            .into_iter()
+            .find(|u| u.name == upstream.name);
+        self.store.upsert_upstream(upstream).await?;
+        self.record(
+            actor,
+            if before.is_some() {
+                "upstream.update"
+            } else {
+                "upstream.create"
+            },
+            &target("upstream", upstream.name.as_str()),
+            before.map_or(Value::Null, |b| json!(b)),
+            json!(upstream),
+        )
+        .await
     }
 
     /// Marks which arguments of a tool the audit stores as a digest only.

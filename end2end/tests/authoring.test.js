@@ -274,6 +274,31 @@ describe('console authoring', () => {
         await screenshot(admin, `authoring-change-log-${mode}`);
       });
 
+      it('an admin registers an upstream, checks health and syncs tools', async () => {
+        await open('/upstreams');
+        await admin.fill('#upstream-name', `bad-${mode}`);
+        await admin.selectOption('#upstream-kind', 'http');
+        await admin.fill('#upstream-url', 'ftp://nowhere');
+        await submit(admin, js, 'button:has-text("Register and sync")',
+          () => admin.waitForSelector('main .notice.error'));
+        assert.match(await admin.textContent('main'), /`ftp:\/\/nowhere` is not an http:\/\/ or https:\/\/ URL/);
+
+        await open('/upstreams');
+        await admin.fill('#upstream-name', `down-${mode}`);
+        await admin.selectOption('#upstream-kind', 'http');
+        await admin.fill('#upstream-url', 'http://127.0.0.1:9/mcp');
+        await submit(admin, js, 'button:has-text("Register and sync")',
+          () => admin.waitForSelector('.sync-reports'));
+        const reports = await admin.locator('.sync-reports li').allTextContents();
+        assert.ok(reports.some((r) => r.startsWith(`down-${mode}: sync failed`)), reports.join(' | '));
+        assert.ok(reports.some((r) => /^demo: 15 tools listed/.test(r)), reports.join(' | '));
+
+        await admin.click('a[aria-label="Check health of demo"]');
+        await admin.waitForSelector('.health');
+        assert.match(await admin.textContent('.health'), /demo answered a ping in \d+ ms/);
+        await screenshot(admin, `authoring-upstreams-${mode}`);
+      });
+
       it('a viewer sees the editor but cannot save', async () => {
         const viewer = await newPage(browser, js);
         await signIn(viewer, 'viewer', VIEWER_PASSWORD);

@@ -79,6 +79,12 @@ pub async fn build(database_url: &str, args: &ServeArgs) -> anyhow::Result<Route
     let upstreams = Arc::new(UpstreamPool::default());
     upstream_sync::register_upstreams(&upstreams, &store.list_upstreams().await?);
     upstream_sync::spawn_sync(store.clone(), upstreams.clone(), catalog.clone());
+    let console_upstreams = Arc::new(upstream_sync::ConsoleUpstreams {
+        store: store.clone(),
+        pool: upstreams.clone(),
+        catalog: catalog.clone(),
+        last: Default::default(),
+    });
     let audit = AuditLog::new(store.clone());
     let gateway = Gateway::new(
         store.clone(),
@@ -119,6 +125,7 @@ pub async fn build(database_url: &str, args: &ServeArgs) -> anyhow::Result<Route
         users: users.clone(),
         keys: AgentKeys::new(store.clone()),
         authoring: Arc::new(CatalogService::new(store.clone(), audit, catalog.clone())),
+        upstreams: console_upstreams,
         catalog,
         version: env!("CARGO_PKG_VERSION"),
     };

@@ -15,6 +15,7 @@ mod skill_edit;
 mod skills;
 mod tool_edit;
 mod tools;
+mod upstreams;
 mod users;
 
 pub use changes::ChangesPage;
@@ -29,6 +30,7 @@ pub use section::{Section, SectionKind};
 pub use skill_edit::{SkillEditPage, SkillVersionPage};
 pub use skills::{SkillPage, SkillsPage};
 pub use tools::{ToolPage, ToolsPage};
+pub use upstreams::UpstreamsPage;
 pub use users::UsersPage;
 
 use leptos::prelude::*;
