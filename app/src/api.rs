@@ -17,6 +17,9 @@ pub enum ConsoleError {
     Forbidden { needed: String, actual: String },
     #[error("{0}")]
     Invalid(String),
+    /// Input refused because of one form field: the form shows `message` next to `field`.
+    #[error("{message}")]
+    Field { field: String, message: String },
     #[error("Something went wrong on the server; the error is in the server log.")]
     Internal,
     #[error("{0}")]
@@ -85,6 +88,7 @@ pub mod ssr {
     use leptos_axum::ResponseOptions;
     use std::sync::Arc;
 
+    use skillgate_core::catalog_service::CatalogService;
     use skillgate_core::keys::AgentKeys;
     use skillgate_core::policy::CatalogHandle;
     use skillgate_core::store::Store;
@@ -118,7 +122,27 @@ pub mod ssr {
         pub keys: AgentKeys,
         /// The compiled catalog the MCP endpoint decides with; swapped on every save.
         pub catalog: Arc<CatalogHandle>,
+        /// Catalog saves: validate, store, audit, swap the snapshot above.
+        pub authoring: Arc<CatalogService>,
+        /// Health checks and tool sync of the gateway's upstream connections.
+        pub upstreams: Arc<dyn UpstreamOps>,
         pub version: &'static str,
+    }
+
+    /// What the console may ask of the running gateway's upstream connections. The server
+    /// binary implements it, because the connection pool and the sync live there.
+    pub trait UpstreamOps: Send + Sync {
+        /// Pings the upstream (starting it if needed): round-trip milliseconds, or why not.
+        fn health(
+            &self,
+            upstream: String,
+        ) -> std::pin::Pin<Box<dyn Future<Output = Result<u64, String>> + Send>>;
+        /// What the last sync of this server process reported (empty before the first).
+        fn last_sync(&self) -> Vec<crate::authoring_api::SyncSummary>;
+        /// Lists every upstream's tools, saves them and swaps the catalog snapshot.
+        fn sync(
+            &self,
+        ) -> std::pin::Pin<Box<dyn Future<Output = Vec<crate::authoring_api::SyncSummary>> + Send>>;
     }
 
     pub fn context() -> ConsoleContext {

@@ -10,6 +10,7 @@ const SECTIONS: &[(&str, &str)] = &[
     ("/roles", "Roles"),
     ("/skills", "Skills"),
     ("/tools", "Tools"),
+    ("/upstreams", "Upstreams"),
     ("/scopes", "Scopes & keys"),
     ("/sessions", "Sessions"),
     ("/candidates", "Candidates"),

@@ -3,6 +3,7 @@
 //! taken from context. No SQL lives in this crate.
 
 pub mod api;
+pub mod authoring_api;
 pub mod catalog_api;
 pub mod flash;
 mod layout;
@@ -50,12 +51,31 @@ pub fn App() -> impl IntoView {
                 <ParentRoute path=path!("") view=ConsoleLayout ssr=SsrMode::Async>
                     <Route path=path!("") view=Dashboard ssr=SsrMode::Async />
                     <Route path=path!("roles") view=pages::RolesPage ssr=SsrMode::Async />
+                    <Route path=path!("roles/new") view=pages::NewRolePage ssr=SsrMode::Async />
                     <Route path=path!("roles/:slug") view=pages::RolePage ssr=SsrMode::Async />
+                    <Route
+                        path=path!("roles/:slug/edit")
+                        view=pages::RoleEditPage
+                        ssr=SsrMode::Async
+                    />
                     <Route path=path!("skills") view=pages::SkillsPage ssr=SsrMode::Async />
                     <Route path=path!("skills/:slug") view=pages::SkillPage ssr=SsrMode::Async />
+                    <Route
+                        path=path!("skills/:slug/edit")
+                        view=pages::SkillEditPage
+                        ssr=SsrMode::Async
+                    />
+                    <Route
+                        path=path!("skills/:slug/versions/:version")
+                        view=pages::SkillVersionPage
+                        ssr=SsrMode::Async
+                    />
                     <Route path=path!("tools") view=pages::ToolsPage ssr=SsrMode::Async />
                     <Route path=path!("tools/:name") view=pages::ToolPage ssr=SsrMode::Async />
                     <Route path=path!("scopes") view=pages::ScopesPage ssr=SsrMode::Async />
+                    <Route path=path!("upstreams") view=pages::UpstreamsPage ssr=SsrMode::Async />
+                    <Route path=path!("scopes/new") view=pages::NewScopePage ssr=SsrMode::Async />
+                    <Route path=path!("scopes/:slug") view=pages::ScopeEditPage ssr=SsrMode::Async />
                     <Route
                         path=path!("sessions")
                         view=|| view! { <Section section=pages::SectionKind::Sessions /> }
@@ -67,6 +87,11 @@ pub fn App() -> impl IntoView {
                         ssr=SsrMode::Async
                     />
                     <Route path=path!("users") view=UsersPage ssr=SsrMode::Async />
+                    <Route
+                        path=path!("changes/:kind/:name")
+                        view=pages::ChangesPage
+                        ssr=SsrMode::Async
+                    />
                 </ParentRoute>
             </Routes>
         </Router>

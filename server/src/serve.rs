@@ -14,6 +14,7 @@ use leptos_axum::{LeptosRoutes, generate_route_list};
 use skillgate_app::api::ssr::ConsoleContext;
 use skillgate_app::{App, shell};
 use skillgate_core::audit::AuditLog;
+use skillgate_core::catalog_service::CatalogService;
 use skillgate_core::gateway::{Gateway, GatewayOptions};
 use skillgate_core::keys::AgentKeys;
 use skillgate_core::policy::CatalogHandle;
@@ -78,10 +79,17 @@ pub async fn build(database_url: &str, args: &ServeArgs) -> anyhow::Result<Route
     let upstreams = Arc::new(UpstreamPool::default());
     upstream_sync::register_upstreams(&upstreams, &store.list_upstreams().await?);
     upstream_sync::spawn_sync(store.clone(), upstreams.clone(), catalog.clone());
+    let console_upstreams = Arc::new(upstream_sync::ConsoleUpstreams {
+        store: store.clone(),
+        pool: upstreams.clone(),
+        catalog: catalog.clone(),
+        last: Default::default(),
+    });
+    let audit = AuditLog::new(store.clone());
     let gateway = Gateway::new(
         store.clone(),
         catalog.clone(),
-        AuditLog::new(store.clone()),
+        audit.clone(),
         upstreams,
         GatewayOptions::default(),
     );
@@ -116,6 +124,8 @@ pub async fn build(database_url: &str, args: &ServeArgs) -> anyhow::Result<Route
         store: store.clone(),
         users: users.clone(),
         keys: AgentKeys::new(store.clone()),
+        authoring: Arc::new(CatalogService::new(store.clone(), audit, catalog.clone())),
+        upstreams: console_upstreams,
         catalog,
         version: env!("CARGO_PKG_VERSION"),
     };

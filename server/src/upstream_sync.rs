@@ -2,8 +2,13 @@
 //! tools with `tools/list`, save them to the catalog and swap in a recompiled snapshot.
 
 use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
+
+use skillgate_app::api::ssr::UpstreamOps;
+use skillgate_app::authoring_api::SyncSummary;
 
 use skillgate_core::model::{ToolSpec, Upstream, UpstreamKind};
 use skillgate_core::policy::CatalogHandle;
@@ -173,6 +178,60 @@ fn keep_missing(listed: Vec<ToolSpec>, previous: Vec<ToolSpec>) -> (Vec<ToolSpec
     let mut specs = listed;
     specs.extend(missing);
     (specs, names)
+}
+
+/// The console's handle on the upstream pool: health pings and on-demand syncs, the same
+/// sync the server runs at startup.
+pub struct ConsoleUpstreams {
+    pub store: Store,
+    pub pool: Arc<UpstreamPool>,
+    pub catalog: Arc<CatalogHandle>,
+    /// The last on-demand sync's reports, for the page after a form post's redirect. A
+    /// display cache only: losing it (restart, another replica) loses nothing saved.
+    pub last: Arc<std::sync::Mutex<Vec<SyncSummary>>>,
+}
+
+/// How long the console waits for a health ping.
+const HEALTH_TIMEOUT: Duration = Duration::from_secs(10);
+
+impl UpstreamOps for ConsoleUpstreams {
+    fn health(
+        &self,
+        upstream: String,
+    ) -> Pin<Box<dyn Future<Output = Result<u64, String>> + Send>> {
+        let pool = self.pool.clone();
+        Box::pin(async move {
+            pool.health(&upstream, HEALTH_TIMEOUT)
+                .await
+                .map(|rtt| u64::try_from(rtt.as_millis()).unwrap_or(u64::MAX))
+                .map_err(|e| e.to_string())
+        })
+    }
+
+    fn last_sync(&self) -> Vec<SyncSummary> {
+        self.last.lock().map(|l| l.clone()).unwrap_or_default()
+    }
+
+    fn sync(&self) -> Pin<Box<dyn Future<Output = Vec<SyncSummary>> + Send>> {
+        let (store, pool, catalog) = (self.store.clone(), self.pool.clone(), self.catalog.clone());
+        let last = self.last.clone();
+        Box::pin(async move {
+            let reports: Vec<SyncSummary> = sync_all(&store, &pool, &catalog)
+                .await
+                .into_iter()
+                .map(|r| SyncSummary {
+                    upstream: r.upstream,
+                    tools: r.tools,
+                    missing: r.missing,
+                    error: r.error,
+                })
+                .collect();
+            if let Ok(mut kept) = last.lock() {
+                kept.clone_from(&reports);
+            }
+            reports
+        })
+    }
 }
 
 fn log(report: &SyncReport) {

@@ -1,24 +1,36 @@
 //! Console pages, one module each.
 
 mod catalog;
+mod changes;
 mod dashboard;
+mod forms;
 mod login;
 mod not_found;
+mod role_edit;
 mod roles;
+mod scope_edit;
 mod scopes;
 mod section;
+mod skill_edit;
 mod skills;
+mod tool_edit;
 mod tools;
+mod upstreams;
 mod users;
 
+pub use changes::ChangesPage;
 pub use dashboard::Dashboard;
 pub use login::LoginPage;
 pub use not_found::NotFound;
+pub use role_edit::{NewRolePage, RoleEditPage};
 pub use roles::{RolePage, RolesPage};
+pub use scope_edit::{NewScopePage, ScopeEditPage};
 pub use scopes::ScopesPage;
 pub use section::{Section, SectionKind};
+pub use skill_edit::{SkillEditPage, SkillVersionPage};
 pub use skills::{SkillPage, SkillsPage};
 pub use tools::{ToolPage, ToolsPage};
+pub use upstreams::UpstreamsPage;
 pub use users::UsersPage;
 
 use leptos::prelude::*;

@@ -19,6 +19,9 @@ pub fn RolesPage() -> impl IntoView {
         <p class="lead">
             "Roles bundle skills and the limits the gateway enforces on their tools."
         </p>
+        <p>
+            <A href="/roles/new">"New role"</A>
+        </p>
         <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
             {move || Suspend::new(async move {
                 match roles.await {
@@ -145,7 +148,11 @@ fn role_view(role: RoleDetail) -> impl IntoView {
     view! {
         <h1>{role.title}</h1>
         <p class="muted">
-            <code>{role.slug}</code>
+            <code>{role.slug.clone()}</code>
+            " · "
+            <A href=format!("/roles/{}/edit", role.slug)>"Edit role and limits"</A>
+            " · "
+            <A href=format!("/changes/role/{}", role.slug)>"Change log"</A>
         </p>
         <p class="lead">{role.description}</p>
         <div class="detail-grid">

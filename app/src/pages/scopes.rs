@@ -4,23 +4,33 @@
 use leptos::prelude::*;
 use leptos_meta::Title;
 
+use leptos::server::ServerAction;
+use leptos_router::components::A;
+
 use super::ErrorNotice;
 use super::catalog::{Pager, link_list, page_param};
+use super::scope_edit::{CreateKeyPanel, key_form_resource, revoke_button};
+use crate::authoring_api::RevokeKey;
 use crate::catalog_api::{KeyRow, ScopeRow, scopes_and_keys};
 
 #[component]
 pub fn ScopesPage() -> impl IntoView {
     let scope_page = page_param("scopes_page");
     let key_page = page_param("page");
+    let revoke = ServerAction::<RevokeKey>::new();
+    let key_form = key_form_resource();
     let data = Resource::new(
-        move || (scope_page(), key_page()),
-        |(scopes, keys)| scopes_and_keys(scopes, keys),
+        move || (scope_page(), key_page(), revoke.version().get()),
+        |(scopes, keys, _)| scopes_and_keys(scopes, keys),
     );
     view! {
         <Title text="Scopes & keys" />
         <h1>"Scopes & keys"</h1>
         <p class="lead">
             "Scopes say which roles an agent may learn; every agent key is mapped to one scope."
+        </p>
+        <p>
+            <A href="/scopes/new">"New scope"</A>
         </p>
         <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
             {move || Suspend::new(async move {
@@ -65,8 +75,9 @@ pub fn ScopesPage() -> impl IntoView {
                                 <p class="notice info" role="note">
                                     "Create a key with "
                                     <code>"skillgate key create --name NAME --scope SCOPE"</code>
-                                    ". The key is shown once, when it is created; Skillgate keeps only its hash, so this list shows each key's first characters."
+                                    " or the form below. The key is shown once, when it is created; Skillgate keeps only its hash, so this list shows each key's first characters."
                                 </p>
+                                <CreateKeyPanel form=key_form />
                                 {if keys.total == 0 {
                                     view! { <p class="muted">"No agent keys yet."</p> }.into_any()
                                 } else {
@@ -81,9 +92,18 @@ pub fn ScopesPage() -> impl IntoView {
                                                     <th scope="col">"Created"</th>
                                                     <th scope="col">"Expires"</th>
                                                     <th scope="col">"Last used"</th>
+                                                    <th scope="col">
+                                                        <span class="visually-hidden">"Actions"</span>
+                                                    </th>
                                                 </tr>
                                             </thead>
-                                            <tbody>{keys.rows.into_iter().map(key_row).collect_view()}</tbody>
+                                            <tbody>
+                                                {keys
+                                                    .rows
+                                                    .into_iter()
+                                                    .map(|k| key_row(k, revoke))
+                                                    .collect_view()}
+                                            </tbody>
                                         </table>
                                         <Pager
                                             page=keys.page
@@ -110,7 +130,7 @@ fn scope_row(scope: ScopeRow) -> impl IntoView {
     view! {
         <tr>
             <td>
-                <code>{scope.slug}</code>
+                <A href=format!("/scopes/{}", scope.slug)>{scope.slug.clone()}</A>
             </td>
             <td class="description">{scope.description}</td>
             <td>{link_list("/roles", scope.roles)}</td>
@@ -118,7 +138,8 @@ fn scope_row(scope: ScopeRow) -> impl IntoView {
     }
 }
 
-fn key_row(key: KeyRow) -> impl IntoView {
+fn key_row(key: KeyRow, revoke: ServerAction<RevokeKey>) -> impl IntoView {
+    let action = (key.revoked_at.is_none()).then(|| revoke_button(key.name.clone(), revoke));
     let status = match key.revoked_at {
         Some(at) => format!("revoked {at}"),
         None => key.status.clone(),
@@ -142,6 +163,7 @@ fn key_row(key: KeyRow) -> impl IntoView {
             <td>{created}</td>
             <td>{key.expires_at.unwrap_or_else(|| "never".to_owned())}</td>
             <td>{key.last_used_at.unwrap_or_else(|| "never".to_owned())}</td>
+            <td>{action}</td>
         </tr>
     }
 }

@@ -125,8 +125,13 @@ pub fn SkillPage() -> impl IntoView {
 fn skill_view(skill: SkillDetail) -> impl IntoView {
     view! {
         <h1>
-            {skill.slug} " " <span class="badge">{format!("v{}", skill.version)}</span>
+            {skill.slug.clone()} " " <span class="badge">{format!("v{}", skill.version)}</span>
         </h1>
+        <p class="muted">
+            <A href=format!("/skills/{}/edit", skill.slug)>"Edit skill and version history"</A>
+            " · "
+            <A href=format!("/changes/skill/{}", skill.slug)>"Change log"</A>
+        </p>
         <p class="lead">{skill.description}</p>
         <div class="detail-grid">
             <section class="card" aria-labelledby="skill-tools">

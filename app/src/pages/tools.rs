@@ -7,6 +7,7 @@ use leptos_router::hooks::use_params_map;
 
 use super::ErrorNotice;
 use super::catalog::{NotFoundNotice, Pager, code_list, link_list, page_param};
+use super::tool_edit::SensitiveArgsForm;
 use crate::catalog_api::{ToolDetail, ToolRow, get_tool, list_tools};
 
 #[component]
@@ -149,6 +150,8 @@ fn tool_view(detail: ToolDetail) -> impl IntoView {
         arguments,
         schema,
     } = detail;
+    let sensitive_form =
+        view! { <SensitiveArgsForm tool=tool.name.clone() arguments=arguments.clone() /> };
     view! {
         <h1>{tool.name}</h1>
         <p class="muted">"From upstream " <code>{tool.upstream}</code></p>
@@ -216,6 +219,7 @@ fn tool_view(detail: ToolDetail) -> impl IntoView {
                     .into_any()
             }}
         </section>
+        {sensitive_form}
         <section aria-labelledby="tool-schema">
             <h2 id="tool-schema">"Input schema"</h2>
             <pre class="schema"><code>{schema}</code></pre>

@@ -134,6 +134,21 @@ impl AuditLog {
             .boxed()
     }
 
+    /// The newest `limit` admin changes of one entity (`role:…`, `scope:…`, `skill:…`,
+    /// `tool:…`, `agent_key:…`), newest first.
+    pub async fn admin_changes(
+        &self,
+        target: &str,
+        limit: u32,
+    ) -> Result<Vec<AuditEvent>, AuditError> {
+        self.store
+            .audit_admin_changes(target, limit)
+            .await?
+            .into_iter()
+            .map(decode)
+            .collect()
+    }
+
     /// Streams the chain (or one session) to `writer`; returns the number of events.
     /// Pass a buffered writer.
     pub async fn export<W: Write + Send>(

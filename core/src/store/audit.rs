@@ -121,6 +121,20 @@ impl Store {
         rows.map(|row| row.map_err(StoreError::from)).boxed()
     }
 
+    /// The newest `limit` admin changes whose payload `target` is `target` (e.g.
+    /// `role:billing-admin`), newest first: an entity's change log.
+    pub async fn audit_admin_changes(
+        &self,
+        target: &str,
+        limit: u32,
+    ) -> Result<Vec<AuditRow>, StoreError> {
+        Ok(sqlx::query_as::<_, AuditRow>(&SELECT_ADMIN_CHANGES)
+            .bind(target)
+            .bind(i64::from(limit))
+            .fetch_all(self.pool())
+            .await?)
+    }
+
     pub async fn audit_count(&self, session_id: Option<&str>) -> Result<u64, StoreError> {
         let count: i64 = match session_id {
             None => {
@@ -177,6 +191,13 @@ impl Store {
 
 static SELECT_AFTER: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     format!("SELECT {COLUMNS} FROM audit_events WHERE seq > ? ORDER BY seq")
+});
+
+static SELECT_ADMIN_CHANGES: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "SELECT {COLUMNS} FROM audit_events WHERE kind = 'admin_change' \
+         AND json_extract(payload, '$.target') = ? ORDER BY seq DESC LIMIT ?"
+    )
 });
 
 static SELECT_SESSION_AFTER: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {

@@ -5,6 +5,7 @@ mod context_cost;
 mod harness;
 mod load;
 mod memory;
+mod seed_catalog;
 
 use clap::Subcommand;
 
@@ -16,6 +17,8 @@ pub enum DevCommand {
     ContextCost(context_cost::ContextCostArgs),
     /// Resident memory of a gateway holding many governance sessions.
     Memory(memory::MemoryArgs),
+    /// Adds a large synthetic catalog to a database (console benchmarks).
+    SeedCatalog(seed_catalog::SeedCatalogArgs),
 }
 
 pub async fn run(command: DevCommand) -> anyhow::Result<()> {
@@ -23,5 +26,6 @@ pub async fn run(command: DevCommand) -> anyhow::Result<()> {
         DevCommand::Load(args) => load::run(args).await,
         DevCommand::ContextCost(args) => context_cost::run(args).await,
         DevCommand::Memory(args) => memory::run(args).await,
+        DevCommand::SeedCatalog(args) => seed_catalog::run(args).await,
     }
 }

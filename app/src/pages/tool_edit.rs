@@ -1,0 +1,46 @@
+//! Tool authoring: which arguments the audit stores as a digest only.
+
+use leptos::form::ActionForm;
+use leptos::prelude::*;
+use leptos::server::ServerAction;
+use leptos_router::components::A;
+
+use super::forms::{FormOutcome, checkbox_group};
+use crate::authoring_api::SetSensitive;
+use crate::catalog_api::ArgumentRow;
+
+/// Checkboxes for the tool's arguments; ticked ones are stored as a SHA-256 digest in the
+/// audit log instead of in clear. The server refuses anyone but an admin.
+#[component]
+pub fn SensitiveArgsForm(tool: String, arguments: Vec<ArgumentRow>) -> impl IntoView {
+    let save = ServerAction::<SetSensitive>::new();
+    let sensitive: Vec<String> = arguments
+        .iter()
+        .filter(|a| a.sensitive)
+        .map(|a| a.name.clone())
+        .collect();
+    let picker = checkbox_group(
+        "args",
+        "Sensitive arguments (audited as a digest)",
+        arguments.into_iter().map(|a| (a.name, a.kind)).collect(),
+        &sensitive,
+        Signal::derive(|| None),
+    );
+    let history = format!("/changes/tool/{tool}");
+    view! {
+        <section aria-labelledby="tool-sensitive">
+            <h2 id="tool-sensitive">"Mark arguments sensitive"</h2>
+            <p class="muted">
+                <A href=history>"Change log"</A>
+            </p>
+            <ActionForm action=save attr:class="card form">
+                <FormOutcome action=save fields=&[] saved="Saved: later audit events store these as digests." />
+                <input type="hidden" name="tool" value=tool />
+                {picker}
+                <button type="submit" class="primary">
+                    "Save sensitive arguments"
+                </button>
+            </ActionForm>
+        </section>
+    }
+}

@@ -1,0 +1,325 @@
+// Console authoring end to end: an admin builds a scope, a role with two skills and a
+// `<= 500` limit, and a key; a real MCP client with that key is held to the limit, and to
+// the tightened limit after an edit in the console, without a restart. With JavaScript on
+// (hydrated, forms post in the background) and off (plain form posts and redirects).
+// It runs its own server on a fresh database, so the catalog it changes is not the one the
+// other specs read.
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { launch, signIn, screenshot, waitHydrated } from './browser.js';
+
+const BIN = process.env.SKILLGATE_BIN;
+const SITE = path.join(path.dirname(path.dirname(BIN ?? '.')), 'site');
+const VIEWER_PASSWORD = 'authoring-viewer-password';
+let BASE;
+let ADMIN_PASSWORD;
+let server;
+let workDir;
+
+async function freePort() {
+  return new Promise((resolve, reject) => {
+    const probe = net.createServer();
+    probe.on('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address();
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+/** Starts `skillgate serve --demo` on a fresh database; resolves with the admin password. */
+async function startServer() {
+  workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'skillgate-authoring-'));
+  const db = `sqlite://${workDir}/authoring.db`;
+  const port = await freePort();
+  BASE = `http://127.0.0.1:${port}`;
+  server = spawn(BIN, ['serve', '--bind', `127.0.0.1:${port}`, '--database-url', db, '--site-root', SITE, '--demo'],
+    { stdio: ['ignore', 'pipe', 'ignore'] });
+  let out = '';
+  const password = await new Promise((resolve, reject) => {
+    server.on('exit', (code) => reject(new Error(`the server exited with ${code}: ${out}`)));
+    server.stdout.on('data', (chunk) => {
+      out += chunk;
+      const found = out.match(/^ {2}password: (\S+)$/m);
+      if (found && /listening on/.test(out)) resolve(found[1]);
+    });
+  });
+  execFileSync(BIN, ['user', 'add', 'viewer', '--role', 'viewer', '--database-url', db],
+    { input: `${VIEWER_PASSWORD}\n` });
+  return password;
+}
+
+/** A fresh browser context (no cookies) on this spec's server. */
+async function newPage(browser, javaScriptEnabled) {
+  const context = await browser.newContext({ javaScriptEnabled, baseURL: BASE });
+  return context.newPage();
+}
+
+/** A minimal MCP client over streamable HTTP (JSON-RPC in, JSON or SSE out). */
+class McpClient {
+  constructor(key) { this.key = key; this.session = null; this.nextId = 1; }
+
+  async post(message) {
+    const headers = {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      authorization: `Bearer ${this.key}`,
+    };
+    if (this.session) headers['mcp-session-id'] = this.session;
+    const response = await fetch(`${BASE}/mcp`, { method: 'POST', headers, body: JSON.stringify(message) });
+    assert.ok(response.status < 300, `MCP HTTP ${response.status}: ${await response.clone().text()}`);
+    this.session = response.headers.get('mcp-session-id') ?? this.session;
+    if (message.id === undefined) return null;
+    const text = await response.text();
+    if ((response.headers.get('content-type') ?? '').includes('text/event-stream')) {
+      const messages = text.split('\n')
+        .filter((l) => l.startsWith('data:'))
+        .map((l) => l.slice(5).trim())
+        .filter((l) => l.length > 0)
+        .map((l) => JSON.parse(l));
+      const reply = messages.find((m) => m.id === message.id);
+      assert.ok(reply, `no reply to ${message.method} in ${text}`);
+      return reply;
+    }
+    return JSON.parse(text);
+  }
+
+  async request(method, params) {
+    const reply = await this.post({ jsonrpc: '2.0', id: this.nextId++, method, params });
+    assert.equal(reply.error, undefined, JSON.stringify(reply.error));
+    return reply.result;
+  }
+
+  async connect() {
+    await this.request('initialize', {
+      protocolVersion: '2025-06-18',
+      capabilities: {},
+      clientInfo: { name: 'authoring-e2e', version: '1' },
+    });
+    await this.post({ jsonrpc: '2.0', method: 'notifications/initialized' });
+  }
+
+  /** Calls a platform tool; returns its text and structured content. */
+  async tool(name, args) {
+    const result = await this.request('tools/call', { name, arguments: args });
+    const text = result.content.map((c) => c.text ?? '').join('\n');
+    return { text, structured: result.structuredContent ?? {}, isError: result.isError === true };
+  }
+}
+
+/** Submits a form: without JavaScript that is a navigation (post, redirect back). */
+async function submit(page, js, button, settled) {
+  if (js) {
+    await page.click(button);
+    await settled();
+  } else {
+    await Promise.all([page.waitForNavigation(), page.click(button)]);
+  }
+}
+
+function refund(amount) {
+  return { customer_id: 'C-1001', order_id: 'O-5001', amount, reason: 'arrived late' };
+}
+
+describe('console authoring', () => {
+  before(async () => { ADMIN_PASSWORD = await startServer(); });
+  after(() => {
+    server?.kill();
+    if (workDir) fs.rmSync(workDir, { recursive: true, force: true });
+  });
+
+  for (const js of [true, false]) {
+    const mode = js ? 'js' : 'nojs';
+    const role = `clerk-${mode}`;
+    const scope = `desk-${mode}`;
+    describe(`console authoring with JavaScript ${js ? 'on' : 'off'}`, () => {
+      let browser;
+      let admin;
+      let key;
+      let mcp;
+      before(async () => {
+        browser = await launch();
+        admin = await newPage(browser, js);
+        await signIn(admin, 'admin', ADMIN_PASSWORD);
+      });
+      after(async () => { await browser?.close(); });
+
+      async function open(path) {
+        const response = await admin.goto(path);
+        assert.equal(response.status(), 200, path);
+        if (js) await waitHydrated(admin);
+      }
+
+      it('an admin creates a role with two skills', async () => {
+        await open('/roles/new');
+        await screenshot(admin, `authoring-new-role-${mode}`);
+        await admin.fill('#role-slug', role);
+        await admin.fill('#role-title', `Refund clerk (${mode})`);
+        await admin.fill('#role-description', 'Looks customers up and refunds small orders.');
+        if (js) {
+          assert.match(await admin.textContent('#role-description-count'), /^44 \/ 500/);
+        }
+        await admin.fill('#role-instructions', '# Refunds\n\nCheck **eligibility** first.');
+        await admin.check('#skills-customer-lookup');
+        await admin.check('#skills-refund-handling');
+        await Promise.all([
+          admin.waitForURL(`**/roles/${role}/edit`),
+          admin.click('button:has-text("Create role")'),
+        ]);
+        if (js) await waitHydrated(admin);
+        assert.equal(await admin.textContent('main h1'), `Edit role: Refund clerk (${mode})`);
+        assert.ok(await admin.isChecked('#skills-refund-handling'));
+        assert.match(await admin.innerHTML('.md-preview'), /<strong>eligibility<\/strong>/);
+      });
+
+      it('an admin adds a <= 500 limit and sees the sentence an agent reads', async () => {
+        await open(`/roles/${role}/edit`);
+        await admin.selectOption('#limit-kind', 'bound');
+        await admin.selectOption('#limit-tool', 'process_refund');
+        await admin.selectOption('#limit-arg', 'amount');
+        await admin.selectOption('#limit-op', '<=');
+        await admin.fill('#limit-value', '500');
+        await submit(admin, js, 'button:has-text("Add limit")',
+          () => admin.waitForSelector('.limit-editor .sentence'));
+        const sentence = await admin.textContent('.limit-editor .sentence');
+        assert.equal(sentence, 'Each call to process_refund must have amount at most 500.');
+        await screenshot(admin, `authoring-role-editor-${mode}`);
+      });
+
+      it('an invalid limit shows its error next to the field and changes nothing', async () => {
+        await open(`/roles/${role}/edit`);
+        await admin.selectOption('#limit-kind', 'sum_cap');
+        await admin.selectOption('#limit-tool', 'process_refund');
+        if (js) {
+          // Only the arguments of the chosen tool are offered once JavaScript runs.
+          assert.equal(await admin.isVisible('#limit-arg'), true);
+        }
+        await admin.selectOption('#limit-arg', 'reason');
+        await admin.fill('#limit-value', '1000');
+        await submit(admin, js, 'button:has-text("Add limit")',
+          () => admin.waitForSelector('#arg-error:not([hidden])'));
+        assert.match(await admin.textContent('#arg-error'), /`process_refund.reason` is not a number/);
+        assert.equal(await admin.locator('.limit-editor .limit').count(), 1);
+        await screenshot(admin, `authoring-invalid-limit-${mode}`);
+      });
+
+      it('an admin creates a scope that makes the role learnable', async () => {
+        await open('/scopes/new');
+        await admin.fill('#scope-slug', scope);
+        await admin.fill('#scope-description', 'The refund desk.');
+        await admin.check(`#roles-${role}`);
+        await Promise.all([
+          admin.waitForURL(`**/scopes/${scope}`),
+          admin.click('button:has-text("Create scope")'),
+        ]);
+        if (js) await waitHydrated(admin);
+        assert.equal(await admin.textContent('main h1'), `Scope: ${scope}`);
+        assert.ok(await admin.isChecked(`#roles-${role}`));
+        await screenshot(admin, `authoring-scope-editor-${mode}`);
+      });
+
+      it('an admin creates a key for the scope and sees it once with a client config', async () => {
+        await open('/scopes');
+        await admin.fill('#key-name', `bot-${mode}`);
+        await admin.selectOption('#key-scope', scope);
+        await submit(admin, js, 'button:has-text("Create key")',
+          () => admin.waitForSelector('#fresh-key-value'));
+        key = (await admin.textContent('#fresh-key-value')).trim();
+        assert.match(key, /^sgk_[A-Za-z0-9]{30,}$/);
+        const config = JSON.parse(await admin.textContent('#fresh-key-config'));
+        assert.equal(config.mcpServers.skillgate.headers.Authorization, `Bearer ${key}`);
+        assert.match(config.mcpServers.skillgate.url, /\/mcp$/);
+        await screenshot(admin, `authoring-scopes-and-keys-${mode}`);
+        await open('/scopes');
+        assert.equal(await admin.locator('#fresh-key-value').count(), 0, 'the key is shown only once');
+      });
+
+      it('an MCP client with the key learns the role: 600 is refused and 400 allowed', async () => {
+        mcp = new McpClient(key);
+        await mcp.connect();
+        const init = await mcp.tool('init_skilder', { task_summary: 'refund an order' });
+        assert.deepEqual(init.structured.roles.map((r) => r.name), [role]);
+        const learned = await mcp.tool('learn', { path: `/roles/${role}` });
+        assert.equal(learned.isError, false, learned.text);
+        assert.match(learned.text, /at most 500/);
+        const over = await mcp.tool('call_tool', { tool: 'process_refund', arguments: refund(600) });
+        assert.equal(over.structured.code, 'GOVERNANCE_VIOLATION', over.text);
+        const under = await mcp.tool('call_tool', { tool: 'process_refund', arguments: refund(400) });
+        assert.notEqual(under.structured.decision, 'denied', under.text);
+        assert.doesNotMatch(under.text, /ACCESS DENIED|GOVERNANCE VIOLATION/);
+      });
+
+      it('editing the limit to 300 makes the next 400 call fail without a restart', async () => {
+        await open(`/roles/${role}/edit`);
+        await admin.fill('#limit-0-value', '300');
+        await submit(admin, js, 'button:has-text("Change")',
+          () => admin.waitForFunction(() => /at most 300/.test(document.querySelector('.limit-editor .sentence')?.textContent ?? '')));
+        assert.match(await admin.textContent('.limit-editor .sentence'), /at most 300/);
+        const again = await mcp.tool('call_tool', { tool: 'process_refund', arguments: refund(400) });
+        assert.equal(again.structured.code, 'GOVERNANCE_VIOLATION', again.text);
+        assert.match(again.text, /300/);
+      });
+
+      it('the role change log shows who changed the limit, before and after', async () => {
+        await open(`/changes/role/${role}`);
+        const entries = await admin.locator('.change').allTextContents();
+        assert.ok(entries.length >= 2, entries.join(' | '));
+        assert.match(entries[0], /role\.update by admin/);
+        assert.match(entries[0], /limits/);
+        await screenshot(admin, `authoring-change-log-${mode}`);
+      });
+
+      it('an admin registers an upstream, checks health and syncs tools', async () => {
+        await open('/upstreams');
+        await admin.fill('#upstream-name', `bad-${mode}`);
+        await admin.selectOption('#upstream-kind', 'http');
+        await admin.fill('#upstream-url', 'ftp://nowhere');
+        await submit(admin, js, 'button:has-text("Register and sync")',
+          () => admin.waitForSelector('main .notice.error'));
+        assert.match(await admin.textContent('main'), /`ftp:\/\/nowhere` is not an http:\/\/ or https:\/\/ URL/);
+
+        await open('/upstreams');
+        await admin.fill('#upstream-name', `down-${mode}`);
+        await admin.selectOption('#upstream-kind', 'http');
+        await admin.fill('#upstream-url', 'http://127.0.0.1:9/mcp');
+        await submit(admin, js, 'button:has-text("Register and sync")',
+          () => admin.waitForSelector('.sync-reports'));
+        const reports = await admin.locator('.sync-reports li').allTextContents();
+        assert.ok(reports.some((r) => r.startsWith(`down-${mode}: sync failed`)), reports.join(' | '));
+        assert.ok(reports.some((r) => /^demo: 15 tools listed/.test(r)), reports.join(' | '));
+
+        await admin.click('a[aria-label="Check health of demo"]');
+        await admin.waitForSelector('.health');
+        assert.match(await admin.textContent('.health'), /demo answered a ping in \d+ ms/);
+        await screenshot(admin, `authoring-upstreams-${mode}`);
+      });
+
+      it('a viewer sees the editor but cannot save', async () => {
+        const viewer = await newPage(browser, js);
+        await signIn(viewer, 'viewer', VIEWER_PASSWORD);
+        const response = await viewer.goto(`/roles/${role}/edit`);
+        assert.equal(response.status(), 200);
+        if (js) await waitHydrated(viewer);
+        assert.match(await viewer.textContent('main'), /only an admin can change the catalog/);
+        assert.equal(await viewer.isDisabled('button:has-text("Save role")'), true);
+        assert.equal(await viewer.isDisabled('button:has-text("Add limit")'), true);
+        // Around the disabled form: the server itself refuses the viewer's save.
+        const refused = await viewer.request.post('/console/api/save_role', {
+          form: {
+            slug: role, revision: '1', title: 'Hijacked', description: '', instructions: 'x',
+          },
+        });
+        assert.equal(refused.status(), 403);
+        await screenshot(viewer, `authoring-viewer-${mode}`);
+        await viewer.context().close();
+        await open(`/roles/${role}`);
+        assert.equal(await admin.textContent('main h1'), `Refund clerk (${mode})`);
+      });
+    });
+  }
+});
