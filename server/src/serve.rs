@@ -17,6 +17,8 @@ use skillgate_core::audit::AuditLog;
 use skillgate_core::gateway::{Gateway, GatewayOptions};
 use skillgate_core::keys::AgentKeys;
 use skillgate_core::policy::CatalogHandle;
+use skillgate_core::revisions::Revisions;
+use skillgate_core::revisions::curator::{CURATION_UPSTREAM, in_process_config};
 use skillgate_core::slug::Slug;
 use skillgate_core::store::Store;
 use skillgate_core::upstream::UpstreamPool;
@@ -78,10 +80,13 @@ pub async fn build(database_url: &str, args: &ServeArgs) -> anyhow::Result<Route
     let upstreams = Arc::new(UpstreamPool::default());
     upstream_sync::register_upstreams(&upstreams, &store.list_upstreams().await?);
     upstream_sync::spawn_sync(store.clone(), upstreams.clone(), catalog.clone());
+    let audit = AuditLog::new(store.clone());
+    let revisions = Revisions::new(store.clone(), catalog.clone(), audit.clone());
+    upstreams.upsert(CURATION_UPSTREAM, in_process_config(revisions.clone()));
     let gateway = Gateway::new(
         store.clone(),
         catalog.clone(),
-        AuditLog::new(store.clone()),
+        audit,
         upstreams,
         GatewayOptions::default(),
     );

@@ -13,6 +13,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 pub mod audit;
 pub mod catalog;
 pub mod keys;
+pub mod revisions;
 pub mod sessions;
 mod users;
 

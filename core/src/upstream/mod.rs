@@ -8,7 +8,7 @@ mod error;
 mod pool;
 
 pub use client::{CallOutcome, UpstreamClient, UpstreamOptions};
-pub use config::{Secret, StoredUpstreamConfig, UpstreamConfig};
+pub use config::{InProcessServer, Secret, StoredUpstreamConfig, UpstreamConfig};
 pub use error::UpstreamError;
 pub use pool::UpstreamPool;
 pub use rmcp::model::{CallToolResult, JsonObject};
