@@ -1,5 +1,6 @@
 //! `skillgate`: the server binary and its command line.
 
+mod api;
 mod audit_cmd;
 mod cli;
 mod console_auth;

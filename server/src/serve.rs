@@ -30,7 +30,7 @@ use tower_sessions::{Expiry, SessionManagerLayer};
 use tower_sessions_sqlx_store::SqliteStore;
 
 use crate::cli::ServeArgs;
-use crate::{console_auth, health, key_cmd, mcp, upstream_sync};
+use crate::{api, console_auth, health, key_cmd, mcp, upstream_sync};
 
 /// Console sessions end after this long without a request.
 const CONSOLE_IDLE_TIMEOUT: time::Duration = time::Duration::hours(8);
@@ -109,6 +109,12 @@ pub async fn build(database_url: &str, args: &ServeArgs) -> anyhow::Result<Route
         max_body_bytes: mcp::DEFAULT_MAX_BODY_BYTES,
     };
     mcp_options.validate()?;
+    let api_router = api::router(
+        revisions.clone(),
+        catalog.clone(),
+        AgentKeys::new(store.clone()),
+        &mcp_options,
+    );
     let mcp_router = mcp::router(gateway, AgentKeys::new(store.clone()), mcp_options);
 
     let leptos_options = LeptosOptions::builder()
@@ -154,6 +160,7 @@ pub async fn build(database_url: &str, args: &ServeArgs) -> anyhow::Result<Route
         .with_state(state)
         // Merged after the console layers: /mcp authenticates agent keys, not cookies.
         .merge(mcp_router)
+        .merge(api_router)
         .layer(TraceLayer::new_for_http());
     Ok(router)
 }

@@ -184,3 +184,83 @@ async fn a_support_agent_cannot_reach_the_curator_tools() {
     .await;
     assert_eq!(call.code(), "ACCESS_DENIED", "{}", call.text);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_http_api_takes_proposals_only_from_keys_whose_scope_includes_the_curator_role() {
+    let server = Server::start();
+    let human = store(&server).await;
+    let fb = skillgate_core::revisions::Revisions::new(
+        human.clone(),
+        std::sync::Arc::new(skillgate_core::policy::CatalogHandle::new(
+            human.compiled_catalog().await.unwrap(),
+        )),
+        skillgate_core::audit::AuditLog::new(human.clone()),
+    )
+    .add_human_feedback(
+        "customer-lookup",
+        2,
+        "Say which id format you need.",
+        false,
+        "rita",
+    )
+    .await
+    .unwrap();
+    let url = format!("{}/api/v1/skills/customer-lookup/candidates", server.base);
+    let body = |sources: Value| {
+        json!({"base_version": 1, "instructions": "# Customer lookup\n\nAsk for the C-1234 id.",
+               "note": "Agents guessed id formats.", "sources": sources,
+               "evidence": {"pairs": [{"case_id": "id-format", "verdict": "better"}]}})
+    };
+    let http = reqwest::Client::new();
+    let curator = server.create_key("curator-api", "curation");
+
+    let anonymous = http
+        .post(&url)
+        .json(&body(json!([fb])))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(anonymous.status(), 401);
+    let support = http
+        .post(&url)
+        .bearer_auth(&server.support_key)
+        .json(&body(json!([fb])))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(support.status(), 403);
+    let bad = http
+        .post(&url)
+        .bearer_auth(&curator)
+        .json(&body(json!(["sess_nope"])))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad.status(), 422);
+    let message: Value = bad.json().await.unwrap();
+    assert!(
+        message["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("cite existing feedback, session or pattern IDs"),
+        "{message}"
+    );
+    assert!(human.list_candidates(None, None).await.unwrap().is_empty());
+
+    let created = http
+        .post(&url)
+        .bearer_auth(&curator)
+        .json(&body(json!([fb])))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 201);
+    let created: Value = created.json().await.unwrap();
+    assert_eq!(created["verdict"], "ACCEPT", "{created}");
+    let stored = human
+        .list_candidates(None, Some("customer-lookup"))
+        .await
+        .unwrap();
+    assert_eq!(stored.len(), 1);
+    assert_eq!(stored[0].proposer, Proposer::Agent("curator-api".into()));
+}

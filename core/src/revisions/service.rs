@@ -869,7 +869,13 @@ mod tests {
             Err(RevisionError::Citation(_))
         ));
         let p = revisions
-            .add_pattern("refund-handling", "p", "content", std::slice::from_ref(&fb), "bot")
+            .add_pattern(
+                "refund-handling",
+                "p",
+                "content",
+                std::slice::from_ref(&fb),
+                "bot",
+            )
             .await
             .unwrap();
         assert!(matches!(
