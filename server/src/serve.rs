@@ -139,7 +139,10 @@ pub async fn build(database_url: &str, args: &ServeArgs) -> anyhow::Result<Route
     let routes = generate_route_list(App);
     let provide = {
         let console = console.clone();
-        move || provide_context(console.clone())
+        move || {
+            provide_context(console.clone());
+            provide_context(revisions.clone());
+        }
     };
     let router = Router::new()
         .route("/healthz", get(health::healthz))

@@ -1,5 +1,6 @@
 //! Console pages, one module each.
 
+mod candidates;
 mod catalog;
 mod dashboard;
 mod login;
@@ -7,16 +8,19 @@ mod not_found;
 mod roles;
 mod scopes;
 mod section;
+mod skill_revisions;
 mod skills;
 mod tools;
 mod users;
 
+pub use candidates::{CandidatePage, CandidatesPage};
 pub use dashboard::Dashboard;
 pub use login::LoginPage;
 pub use not_found::NotFound;
 pub use roles::{RolePage, RolesPage};
 pub use scopes::ScopesPage;
 pub use section::{Section, SectionKind};
+pub use skill_revisions::SkillRevisions;
 pub use skills::{SkillPage, SkillsPage};
 pub use tools::{ToolPage, ToolsPage};
 pub use users::UsersPage;

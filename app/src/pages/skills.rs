@@ -102,7 +102,13 @@ pub fn SkillPage() -> impl IntoView {
         <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
             {move || Suspend::new(async move {
                 match skill.await {
-                    Ok(Some(skill)) => skill_view(skill).into_any(),
+                    Ok(Some(skill)) => {
+                        view! {
+                            {skill_view(skill)}
+                            <super::SkillRevisions slug=Signal::derive(slug) />
+                        }
+                            .into_any()
+                    }
                     Ok(None) => {
                         view! {
                             <h1>"Skill not found"</h1>
