@@ -6,6 +6,7 @@ mod cli;
 mod console_auth;
 mod demo_upstream;
 mod dev;
+mod export;
 mod health;
 mod key_cmd;
 mod mcp;

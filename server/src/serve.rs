@@ -30,7 +30,7 @@ use tower_sessions::{Expiry, SessionManagerLayer};
 use tower_sessions_sqlx_store::SqliteStore;
 
 use crate::cli::ServeArgs;
-use crate::{api, console_auth, health, key_cmd, mcp, upstream_sync};
+use crate::{api, console_auth, export, health, key_cmd, mcp, upstream_sync};
 
 /// Console sessions end after this long without a request.
 const CONSOLE_IDLE_TIMEOUT: time::Duration = time::Duration::hours(8);
@@ -148,6 +148,10 @@ pub async fn build(database_url: &str, args: &ServeArgs) -> anyhow::Result<Route
         .route("/healthz", get(health::healthz))
         .route("/login", post(console_auth::login))
         .route("/logout", post(console_auth::logout))
+        .route(
+            "/console/export/skills/{skill}/{version}",
+            get(export::export_skill),
+        )
         .leptos_routes_with_context(&state, routes, provide.clone(), {
             let options = leptos_options.clone();
             move || shell(options.clone())

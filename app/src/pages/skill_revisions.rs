@@ -72,6 +72,14 @@ fn revisions_view(
                             <li>
                                 {format!("v{v}")}
                                 {current.then(|| view! { " " <span class="badge">"current"</span> })}
+                                " "
+                                <a
+                                    href=format!("/console/export/skills/{skill}/{v}")
+                                    download=format!("{skill}-v{v}.tar")
+                                    rel="external"
+                                >
+                                    "Export"
+                                </a>
                                 {(!current && d.can_restore).then(|| view! {
                                     <ActionForm action=restore attr:class="inline-form">
                                         <input type="hidden" name="skill" value=skill />

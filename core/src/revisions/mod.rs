@@ -6,6 +6,7 @@
 pub mod citations;
 pub mod curator;
 pub mod evidence;
+pub mod export;
 pub mod gate;
 pub mod service;
 pub mod skill_md;
