@@ -121,6 +121,14 @@ pub fn CandidatePage() -> impl IntoView {
         <p class="crumbs">
             <A href="/candidates">"Candidates"</A>
         </p>
+        // Outside the Suspense: the candidate reloads after a decision, the outcome stays.
+        {move || match decide.value().get() {
+            Some(Ok(message)) => {
+                view! { <p class="notice success" role="status">{message}</p> }.into_any()
+            }
+            Some(Err(e)) => view! { <ErrorNotice error=e /> }.into_any(),
+            None => ().into_any(),
+        }}
         <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
             {move || Suspend::new(async move {
                 match candidate.await {
@@ -281,13 +289,7 @@ fn candidate_view(c: CandidateDetail, decide: ServerAction<DecideCandidate>) -> 
 }
 
 fn decision_form(id: String, stale: bool, decide: ServerAction<DecideCandidate>) -> impl IntoView {
-    let result = decide.value();
     view! {
-        {move || match result.get() {
-            Some(Ok(message)) => view! { <p class="notice success" role="status">{message}</p> }.into_any(),
-            Some(Err(e)) => view! { <ErrorNotice error=e /> }.into_any(),
-            None => ().into_any(),
-        }}
         <ActionForm action=decide attr:class="form decide-form">
             <input type="hidden" name="id" value=id />
             <label for="decide-reason">"Reason (required)"</label>

@@ -40,6 +40,10 @@ pub fn SkillRevisions(#[prop(into)] slug: Signal<String>) -> impl IntoView {
         |(slug, ..)| skill_revisions(slug),
     );
     view! {
+        // Outside the Suspense: the section reloads after each action, the outcome stays.
+        {outcome(restore.value())}
+        {outcome(feedback.value())}
+        {outcome(upload.value())}
         <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
             {move || Suspend::new(async move {
                 match data.await {
@@ -61,7 +65,6 @@ fn revisions_view(
     view! {
         <section aria-labelledby="skill-versions">
             <h2 id="skill-versions">"Versions"</h2>
-            {outcome(restore.value())}
             <ul class="versions">
                 {d.versions
                     .iter()
@@ -155,7 +158,6 @@ fn revisions_view(
                 let skill = skill.clone();
                 view! {
                     <h3>"Add reviewer feedback"</h3>
-                    {outcome(feedback.value())}
                     <ActionForm action=feedback attr:class="form">
                         <input type="hidden" name="skill" value=skill />
                         <label for="fb-rating">"Rating"</label>
@@ -196,7 +198,6 @@ fn revisions_view(
                 <p class="muted">
                     "Paste an Agent Skills SKILL.md (frontmatter name and description) and, optionally, a WikiSkill provenance.json with base_version, note, sources and evidence. Another reviewer decides the candidate."
                 </p>
-                {outcome(upload.value())}
                 <ActionForm action=upload attr:class="form">
                     <input type="hidden" name="skill" value=skill.clone() />
                     <label for="up-skill-md">"SKILL.md"</label>
