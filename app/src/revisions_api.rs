@@ -451,7 +451,12 @@ mod ssr {
             .as_ref()
             .map(|b| b.skill.instructions.clone())
             .unwrap_or_default();
-        let diff = TextDiff::from_lines(&base_text, &c.instructions)
+        // Both sides end with a newline, so an unchanged last line does not show as changed.
+        let (old, new) = (
+            format!("{}\n", base_text.trim_end()),
+            format!("{}\n", c.instructions.trim_end()),
+        );
+        let diff = TextDiff::from_lines(&old, &new)
             .iter_all_changes()
             .map(|change| DiffLine {
                 tag: match change.tag() {
