@@ -168,14 +168,16 @@ pub async fn decide_candidate(
 }
 
 #[server(prefix = "/console/api")]
-pub async fn skill_revisions(skill: String) -> Result<SkillRevisionsData, ConsoleError> {
+pub async fn skill_revisions(skill: String) -> Result<Option<SkillRevisionsData>, ConsoleError> {
+    use skillgate_core::revisions::RevisionError;
     use skillgate_core::users::ConsoleRole;
     let user = ssr::require_role(ConsoleRole::Viewer).await?;
     let revisions = ssr::revisions();
-    let current = revisions
-        .get_skill(&skill, None)
-        .await
-        .map_err(ssr::error)?;
+    let current = match revisions.get_skill(&skill, None).await {
+        Ok(current) => current,
+        Err(RevisionError::NotFound(_)) => return Ok(None),
+        Err(e) => return Err(ssr::error(e)),
+    };
     let slug = current.skill.slug.clone();
     let versions = revisions
         .store()
@@ -218,7 +220,7 @@ pub async fn skill_revisions(skill: String) -> Result<SkillRevisionsData, Consol
         .list_candidates(None, Some(&skill))
         .await
         .map_err(ssr::error)?;
-    Ok(SkillRevisionsData {
+    Ok(Some(SkillRevisionsData {
         skill,
         current_version: current.version,
         versions,
@@ -227,7 +229,7 @@ pub async fn skill_revisions(skill: String) -> Result<SkillRevisionsData, Consol
         candidates: ssr::rows(&revisions, candidates).await?,
         can_review: user.role.allows(ConsoleRole::Reviewer),
         can_restore: user.role.allows(ConsoleRole::Admin),
-    })
+    }))
 }
 
 /// A reviewer's feedback; `kind` is `general` or `requirement`.

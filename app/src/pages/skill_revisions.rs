@@ -47,8 +47,9 @@ pub fn SkillRevisions(#[prop(into)] slug: Signal<String>) -> impl IntoView {
         <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
             {move || Suspend::new(async move {
                 match data.await {
-                    Ok(d) => revisions_view(d, feedback, upload, restore).into_any(),
-                    Err(e) => view! { <ErrorNotice error=e /> }.into_any(),
+                    Ok(Some(d)) => revisions_view(d, feedback, upload, restore).into_any(),
+                    // The skill page already says the skill does not exist, or why it failed.
+                    Ok(None) | Err(_) => ().into_any(),
                 }
             })}
         </Suspense>

@@ -102,13 +102,7 @@ pub fn SkillPage() -> impl IntoView {
         <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
             {move || Suspend::new(async move {
                 match skill.await {
-                    Ok(Some(skill)) => {
-                        view! {
-                            {skill_view(skill)}
-                            <super::SkillRevisions slug=Signal::derive(slug) />
-                        }
-                            .into_any()
-                    }
+                    Ok(Some(skill)) => skill_view(skill).into_any(),
                     Ok(None) => {
                         view! {
                             <h1>"Skill not found"</h1>
@@ -125,6 +119,9 @@ pub fn SkillPage() -> impl IntoView {
                 }
             })}
         </Suspense>
+        // Its own resources, outside the skill's Suspense: a resource created while an
+        // outer one resolves can leave the streamed page unfinished.
+        <super::SkillRevisions slug=Signal::derive(slug) />
     }
 }
 
