@@ -646,6 +646,7 @@ pub async fn list_upstreams(check: Option<String>) -> Result<UpstreamsView, Cons
                     .collect::<Vec<_>>()
                     .join(" "),
                 UpstreamKind::Http { url } => url.clone(),
+                UpstreamKind::Builtin => "built into skillgate".to_owned(),
             },
             tools: catalog
                 .tools

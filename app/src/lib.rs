@@ -9,6 +9,7 @@ pub mod flash;
 mod layout;
 mod pages;
 pub mod users_api;
+pub mod revisions_api;
 
 use leptos::prelude::*;
 use leptos_meta::{MetaTags, Stylesheet, Title, provide_meta_context};
@@ -81,11 +82,8 @@ pub fn App() -> impl IntoView {
                         view=|| view! { <Section section=pages::SectionKind::Sessions /> }
                         ssr=SsrMode::Async
                     />
-                    <Route
-                        path=path!("candidates")
-                        view=|| view! { <Section section=pages::SectionKind::Candidates /> }
-                        ssr=SsrMode::Async
-                    />
+                    <Route path=path!("candidates") view=pages::CandidatesPage ssr=SsrMode::Async />
+                    <Route path=path!("candidates/:id") view=pages::CandidatePage ssr=SsrMode::Async />
                     <Route path=path!("users") view=UsersPage ssr=SsrMode::Async />
                     <Route
                         path=path!("changes/:kind/:name")

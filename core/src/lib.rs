@@ -12,6 +12,7 @@ pub mod gateway;
 pub mod keys;
 pub mod model;
 pub mod policy;
+pub mod revisions;
 pub mod slug;
 pub mod store;
 pub mod upstream;

@@ -6,7 +6,7 @@ import {
   launch, newPage, signIn, screenshot, waitHydrated, ADMIN_PASSWORD, VIEWER_PASSWORD,
 } from './browser.js';
 
-const DEMO_ROLES = ['billing-admin', 'retention-desk', 'security-fraud', 'system-admin', 'tier-1-support'];
+const DEMO_ROLES = ['billing-admin', 'retention-desk', 'security-fraud', 'skill-curator', 'system-admin', 'tier-1-support'];
 const FULL_KEY = /sgk_[A-Za-z0-9]{30,}/;
 
 /** The text of each cell in the column headed `header` of the first table under `scope`. */
@@ -39,7 +39,7 @@ for (const js of [true, false]) {
     before(async () => { browser = await launch(); });
     after(async () => { await browser?.close(); });
 
-    it('lists the five demo roles with their scopes', async () => {
+    it('lists the six demo roles with their scopes', async () => {
       const page = await newPage(browser, js);
       await signIn(page, 'admin', ADMIN_PASSWORD);
       const response = await page.goto('/roles');

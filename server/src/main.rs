@@ -1,10 +1,12 @@
 //! `skillgate`: the server binary and its command line.
 
+mod api;
 mod audit_cmd;
 mod cli;
 mod console_auth;
 mod demo_upstream;
 mod dev;
+mod export;
 mod health;
 mod key_cmd;
 mod mcp;

@@ -18,6 +18,8 @@ use skillgate_core::catalog_service::CatalogService;
 use skillgate_core::gateway::{Gateway, GatewayOptions};
 use skillgate_core::keys::AgentKeys;
 use skillgate_core::policy::CatalogHandle;
+use skillgate_core::revisions::Revisions;
+use skillgate_core::revisions::curator::{CURATION_UPSTREAM, in_process_config};
 use skillgate_core::slug::Slug;
 use skillgate_core::store::Store;
 use skillgate_core::upstream::UpstreamPool;
@@ -29,7 +31,7 @@ use tower_sessions::{Expiry, SessionManagerLayer};
 use tower_sessions_sqlx_store::SqliteStore;
 
 use crate::cli::ServeArgs;
-use crate::{console_auth, health, key_cmd, mcp, upstream_sync};
+use crate::{api, console_auth, export, health, key_cmd, mcp, upstream_sync};
 
 /// Console sessions end after this long without a request.
 const CONSOLE_IDLE_TIMEOUT: time::Duration = time::Duration::hours(8);
@@ -86,6 +88,8 @@ pub async fn build(database_url: &str, args: &ServeArgs) -> anyhow::Result<Route
         last: Default::default(),
     });
     let audit = AuditLog::new(store.clone());
+    let revisions = Revisions::new(store.clone(), catalog.clone(), audit.clone());
+    upstreams.upsert(CURATION_UPSTREAM, in_process_config(revisions.clone()));
     let gateway = Gateway::new(
         store.clone(),
         catalog.clone(),
@@ -112,6 +116,12 @@ pub async fn build(database_url: &str, args: &ServeArgs) -> anyhow::Result<Route
         max_body_bytes: mcp::DEFAULT_MAX_BODY_BYTES,
     };
     mcp_options.validate()?;
+    let api_router = api::router(
+        revisions.clone(),
+        catalog.clone(),
+        AgentKeys::new(store.clone()),
+        &mcp_options,
+    );
     let mcp_router = mcp::router(gateway, AgentKeys::new(store.clone()), mcp_options);
 
     let leptos_options = LeptosOptions::builder()
@@ -138,12 +148,19 @@ pub async fn build(database_url: &str, args: &ServeArgs) -> anyhow::Result<Route
     let routes = generate_route_list(App);
     let provide = {
         let console = console.clone();
-        move || provide_context(console.clone())
+        move || {
+            provide_context(console.clone());
+            provide_context(revisions.clone());
+        }
     };
     let router = Router::new()
         .route("/healthz", get(health::healthz))
         .route("/login", post(console_auth::login))
         .route("/logout", post(console_auth::logout))
+        .route(
+            "/console/export/skills/{skill}/{version}",
+            get(export::export_skill),
+        )
         .leptos_routes_with_context(&state, routes, provide.clone(), {
             let options = leptos_options.clone();
             move || shell(options.clone())
@@ -160,6 +177,7 @@ pub async fn build(database_url: &str, args: &ServeArgs) -> anyhow::Result<Route
         .with_state(state)
         // Merged after the console layers: /mcp authenticates agent keys, not cookies.
         .merge(mcp_router)
+        .merge(api_router)
         .layer(TraceLayer::new_for_http());
     Ok(router)
 }

@@ -42,18 +42,22 @@ impl SyncReport {
     }
 }
 
-/// How the pool reaches an upstream of the catalog.
-pub fn upstream_config(kind: &UpstreamKind) -> UpstreamConfig {
+/// How the pool reaches an upstream of the catalog; `None` for a built-in upstream, which
+/// the server registers itself.
+pub fn upstream_config(kind: &UpstreamKind) -> Option<UpstreamConfig> {
     match kind {
-        UpstreamKind::Stdio { command, args } => UpstreamConfig::stdio(command, args),
-        UpstreamKind::Http { url } => UpstreamConfig::http(url, None),
+        UpstreamKind::Stdio { command, args } => Some(UpstreamConfig::stdio(command, args)),
+        UpstreamKind::Http { url } => Some(UpstreamConfig::http(url, None)),
+        UpstreamKind::Builtin => None,
     }
 }
 
 /// Adds every upstream to the pool (an unchanged one keeps its running session).
 pub fn register_upstreams(pool: &UpstreamPool, upstreams: &[Upstream]) {
     for upstream in upstreams {
-        pool.upsert(upstream.name.as_str(), upstream_config(&upstream.kind));
+        if let Some(config) = upstream_config(&upstream.kind) {
+            pool.upsert(upstream.name.as_str(), config);
+        }
     }
 }
 
@@ -289,12 +293,16 @@ mod tests {
         };
         assert_eq!(
             upstream_config(&stdio),
-            UpstreamConfig::stdio("/usr/bin/skillgate", ["demo-upstream"])
+            Some(UpstreamConfig::stdio(
+                "/usr/bin/skillgate",
+                ["demo-upstream"]
+            ))
         );
         assert_eq!(
             upstream_config(&http),
-            UpstreamConfig::http("http://127.0.0.1:9/mcp", None)
+            Some(UpstreamConfig::http("http://127.0.0.1:9/mcp", None))
         );
+        assert_eq!(upstream_config(&UpstreamKind::Builtin), None);
 
         let pool = UpstreamPool::default();
         register_upstreams(
@@ -304,7 +312,7 @@ mod tests {
         assert_eq!(pool.names(), ["billing", "demo"]);
         assert_eq!(
             *pool.get("billing").unwrap().config(),
-            upstream_config(&http)
+            upstream_config(&http).unwrap()
         );
     }
 
@@ -401,7 +409,17 @@ mod tests {
             .await
             .unwrap();
         let catalog = Arc::new(CatalogHandle::new(store.compiled_catalog().await.unwrap()));
-        assert_eq!(catalog.load().catalog().tools.len(), 1);
+        // The built-in curation tools are in every catalog; count the stored ones.
+        let stored = |catalog: &CatalogHandle| {
+            catalog
+                .load()
+                .catalog()
+                .tools
+                .iter()
+                .filter(|t| t.upstream.as_str() != "curation")
+                .count()
+        };
+        assert_eq!(stored(&catalog), 1);
         let pool = Arc::new(UpstreamPool::default());
 
         let reports = spawn_sync(store.clone(), pool.clone(), catalog.clone())
@@ -421,7 +439,7 @@ mod tests {
         assert_eq!(tools.len(), synced.tools + 1);
         assert!(tools.iter().all(|t| t.upstream.as_str() == "demo"));
         assert!(tools.iter().any(|t| t.spec.name == "retired_tool"));
-        assert_eq!(catalog.load().catalog().tools.len(), synced.tools + 1);
+        assert_eq!(stored(&catalog), synced.tools + 1);
     }
 
     #[tokio::test]

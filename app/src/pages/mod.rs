@@ -1,5 +1,6 @@
 //! Console pages, one module each.
 
+mod candidates;
 mod catalog;
 mod changes;
 mod dashboard;
@@ -12,6 +13,7 @@ mod scope_edit;
 mod scopes;
 mod section;
 mod skill_edit;
+mod skill_revisions;
 mod skills;
 mod tool_edit;
 mod tools;
@@ -19,6 +21,7 @@ mod upstreams;
 mod users;
 
 pub use changes::ChangesPage;
+pub use candidates::{CandidatePage, CandidatesPage};
 pub use dashboard::Dashboard;
 pub use login::LoginPage;
 pub use not_found::NotFound;
@@ -28,6 +31,7 @@ pub use scope_edit::{NewScopePage, ScopeEditPage};
 pub use scopes::ScopesPage;
 pub use section::{Section, SectionKind};
 pub use skill_edit::{SkillEditPage, SkillVersionPage};
+pub use skill_revisions::SkillRevisions;
 pub use skills::{SkillPage, SkillsPage};
 pub use tools::{ToolPage, ToolsPage};
 pub use upstreams::UpstreamsPage;

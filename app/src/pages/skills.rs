@@ -119,6 +119,9 @@ pub fn SkillPage() -> impl IntoView {
                 }
             })}
         </Suspense>
+        // Its own resources, outside the skill's Suspense: a resource created while an
+        // outer one resolves can leave the streamed page unfinished.
+        <super::SkillRevisions slug=Signal::derive(slug) />
     }
 }
 

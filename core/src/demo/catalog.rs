@@ -139,6 +139,17 @@ fn skills() -> Vec<Skill> {
             &["reset_user_password", "delete_user_account"],
             ACCOUNT_ADMIN,
         ),
+        skill(
+            "skill-curation",
+            "Read feedback on a skill, record cited patterns and propose a revision for human review.",
+            &[
+                "list_skill_feedback",
+                "get_skill",
+                "add_wiki_pattern",
+                "propose_skill_revision",
+            ],
+            CURATION,
+        ),
     ]
 }
 
@@ -188,6 +199,14 @@ fn roles() -> Vec<Role> {
             skills: slugs(&["account-administration"]),
             limits: Vec::new(),
         },
+        Role {
+            slug: slug("skill-curator"),
+            title: "Skill curator".to_owned(),
+            description: "Improves skills from use: reads feedback, records cited wiki patterns and proposes revisions that a human reviewer approves or rejects.".to_owned(),
+            instructions: "You curate skills. Nothing you propose reaches other agents until a human reviewer approves it, so cite the feedback, sessions and patterns behind every change and give honest evidence.".to_owned(),
+            skills: slugs(&["skill-curation"]),
+            limits: Vec::new(),
+        },
     ]
 }
 
@@ -208,8 +227,30 @@ fn scopes() -> Vec<Scope> {
             description: "Internal operations agents.".to_owned(),
             roles: slugs(&["system-admin"]),
         },
+        Scope {
+            slug: slug("curation"),
+            description: "Curator agents that propose skill revisions.".to_owned(),
+            roles: slugs(&["skill-curator"]),
+        },
     ]
 }
+
+const CURATION: &str = r#"
+# Skill curation
+
+Start from what agents and reviewers said. Call `list_skill_feedback` for the skill; every
+item has a `feedback_id`, and agent feedback names its `session_id`. Feedback of kind
+`requirement` is an explicit human requirement: a revision must show that it fulfils it.
+
+Read the current instructions with `get_skill` (it also lists the skill's wiki patterns).
+When several pieces of feedback point at the same lesson, record it once with
+`add_wiki_pattern`, citing the feedback or session IDs it rests on.
+
+Propose a change with `propose_skill_revision`: the full new instructions, a note that says
+why, the IDs you cite, and evidence (numeric scores or paired better/tie/worse cases with
+requirement checks). Cite only IDs that exist; the server refuses anything else. The server
+computes the gate verdict, and a human reviewer decides.
+"#;
 
 const CUSTOMER_LOOKUP: &str = r#"
 # Customer lookup

@@ -13,7 +13,9 @@ use sha2::{Digest, Sha256};
 use super::{AgentIdentity, Gateway, GatewayError, ToolReply, code_label, denial};
 use crate::audit::{CallOutcome, NewEvent, redact_sensitive};
 use crate::model::Limit;
+use crate::model::UpstreamKind;
 use crate::policy::{CallRequest, CompiledCatalog, Decision, DenyCode, SessionView, decide};
+use crate::revisions::curator::{META_AGENT, META_SESSION};
 use crate::slug::Slug;
 use crate::upstream::UpstreamError;
 
@@ -135,10 +137,23 @@ impl Gateway {
             _ => Default::default(), // unreachable: decide checked the object schema
         };
         let started = std::time::Instant::now();
+        // A built-in upstream learns who is calling (the curator's proposer identity);
+        // outside upstreams never see the agent's key name.
+        let builtin = catalog
+            .catalog()
+            .upstreams
+            .iter()
+            .any(|u| u.name.as_str() == upstream && u.kind == UpstreamKind::Builtin);
+        let meta = builtin.then(|| {
+            let mut meta = serde_json::Map::new();
+            meta.insert(META_AGENT.to_owned(), json!(agent.key_name));
+            meta.insert(META_SESSION.to_owned(), json!(sid));
+            meta
+        });
         let outcome = match self.upstreams.get(&upstream) {
             Ok(client) => {
                 client
-                    .call_tool(tool, arguments, self.options.call_timeout)
+                    .call_tool_with_meta(tool, arguments, meta, self.options.call_timeout)
                     .await
             }
             Err(error) => Err(error),

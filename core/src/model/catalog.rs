@@ -28,10 +28,15 @@ pub struct CatalogDraft {
 
 impl CatalogDraft {
     /// The catalog this draft becomes once saved: every skill at version 1.
-    pub fn into_catalog(self, upstreams: Vec<Upstream>) -> Catalog {
+    /// The built-in curation upstream and its tools are added, as loading a catalog does.
+    pub fn into_catalog(self, mut upstreams: Vec<Upstream>) -> Catalog {
+        let (builtin, builtin_tools) = crate::revisions::curator::builtin_catalog_parts();
+        upstreams.push(builtin);
+        let mut tools = self.tools;
+        tools.extend(builtin_tools);
         Catalog {
             upstreams,
-            tools: self.tools,
+            tools,
             skills: self
                 .skills
                 .into_iter()

@@ -16,6 +16,9 @@ pub enum UpstreamKind {
     },
     /// An MCP server reached over streamable HTTP.
     Http { url: String },
+    /// An MCP server inside the skillgate process (the curation tools). Its tools are part
+    /// of the binary: it is added to every loaded catalog and never stored.
+    Builtin,
 }
 
 impl UpstreamKind {
@@ -24,6 +27,7 @@ impl UpstreamKind {
         match self {
             Self::Stdio { .. } => "stdio",
             Self::Http { .. } => "http",
+            Self::Builtin => "builtin",
         }
     }
 }

@@ -362,7 +362,12 @@ impl Store {
             .into_catalog(vec![upstream.clone()])
             .validate()?;
         upsert_upstream(&mut tx, &upstream).await?;
-        let specs: Vec<ToolSpec> = draft.tools.iter().map(|t| t.spec.clone()).collect();
+        let specs: Vec<ToolSpec> = draft
+            .tools
+            .iter()
+            .filter(|t| t.upstream == upstream.name)
+            .map(|t| t.spec.clone())
+            .collect();
         upsert_tools(&mut tx, &upstream.name, &specs).await?;
         for skill in &draft.skills {
             insert_skill(&mut tx, skill).await?;
@@ -379,9 +384,15 @@ impl Store {
 }
 
 async fn load_catalog(conn: &mut SqliteConnection) -> Result<Catalog, StoreError> {
+    // The built-in curation upstream and its tools live in code, not in the database.
+    let (builtin, builtin_tools) = crate::revisions::curator::builtin_catalog_parts();
+    let mut upstreams = list_upstreams(conn).await?;
+    upstreams.push(builtin);
+    let mut tools = list_tools(conn).await?;
+    tools.extend(builtin_tools);
     Ok(Catalog {
-        upstreams: list_upstreams(conn).await?,
-        tools: list_tools(conn).await?,
+        upstreams,
+        tools,
         skills: list_skills(conn)
             .await?
             .into_iter()
@@ -710,7 +721,9 @@ mod tests {
     #[tokio::test]
     async fn seeding_an_empty_database_stores_the_demo_catalog_as_drafted() {
         let store = seeded().await;
-        let loaded = store.load_catalog().await.unwrap();
+        let mut loaded = store.load_catalog().await.unwrap();
+        // Built-in tools follow the stored ones; compare as sets.
+        loaded.tools.sort_by(|a, b| a.spec.name.cmp(&b.spec.name));
         let upstream = Upstream {
             name: slug("demo"),
             kind: UpstreamKind::Stdio {

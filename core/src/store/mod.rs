@@ -14,6 +14,7 @@ pub mod audit;
 pub mod catalog;
 pub mod keys;
 pub mod reveals;
+pub mod revisions;
 pub mod sessions;
 mod users;
 

@@ -3,7 +3,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rmcp::model::{CallToolRequestParams, CallToolResult, ClientRequest, JsonObject, PingRequest};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientRequest, JsonObject, MetaObject, PingRequest,
+    RequestMetaObject,
+};
 use rmcp::service::ServiceError;
 use tokio::sync::{Mutex, OwnedMutexGuard};
 use tokio::time::timeout_at;
@@ -159,17 +162,31 @@ impl UpstreamClient {
     /// Calls `tool` with `arguments`; the whole call, including a (re)connect, ends within
     /// `timeout` (a timed-out request is cancelled at the upstream with
     /// `notifications/cancelled`).
-    #[tracing::instrument(skip(self, arguments), fields(upstream = %self.name))]
     pub async fn call_tool(
         &self,
         tool: &str,
         arguments: JsonObject,
         timeout: Duration,
     ) -> Result<CallOutcome, UpstreamError> {
+        self.call_tool_with_meta(tool, arguments, None, timeout)
+            .await
+    }
+
+    /// [`Self::call_tool`] with request `_meta`: how the gateway tells an in-process
+    /// upstream which agent is calling. Never used for outside upstreams.
+    #[tracing::instrument(skip(self, arguments, meta), fields(upstream = %self.name))]
+    pub async fn call_tool_with_meta(
+        &self,
+        tool: &str,
+        arguments: JsonObject,
+        meta: Option<JsonObject>,
+        timeout: Duration,
+    ) -> Result<CallOutcome, UpstreamError> {
         let started = Instant::now();
         let deadline = tokio::time::Instant::now() + timeout;
         let connection = self.connection_by(deadline, timeout).await?;
-        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+        let mut params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+        params.meta = meta.map(|m| RequestMetaObject(MetaObject(m)));
         let operation = format!("tools/call `{tool}`");
         let result = self
             .request_by(

@@ -2,6 +2,9 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
+
+use tokio::io::DuplexStream;
 
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Serialize, Serializer};
@@ -50,6 +53,51 @@ pub enum UpstreamConfig {
         #[serde(default)]
         bearer: Option<Secret>,
     },
+    /// An rmcp server in this process, reached over an in-memory duplex stream.
+    #[serde(skip)]
+    InProcess(InProcessServer),
+}
+
+/// Starts an in-process MCP server on the server end of an in-memory duplex stream. The
+/// closure spawns the server task and returns at once; the pool connects its client end.
+#[derive(Clone)]
+pub struct InProcessServer {
+    name: &'static str,
+    start: Arc<dyn Fn(DuplexStream) + Send + Sync>,
+}
+
+impl InProcessServer {
+    pub fn new(name: &'static str, start: impl Fn(DuplexStream) + Send + Sync + 'static) -> Self {
+        Self {
+            name,
+            start: Arc::new(start),
+        }
+    }
+
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    pub(super) fn start(&self, io: DuplexStream) {
+        (self.start)(io)
+    }
+}
+
+/// Two handles are the same server only when they share the start closure.
+impl PartialEq for InProcessServer {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.start, &other.start)
+    }
+}
+
+impl Eq for InProcessServer {}
+
+impl fmt::Debug for InProcessServer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("InProcessServer")
+            .field("name", &self.name)
+            .finish()
+    }
 }
 
 impl UpstreamConfig {
@@ -76,6 +124,7 @@ impl UpstreamConfig {
         match self {
             Self::Stdio { command, .. } => command,
             Self::Http { url, .. } => url,
+            Self::InProcess(server) => server.name(),
         }
     }
 }
@@ -94,6 +143,7 @@ impl fmt::Debug for UpstreamConfig {
                 .field("url", url)
                 .field("bearer", bearer)
                 .finish(),
+            Self::InProcess(server) => server.fmt(f),
         }
     }
 }
@@ -116,6 +166,11 @@ impl Serialize for StoredUpstreamConfig<'_> {
                 map.serialize_entry("transport", "http")?;
                 map.serialize_entry("url", url)?;
                 map.serialize_entry("bearer", &bearer.as_ref().map(Secret::expose))?;
+            }
+            UpstreamConfig::InProcess(_) => {
+                return Err(serde::ser::Error::custom(
+                    "an in-process upstream lives in code and is never stored",
+                ));
             }
         }
         map.end()

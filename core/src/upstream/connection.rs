@@ -87,6 +87,17 @@ impl Connection {
                 tracing::info!(upstream, url = %url, "connected to http upstream");
                 Ok(Self::new(service, None, started_at))
             }
+            UpstreamConfig::InProcess(server) => {
+                // Generous buffer: a proposal carries a whole skill's instructions.
+                let (client_io, server_io) = tokio::io::duplex(256 * 1024);
+                server.start(server_io);
+                let service = client_config()
+                    .serve(client_io)
+                    .await
+                    .map_err(|e| init_error(upstream, config, &e))?;
+                tracing::info!(upstream, "connected to in-process upstream");
+                Ok(Self::new(service, None, started_at))
+            }
         }
     }
 

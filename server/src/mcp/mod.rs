@@ -1,7 +1,7 @@
 //! The enforcing MCP endpoint at `/mcp`: rmcp's streamable HTTP transport behind our own
 //! host, origin and agent-key checks, serving the gateway's four platform tools.
 
-mod auth;
+pub(crate) mod auth;
 mod handler;
 mod tools;
 
@@ -87,16 +87,21 @@ pub fn router(gateway: Gateway, keys: AgentKeys, options: McpOptions) -> Router 
         Arc::new(LocalSessionManager::default()),
         config,
     );
-    let admission = Arc::new(auth::Admission {
-        keys,
-        loopback_bind: options.bind.ip().is_loopback(),
-        allowed_origins: options.allowed_origins,
-        anonymous_scope: options.anonymous_scope,
-    });
+    let admission = admission(keys, &options);
     Router::new()
         .route_service(MCP_PATH, mcp)
         .route_layer(RequestBodyLimitLayer::new(options.max_body_bytes))
         .route_layer(axum::middleware::from_fn_with_state(admission, auth::admit))
+}
+
+/// The admission checks of `/mcp` (Host, Origin, agent key), shared with `/api/v1`.
+pub(crate) fn admission(keys: AgentKeys, options: &McpOptions) -> Arc<auth::Admission> {
+    Arc::new(auth::Admission {
+        keys,
+        loopback_bind: options.bind.ip().is_loopback(),
+        allowed_origins: options.allowed_origins.clone(),
+        anonymous_scope: options.anonymous_scope.clone(),
+    })
 }
 
 #[cfg(test)]

@@ -1,0 +1,213 @@
+//! The revisions part of a skill's page: versions (restore), feedback from agents and
+//! reviewers (add general feedback or an explicit requirement), wiki patterns, candidates,
+//! and a `SKILL.md` upload that becomes a candidate.
+
+use leptos::prelude::*;
+
+use super::ErrorNotice;
+use super::candidates::{candidate_table, when};
+use crate::api::ConsoleError;
+use crate::revisions_api::{
+    AddFeedback, RestoreVersion, SkillRevisionsData, UploadSkillMd, skill_revisions,
+};
+
+fn outcome(
+    value: impl Get<Value = Option<Result<String, ConsoleError>>> + Send + Sync + 'static,
+) -> impl IntoView {
+    move || match value.get() {
+        Some(Ok(message)) => {
+            view! { <p class="notice success" role="status">{message}</p> }.into_any()
+        }
+        Some(Err(e)) => view! { <ErrorNotice error=e /> }.into_any(),
+        None => ().into_any(),
+    }
+}
+
+#[component]
+pub fn SkillRevisions(#[prop(into)] slug: Signal<String>) -> impl IntoView {
+    let feedback = ServerAction::<AddFeedback>::new();
+    let upload = ServerAction::<UploadSkillMd>::new();
+    let restore = ServerAction::<RestoreVersion>::new();
+    let data = Resource::new(
+        move || {
+            (
+                slug.get(),
+                feedback.version().get(),
+                upload.version().get(),
+                restore.version().get(),
+            )
+        },
+        |(slug, ..)| skill_revisions(slug),
+    );
+    view! {
+        // Outside the Suspense: the section reloads after each action, the outcome stays.
+        {outcome(restore.value())}
+        {outcome(feedback.value())}
+        {outcome(upload.value())}
+        <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
+            {move || Suspend::new(async move {
+                match data.await {
+                    Ok(Some(d)) => revisions_view(d, feedback, upload, restore).into_any(),
+                    // The skill page already says the skill does not exist, or why it failed.
+                    Ok(None) | Err(_) => ().into_any(),
+                }
+            })}
+        </Suspense>
+    }
+}
+
+fn revisions_view(
+    d: SkillRevisionsData,
+    feedback: ServerAction<AddFeedback>,
+    upload: ServerAction<UploadSkillMd>,
+    restore: ServerAction<RestoreVersion>,
+) -> impl IntoView {
+    let skill = d.skill.clone();
+    view! {
+        <section aria-labelledby="skill-versions">
+            <h2 id="skill-versions">"Versions"</h2>
+            <ul class="versions">
+                {d.versions
+                    .iter()
+                    .map(|&v| {
+                        let current = v == d.current_version;
+                        let skill = skill.clone();
+                        view! {
+                            <li>
+                                {format!("v{v}")}
+                                {current.then(|| view! { " " <span class="badge">"current"</span> })}
+                                " "
+                                <a
+                                    href=format!("/console/export/skills/{skill}/{v}")
+                                    download=format!("{skill}-v{v}.tar")
+                                    rel="external"
+                                >
+                                    "Export"
+                                </a>
+                                {(!current && d.can_restore).then(|| view! {
+                                    <ActionForm action=restore attr:class="inline-form">
+                                        <input type="hidden" name="skill" value=skill />
+                                        <input type="hidden" name="version" value=v.to_string() />
+                                        <button type="submit">{format!("Restore v{v}")}</button>
+                                    </ActionForm>
+                                })}
+                            </li>
+                        }
+                    })
+                    .collect_view()}
+            </ul>
+        </section>
+        <section aria-labelledby="skill-patterns">
+            <h2 id="skill-patterns">"Wiki patterns"</h2>
+            {if d.patterns.is_empty() {
+                view! { <p class="muted">"No patterns recorded for this skill yet."</p> }.into_any()
+            } else {
+                d.patterns
+                    .into_iter()
+                    .map(|p| view! {
+                        <article class="card pattern">
+                            <h3>{p.name} " " <code>{p.id}</code></h3>
+                            <p>{p.content}</p>
+                            <p class="muted">
+                                {format!("by {}; sources: {}", p.created_by, p.sources.join(", "))}
+                            </p>
+                        </article>
+                    })
+                    .collect_view()
+                    .into_any()
+            }}
+        </section>
+        <section aria-labelledby="skill-feedback">
+            <h2 id="skill-feedback">"Feedback"</h2>
+            {if d.feedback.is_empty() {
+                view! { <p class="muted">"No feedback on this skill yet."</p> }.into_any()
+            } else {
+                view! {
+                    <table class="table">
+                        <thead>
+                            <tr>
+                                <th scope="col">"ID"</th>
+                                <th scope="col">"Kind"</th>
+                                <th scope="col" class="num">"Rating"</th>
+                                <th scope="col">"Version"</th>
+                                <th scope="col">"By"</th>
+                                <th scope="col">"Comment"</th>
+                                <th scope="col">"When"</th>
+                            </tr>
+                        </thead>
+                        <tbody>
+                            {d.feedback
+                                .into_iter()
+                                .map(|f| view! {
+                                    <tr>
+                                        <td><code>{f.id}</code></td>
+                                        <td>{f.kind}</td>
+                                        <td class="num">{format!("{}/5", f.rating)}</td>
+                                        <td>{format!("v{}", f.version)}</td>
+                                        <td>{f.author.unwrap_or_default()}</td>
+                                        <td>{f.comment.unwrap_or_default()}</td>
+                                        <td>{when(&f.at)}</td>
+                                    </tr>
+                                })
+                                .collect_view()}
+                        </tbody>
+                    </table>
+                }
+                    .into_any()
+            }}
+            {d.can_review.then(|| {
+                let skill = skill.clone();
+                view! {
+                    <h3>"Add reviewer feedback"</h3>
+                    <ActionForm action=feedback attr:class="form">
+                        <input type="hidden" name="skill" value=skill />
+                        <label for="fb-rating">"Rating"</label>
+                        <select id="fb-rating" name="rating">
+                            <option value="1">"1"</option>
+                            <option value="2">"2"</option>
+                            <option value="3" selected>"3"</option>
+                            <option value="4">"4"</option>
+                            <option value="5">"5"</option>
+                        </select>
+                        <fieldset>
+                            <legend>"Kind"</legend>
+                            <label>
+                                <input type="radio" name="kind" value="general" checked />
+                                " General feedback"
+                            </label>
+                            <label>
+                                <input type="radio" name="kind" value="requirement" />
+                                " Explicit requirement (candidates must show it is fulfilled)"
+                            </label>
+                        </fieldset>
+                        <label for="fb-comment">"Feedback"</label>
+                        <textarea id="fb-comment" name="comment" required rows="3"></textarea>
+                        <button type="submit">"Add feedback"</button>
+                    </ActionForm>
+                }
+            })}
+        </section>
+        <section aria-labelledby="skill-candidates">
+            <h2 id="skill-candidates">"Candidates"</h2>
+            {if d.candidates.is_empty() {
+                view! { <p class="muted">"No candidates for this skill."</p> }.into_any()
+            } else {
+                candidate_table(d.candidates).into_any()
+            }}
+            {d.can_review.then(|| view! {
+                <h3>"Propose from a SKILL.md"</h3>
+                <p class="muted">
+                    "Paste an Agent Skills SKILL.md (frontmatter name and description) and, optionally, a WikiSkill provenance.json with base_version, note, sources and evidence. Another reviewer decides the candidate."
+                </p>
+                <ActionForm action=upload attr:class="form">
+                    <input type="hidden" name="skill" value=skill.clone() />
+                    <label for="up-skill-md">"SKILL.md"</label>
+                    <textarea id="up-skill-md" name="skill_md" required rows="10"></textarea>
+                    <label for="up-provenance">"provenance.json (optional)"</label>
+                    <textarea id="up-provenance" name="provenance" rows="6"></textarea>
+                    <button type="submit">"Propose candidate"</button>
+                </ActionForm>
+            })}
+        </section>
+    }
+}

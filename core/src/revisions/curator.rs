@@ -1,0 +1,335 @@
+//! The built-in `curation` upstream: an rmcp server inside the skillgate process that serves
+//! the curator tools (`list_skill_feedback`, `get_skill`, `add_wiki_pattern`,
+//! `propose_skill_revision`). Agents reach it only through the gateway, so the router, the
+//! role's limits and the audit govern it like any other upstream; the gateway passes the
+//! calling agent's key name in the request `_meta`, which is the proposer identity.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt as _};
+use serde_json::{Map, Value, json};
+
+use super::service::{Proposal, RevisionError, Revisions};
+use crate::model::{CatalogTool, ToolSpec, Upstream, UpstreamKind};
+use crate::slug::Slug;
+use crate::store::StoreError;
+use crate::store::revisions::Proposer;
+use crate::upstream::{InProcessServer, UpstreamConfig};
+
+/// The name of the built-in upstream.
+pub const CURATION_UPSTREAM: &str = "curation";
+/// `_meta` key with the calling agent's key name, set by the gateway.
+pub const META_AGENT: &str = "skillgate/agent";
+/// `_meta` key with the governance session of the call, set by the gateway.
+pub const META_SESSION: &str = "skillgate/session";
+
+fn string(description: &str) -> Value {
+    json!({"type": "string", "minLength": 1, "description": description})
+}
+
+fn sources() -> Value {
+    json!({"type": "array", "items": {"type": "string", "minLength": 1}, "maxItems": 100,
+           "description": "IDs of existing feedback, sessions or wiki patterns of this skill"})
+}
+
+/// The curator tools' definitions.
+pub fn curator_tool_specs() -> Vec<ToolSpec> {
+    let spec = |name: &str, description: &str, properties: Value, required: &[&str]| ToolSpec {
+        name: name.to_owned(),
+        description: description.to_owned(),
+        input_schema: json!({
+            "type": "object",
+            "properties": properties,
+            "required": required,
+            "additionalProperties": false,
+        }),
+        sensitive_args: Vec::new(),
+    };
+    vec![
+        spec(
+            "list_skill_feedback",
+            "List the feedback on a skill (ratings, comments, sessions, explicit requirements), oldest first.",
+            json!({"skill": string("skill name"),
+                   "since": {"type": "string", "description": "RFC 3339 time; only feedback at or after it"}}),
+            &["skill"],
+        ),
+        spec(
+            "get_skill",
+            "Read a skill's instructions at a version (the current one when omitted), with its wiki patterns.",
+            json!({"skill": string("skill name"),
+                   "version": {"type": "integer", "minimum": 1}}),
+            &["skill"],
+        ),
+        spec(
+            "add_wiki_pattern",
+            "Record a distilled, cited lesson about a skill. Every source must be an existing feedback, session or pattern ID of that skill.",
+            json!({"skill": string("skill name"), "name": string("short pattern name"),
+                   "content": string("the pattern, in markdown"), "sources": sources()}),
+            &["skill", "name", "content", "sources"],
+        ),
+        spec(
+            "propose_skill_revision",
+            "Propose a new version of a skill for human review, with cited sources and evidence (numeric or paired, WikiSkill shapes). The server computes the gate verdict; nothing changes until a reviewer approves.",
+            json!({"skill": string("skill name"),
+                   "base_version": {"type": "integer", "minimum": 1},
+                   "instructions": string("the full new instructions (markdown)"),
+                   "note": string("why: the rationale for the change"),
+                   "sources": sources(),
+                   "evidence": {"type": ["object", "null"]}}),
+            &["skill", "base_version", "instructions", "note", "sources"],
+        ),
+    ]
+}
+
+/// The built-in upstream and its tools, which every loaded catalog includes.
+pub fn builtin_catalog_parts() -> (Upstream, Vec<CatalogTool>) {
+    let name = Slug::parse(CURATION_UPSTREAM).expect("the curation upstream name is a slug");
+    let tools = curator_tool_specs()
+        .into_iter()
+        .map(|spec| CatalogTool {
+            upstream: name.clone(),
+            spec,
+        })
+        .collect();
+    (
+        Upstream {
+            name,
+            kind: UpstreamKind::Builtin,
+        },
+        tools,
+    )
+}
+
+/// How the upstream pool reaches the curation server: a fresh server task per connection.
+pub fn in_process_config(revisions: Revisions) -> UpstreamConfig {
+    UpstreamConfig::InProcess(InProcessServer::new(CURATION_UPSTREAM, move |io| {
+        let server = CuratorServer::new(revisions.clone());
+        tokio::spawn(async move {
+            match server.serve(io).await {
+                Ok(running) => {
+                    let _ = running.waiting().await;
+                }
+                Err(error) => tracing::error!(%error, "the curation server handshake failed"),
+            }
+        });
+    }))
+}
+
+/// The MCP handler of the curation upstream.
+pub struct CuratorServer {
+    revisions: Revisions,
+    tools: Vec<Tool>,
+}
+
+impl CuratorServer {
+    pub fn new(revisions: Revisions) -> Self {
+        let tools = curator_tool_specs()
+            .into_iter()
+            .map(|spec| {
+                let schema = match spec.input_schema {
+                    Value::Object(schema) => schema,
+                    _ => Map::new(),
+                };
+                Tool::new(spec.name, spec.description, Arc::new(schema))
+            })
+            .collect();
+        Self { revisions, tools }
+    }
+
+    async fn run(
+        &self,
+        tool: &str,
+        args: &JsonObject,
+        agent: &str,
+    ) -> Result<Value, RevisionError> {
+        let skill = text(args, "skill").unwrap_or_default();
+        match tool {
+            "list_skill_feedback" => {
+                let since = match text(args, "since") {
+                    Some(since) => Some(
+                        DateTime::parse_from_rfc3339(&since)
+                            .map_err(|e| {
+                                RevisionError::Invalid(format!(
+                                    "since is not an RFC 3339 time: {e}"
+                                ))
+                            })?
+                            .with_timezone(&Utc),
+                    ),
+                    None => None,
+                };
+                let feedback = self.revisions.list_feedback(&skill, since).await?;
+                Ok(json!({
+                    "skill": skill,
+                    "feedback": feedback.iter().map(|f| json!({
+                        "feedback_id": f.id, "version": f.version, "rating": f.rating,
+                        "comment": f.comment, "session_id": f.session_id, "author": f.author,
+                        "kind": f.kind, "at": f.at,
+                    })).collect::<Vec<_>>(),
+                }))
+            }
+            "get_skill" => {
+                let version = args
+                    .get("version")
+                    .and_then(Value::as_u64)
+                    .and_then(|v| u32::try_from(v).ok());
+                let found = self.revisions.get_skill(&skill, version).await?;
+                let patterns = self.revisions.list_patterns(&skill).await?;
+                Ok(json!({
+                    "skill": skill, "version": found.version,
+                    "description": found.skill.description,
+                    "instructions": found.skill.instructions,
+                    "tools": found.skill.tools,
+                    "patterns": patterns.iter().map(|p| json!({
+                        "pattern_id": p.id, "name": p.name, "content": p.content, "sources": p.sources,
+                    })).collect::<Vec<_>>(),
+                }))
+            }
+            "add_wiki_pattern" => {
+                let pattern = self
+                    .revisions
+                    .add_pattern(
+                        &skill,
+                        &text(args, "name").unwrap_or_default(),
+                        &text(args, "content").unwrap_or_default(),
+                        &list(args, "sources"),
+                        agent,
+                    )
+                    .await?;
+                Ok(json!({"pattern_id": pattern.id, "skill": skill, "name": pattern.name}))
+            }
+            "propose_skill_revision" => {
+                let proposal = Proposal {
+                    skill: skill.clone(),
+                    base_version: args
+                        .get("base_version")
+                        .and_then(Value::as_u64)
+                        .and_then(|v| u32::try_from(v).ok())
+                        .unwrap_or(0),
+                    description: None,
+                    instructions: text(args, "instructions").unwrap_or_default(),
+                    note: text(args, "note").unwrap_or_default(),
+                    sources: list(args, "sources"),
+                    evidence: args.get("evidence").cloned().unwrap_or(Value::Null),
+                };
+                let candidate = self
+                    .revisions
+                    .propose(proposal, Proposer::Agent(agent.to_owned()))
+                    .await?;
+                Ok(json!({
+                    "candidate_id": candidate.id, "skill": skill, "status": "pending",
+                    "verdict": candidate.verdict, "explanation": candidate.verdict_explanation,
+                }))
+            }
+            other => Err(RevisionError::NotFound(format!("curator tool `{other}`"))),
+        }
+    }
+}
+
+fn text(args: &JsonObject, field: &str) -> Option<String> {
+    args.get(field).and_then(Value::as_str).map(str::to_owned)
+}
+
+fn list(args: &JsonObject, field: &str) -> Vec<String> {
+    args.get(field)
+        .and_then(Value::as_array)
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn summary(tool: &str, value: &Value) -> String {
+    match tool {
+        "add_wiki_pattern" => format!(
+            "Pattern {} recorded.",
+            value["pattern_id"].as_str().unwrap_or("")
+        ),
+        "propose_skill_revision" => format!(
+            "Candidate {} recorded for review; gate verdict {}. A human reviewer decides whether it becomes the new version.\n\n{}",
+            value["candidate_id"].as_str().unwrap_or(""),
+            value["verdict"].as_str().unwrap_or(""),
+            value["explanation"]["summary"].as_str().unwrap_or(""),
+        ),
+        _ => serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string()),
+    }
+}
+
+impl ServerHandler for CuratorServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(
+                "skillgate-curation",
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions(
+                "Skill curation: read feedback, record cited patterns, propose revisions.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(self.tools.clone()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        // Only the gateway sets this; a call without it did not come through the router.
+        // rmcp moves the request's `_meta` into the context.
+        let Some(agent) = context
+            .meta
+            .0
+            .get(META_AGENT)
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+        else {
+            return Err(McpError::invalid_request(
+                "curator tools are served only through the skillgate gateway",
+                None,
+            ));
+        };
+        let arguments = request.arguments.unwrap_or_default();
+        let result = match self.run(&request.name, &arguments, &agent).await {
+            Ok(value) => {
+                let mut result = CallToolResult::success(vec![ContentBlock::text(summary(
+                    &request.name,
+                    &value,
+                ))]);
+                result.structured_content = Some(value);
+                result
+            }
+            Err(RevisionError::Store(
+                error @ (StoreError::Sqlx(_) | StoreError::Migrate(_) | StoreError::Open { .. }),
+            )) => {
+                tracing::error!(%error, tool = %request.name, "curator tool failed");
+                return Err(McpError::internal_error("the curation store failed", None));
+            }
+            Err(RevisionError::Audit(error)) => {
+                tracing::error!(%error, tool = %request.name, "curator tool failed");
+                return Err(McpError::internal_error("the audit log failed", None));
+            }
+            Err(refused) => {
+                let message = refused.to_string();
+                let mut result = CallToolResult::error(vec![ContentBlock::text(message.clone())]);
+                result.structured_content = Some(json!({"error": message}));
+                result
+            }
+        };
+        Ok(result.into())
+    }
+}

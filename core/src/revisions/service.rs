@@ -1,0 +1,921 @@
+//! The revisions service: propose, approve, reject and restore skill versions, add wiki
+//! patterns and human feedback. Every change is audited; approval swaps the catalog
+//! snapshot so the next `learn` serves the new version while sessions in flight keep the
+//! versions they learned.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use super::citations::{CitationError, check_citations};
+use super::evidence::{Evidence, EvidenceError};
+use super::gate::evaluate;
+use super::skill_md::{SkillMd, SkillMdError};
+use crate::audit::{AuditError, AuditLog, NewEvent};
+use crate::model::SkillVersion;
+use crate::policy::CatalogHandle;
+use crate::slug::Slug;
+use crate::store::revisions::{
+    CandidateRecord, CandidateStatus, FeedbackRecord, NewHumanFeedback, PatternRecord, Proposer,
+};
+use crate::store::{Store, StoreError, stamp};
+
+const MAX_INSTRUCTIONS: usize = 64 * 1024;
+const MAX_NOTE: usize = 4000;
+const MAX_SOURCES: usize = 100;
+const MAX_PATTERN: usize = 16 * 1024;
+
+/// A proposed new version of a skill, as the curator tool, the HTTP API and the upload send it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Proposal {
+    pub skill: String,
+    pub base_version: u32,
+    /// `None` keeps the base version's description.
+    pub description: Option<String>,
+    pub instructions: String,
+    pub note: String,
+    pub sources: Vec<String>,
+    pub evidence: Value,
+}
+
+impl Proposal {
+    /// A proposal from an uploaded `SKILL.md` and optional WikiSkill `provenance.json`
+    /// (`base_version`, `note`, `sources`, `evidence`; all optional).
+    pub fn from_upload(
+        skill: &str,
+        current_version: u32,
+        skill_md: &str,
+        provenance: Option<&str>,
+    ) -> Result<Self, RevisionError> {
+        let md = SkillMd::parse(skill_md, skill)?;
+        let provenance: Value = match provenance.map(str::trim).filter(|p| !p.is_empty()) {
+            Some(text) => serde_json::from_str(text)
+                .map_err(|e| RevisionError::Invalid(format!("provenance.json is not JSON: {e}")))?,
+            None => json!({}),
+        };
+        let base_version = match provenance.get("base_version") {
+            None | Some(Value::Null) => current_version,
+            Some(v) => v
+                .as_u64()
+                .and_then(|v| u32::try_from(v).ok())
+                .ok_or_else(|| {
+                    RevisionError::Invalid(
+                        "provenance.json `base_version` must be a version number".into(),
+                    )
+                })?,
+        };
+        let sources = match provenance.get("sources") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|s| s.as_str().map(str::to_owned))
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| {
+                    RevisionError::Invalid("provenance.json `sources` must be a list of IDs".into())
+                })?,
+            Some(_) => {
+                return Err(RevisionError::Invalid(
+                    "provenance.json `sources` must be a list of IDs".into(),
+                ));
+            }
+        };
+        Ok(Self {
+            skill: skill.to_owned(),
+            base_version,
+            description: Some(md.description),
+            instructions: md.instructions,
+            note: provenance
+                .get("note")
+                .and_then(Value::as_str)
+                .unwrap_or("Uploaded as SKILL.md.")
+                .to_owned(),
+            sources,
+            evidence: provenance.get("evidence").cloned().unwrap_or(Value::Null),
+        })
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RevisionError {
+    #[error("{0} not found")]
+    NotFound(String),
+    #[error("{0}")]
+    Invalid(String),
+    #[error(transparent)]
+    Citation(#[from] CitationError),
+    #[error("evidence is not usable: {0}")]
+    Evidence(#[from] EvidenceError),
+    #[error(transparent)]
+    SkillMd(#[from] SkillMdError),
+    #[error("you proposed this candidate, so someone else must decide it")]
+    OwnProposal,
+    #[error(
+        "this candidate is stale: it is based on version {base} but version {current} is current; propose it again on the current version"
+    )]
+    Stale { base: u32, current: u32 },
+    #[error("this candidate was already {0}")]
+    AlreadyDecided(&'static str),
+    #[error("a reason is required")]
+    ReasonRequired,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Audit(#[from] AuditError),
+}
+
+/// A candidate with what the review page needs besides the row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CandidateView {
+    pub candidate: CandidateRecord,
+    pub current_version: u32,
+    pub base: Option<SkillVersion>,
+}
+
+impl CandidateView {
+    /// Pending and based on a version that is no longer current.
+    pub fn is_stale(&self) -> bool {
+        self.candidate.status == CandidateStatus::Pending
+            && self.candidate.base_version != self.current_version
+    }
+}
+
+#[derive(Clone)]
+pub struct Revisions {
+    store: Store,
+    catalog: Arc<CatalogHandle>,
+    audit: AuditLog,
+}
+
+fn trimmed(text: &str) -> String {
+    text.trim().to_owned()
+}
+
+impl Revisions {
+    pub fn new(store: Store, catalog: Arc<CatalogHandle>, audit: AuditLog) -> Self {
+        Self {
+            store,
+            catalog,
+            audit,
+        }
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The current version number and the store revision of `skill`.
+    async fn head(&self, skill: &str) -> Result<(SkillVersion, i64), RevisionError> {
+        self.store
+            .list_skills()
+            .await?
+            .into_iter()
+            .find(|s| s.value.skill.slug.as_str() == skill)
+            .map(|s| (s.value, s.revision))
+            .ok_or_else(|| RevisionError::NotFound(format!("skill `{skill}`")))
+    }
+
+    /// A stored version of `skill`; the current one when `version` is `None`.
+    pub async fn get_skill(
+        &self,
+        skill: &str,
+        version: Option<u32>,
+    ) -> Result<SkillVersion, RevisionError> {
+        let (current, _) = self.head(skill).await?;
+        let Some(version) = version else {
+            return Ok(current);
+        };
+        let slug = Slug::parse(skill).map_err(|e| RevisionError::Invalid(e.to_string()))?;
+        self.store
+            .skill_versions(&slug)
+            .await?
+            .into_iter()
+            .find(|v| v.version == version)
+            .ok_or_else(|| RevisionError::NotFound(format!("version {version} of skill `{skill}`")))
+    }
+
+    pub async fn list_feedback(
+        &self,
+        skill: &str,
+        since: Option<DateTime<Utc>>,
+    ) -> Result<Vec<FeedbackRecord>, RevisionError> {
+        self.head(skill).await?;
+        Ok(self.store.list_feedback(skill, since).await?)
+    }
+
+    pub async fn list_patterns(&self, skill: &str) -> Result<Vec<PatternRecord>, RevisionError> {
+        Ok(self.store.list_patterns(skill).await?)
+    }
+
+    /// Records a proposal: checks citations, computes the gate verdict, stores, audits.
+    /// A refused proposal stores nothing.
+    #[tracing::instrument(skip(self, proposal), fields(skill = %proposal.skill, proposer = proposer.name()))]
+    pub async fn propose(
+        &self,
+        proposal: Proposal,
+        proposer: Proposer,
+    ) -> Result<CandidateRecord, RevisionError> {
+        let (current, _) = self.head(&proposal.skill).await?;
+        if proposal.base_version == 0 || proposal.base_version > current.version {
+            return Err(RevisionError::Invalid(format!(
+                "base_version {} is not a version of skill `{}` (current is {})",
+                proposal.base_version, proposal.skill, current.version
+            )));
+        }
+        let instructions = trimmed(&proposal.instructions);
+        if instructions.is_empty() || instructions.len() > MAX_INSTRUCTIONS {
+            return Err(RevisionError::Invalid(format!(
+                "instructions must be 1 to {MAX_INSTRUCTIONS} bytes of markdown"
+            )));
+        }
+        let note = trimmed(&proposal.note);
+        if note.is_empty() || note.chars().count() > MAX_NOTE {
+            return Err(RevisionError::Invalid(format!(
+                "note must say why, in 1 to {MAX_NOTE} characters"
+            )));
+        }
+        if let Some(d) = &proposal.description {
+            let n = d.trim().chars().count();
+            if n == 0 || n > super::skill_md::MAX_DESCRIPTION {
+                return Err(RevisionError::Invalid(
+                    "description must be 1 to 1024 characters".into(),
+                ));
+            }
+        }
+        if proposal.sources.len() > MAX_SOURCES {
+            return Err(RevisionError::Invalid(format!(
+                "cite at most {MAX_SOURCES} sources"
+            )));
+        }
+        let evidence = Evidence::parse(&proposal.evidence)?;
+        let known = self.store.known_sources(&proposal.skill).await?;
+        check_citations(
+            &proposal.skill,
+            proposal
+                .sources
+                .iter()
+                .map(String::as_str)
+                .chain(evidence.requirement_sources()),
+            &known,
+        )?;
+        let pending = self
+            .store
+            .pending_requirements(&proposal.skill, proposal.base_version)
+            .await?;
+        let outcome = evaluate(&evidence, &pending);
+        let candidate = CandidateRecord {
+            id: format!("cand_{}", Uuid::new_v4().simple()),
+            skill: proposal.skill.clone(),
+            base_version: proposal.base_version,
+            description: proposal.description.as_deref().map(trimmed),
+            instructions,
+            note,
+            sources: proposal.sources.iter().map(|s| trimmed(s)).collect(),
+            evidence: proposal.evidence.clone(),
+            verdict: outcome.verdict.as_str().to_owned(),
+            verdict_explanation: serde_json::to_value(&outcome).expect("an outcome serializes"),
+            proposer: proposer.clone(),
+            status: CandidateStatus::Pending,
+            decided_by: None,
+            reason: None,
+            decided_at: None,
+            approved_version: None,
+            created_at: stamp(Utc::now()),
+        };
+        self.store.insert_candidate(&candidate).await?;
+        self.audit
+            .append(NewEvent::admin_change(
+                proposer.name(),
+                "skill_candidate.propose",
+                &format!("skill:{}", candidate.skill),
+                Value::Null,
+                json!({
+                    "candidate": candidate.id,
+                    "proposer_kind": proposer.kind(),
+                    "base_version": candidate.base_version,
+                    "verdict": candidate.verdict,
+                    "sources": candidate.sources,
+                }),
+            ))
+            .await?;
+        Ok(candidate)
+    }
+
+    pub async fn candidate(&self, id: &str) -> Result<CandidateView, RevisionError> {
+        let candidate = self
+            .store
+            .get_candidate(id)
+            .await?
+            .ok_or_else(|| RevisionError::NotFound(format!("candidate `{id}`")))?;
+        let (current, _) = self.head(&candidate.skill).await?;
+        let base = self
+            .get_skill(&candidate.skill, Some(candidate.base_version))
+            .await
+            .ok();
+        Ok(CandidateView {
+            current_version: current.version,
+            base,
+            candidate,
+        })
+    }
+
+    pub async fn list_candidates(
+        &self,
+        status: Option<CandidateStatus>,
+        skill: Option<&str>,
+    ) -> Result<Vec<CandidateRecord>, RevisionError> {
+        Ok(self.store.list_candidates(status, skill).await?)
+    }
+
+    fn check_decision(
+        view: &CandidateView,
+        reviewer: &str,
+        reason: &str,
+    ) -> Result<(), RevisionError> {
+        if reason.trim().is_empty() {
+            return Err(RevisionError::ReasonRequired);
+        }
+        if view.candidate.status != CandidateStatus::Pending {
+            return Err(RevisionError::AlreadyDecided(
+                view.candidate.status.as_str(),
+            ));
+        }
+        if view.candidate.proposer == Proposer::User(reviewer.to_owned()) {
+            return Err(RevisionError::OwnProposal);
+        }
+        Ok(())
+    }
+
+    /// Makes the candidate the skill's new current version. Refused for the proposer
+    /// themself, without a reason, and when the base version is no longer current.
+    #[tracing::instrument(skip(self, reason))]
+    pub async fn approve(
+        &self,
+        id: &str,
+        reviewer: &str,
+        reason: &str,
+    ) -> Result<SkillVersion, RevisionError> {
+        let view = self.candidate(id).await?;
+        Self::check_decision(&view, reviewer, reason)?;
+        let (current, revision) = self.head(&view.candidate.skill).await?;
+        if view.candidate.base_version != current.version {
+            return Err(RevisionError::Stale {
+                base: view.candidate.base_version,
+                current: current.version,
+            });
+        }
+        let mut skill = current.skill.clone();
+        skill.instructions = view.candidate.instructions.clone();
+        if let Some(description) = &view.candidate.description {
+            skill.description = description.clone();
+        }
+        let saved = self.store.update_skill(&skill, revision).await?;
+        if !self
+            .store
+            .decide_candidate(
+                id,
+                CandidateStatus::Approved,
+                reviewer,
+                reason.trim(),
+                Some(saved.value.version),
+                Utc::now(),
+            )
+            .await?
+        {
+            // Someone decided it between our read and now: put the previous version back.
+            self.store
+                .set_current_skill_version(&skill.slug, current.version, saved.revision)
+                .await?;
+            self.refresh_catalog().await?;
+            return Err(RevisionError::AlreadyDecided("decided by someone else"));
+        }
+        self.refresh_catalog().await?;
+        self.audit
+            .append(NewEvent::admin_change(
+                reviewer,
+                "skill_candidate.approve",
+                &format!("skill:{}", skill.slug),
+                json!({ "version": current.version }),
+                json!({
+                    "version": saved.value.version,
+                    "candidate": id,
+                    "verdict": view.candidate.verdict,
+                    "proposer": view.candidate.proposer.name(),
+                    "reason": reason.trim(),
+                }),
+            ))
+            .await?;
+        Ok(saved.value)
+    }
+
+    #[tracing::instrument(skip(self, reason))]
+    pub async fn reject(
+        &self,
+        id: &str,
+        reviewer: &str,
+        reason: &str,
+    ) -> Result<(), RevisionError> {
+        let view = self.candidate(id).await?;
+        Self::check_decision(&view, reviewer, reason)?;
+        if !self
+            .store
+            .decide_candidate(
+                id,
+                CandidateStatus::Rejected,
+                reviewer,
+                reason.trim(),
+                None,
+                Utc::now(),
+            )
+            .await?
+        {
+            return Err(RevisionError::AlreadyDecided("decided by someone else"));
+        }
+        self.audit
+            .append(NewEvent::admin_change(
+                reviewer,
+                "skill_candidate.reject",
+                &format!("skill:{}", view.candidate.skill),
+                Value::Null,
+                json!({ "candidate": id, "verdict": view.candidate.verdict, "reason": reason.trim() }),
+            ))
+            .await?;
+        Ok(())
+    }
+
+    /// Makes a stored version current again.
+    #[tracing::instrument(skip(self))]
+    pub async fn restore(
+        &self,
+        skill: &str,
+        version: u32,
+        actor: &str,
+    ) -> Result<(), RevisionError> {
+        let (current, revision) = self.head(skill).await?;
+        let slug = current.skill.slug.clone();
+        self.store
+            .set_current_skill_version(&slug, version, revision)
+            .await?;
+        self.refresh_catalog().await?;
+        self.audit
+            .append(NewEvent::admin_change(
+                actor,
+                "skill.restore_version",
+                &format!("skill:{skill}"),
+                json!({ "version": current.version }),
+                json!({ "version": version }),
+            ))
+            .await?;
+        Ok(())
+    }
+
+    /// Adds a cited wiki pattern to a skill.
+    #[tracing::instrument(skip(self, content, sources))]
+    pub async fn add_pattern(
+        &self,
+        skill: &str,
+        name: &str,
+        content: &str,
+        sources: &[String],
+        created_by: &str,
+    ) -> Result<PatternRecord, RevisionError> {
+        self.head(skill).await?;
+        let name = name.trim();
+        if name.is_empty() || name.chars().count() > 120 {
+            return Err(RevisionError::Invalid(
+                "a pattern name is 1 to 120 characters".into(),
+            ));
+        }
+        let content = content.trim();
+        if content.is_empty() || content.len() > MAX_PATTERN {
+            return Err(RevisionError::Invalid(format!(
+                "pattern content is 1 to {MAX_PATTERN} bytes"
+            )));
+        }
+        let known = self.store.known_sources(skill).await?;
+        check_citations(skill, sources.iter().map(String::as_str), &known)?;
+        let pattern = PatternRecord {
+            id: format!("pat_{}", Uuid::new_v4().simple()),
+            skill: skill.to_owned(),
+            name: name.to_owned(),
+            content: content.to_owned(),
+            sources: sources.iter().map(|s| trimmed(s)).collect(),
+            created_by: created_by.to_owned(),
+            created_at: stamp(Utc::now()),
+        };
+        self.store.insert_pattern(&pattern).await?;
+        self.audit
+            .append(NewEvent::admin_change(
+                created_by,
+                "wiki_pattern.add",
+                &format!("skill:{skill}"),
+                Value::Null,
+                json!({ "pattern": pattern.id, "name": pattern.name, "sources": pattern.sources }),
+            ))
+            .await?;
+        Ok(pattern)
+    }
+
+    /// A reviewer's feedback on the current version: general, or an explicit requirement.
+    #[tracing::instrument(skip(self, comment))]
+    pub async fn add_human_feedback(
+        &self,
+        skill: &str,
+        rating: u8,
+        comment: &str,
+        requirement: bool,
+        author: &str,
+    ) -> Result<String, RevisionError> {
+        let (current, _) = self.head(skill).await?;
+        if !(1..=5).contains(&rating) {
+            return Err(RevisionError::Invalid("rating must be from 1 to 5".into()));
+        }
+        let comment = comment.trim();
+        if comment.is_empty() || comment.chars().count() > MAX_NOTE {
+            return Err(RevisionError::Invalid(format!(
+                "feedback text is 1 to {MAX_NOTE} characters"
+            )));
+        }
+        let id = format!("fb_{}", Uuid::new_v4().simple());
+        self.store
+            .insert_human_feedback(&NewHumanFeedback {
+                id: &id,
+                skill,
+                version: current.version,
+                rating,
+                comment,
+                requirement,
+                author,
+                at: Utc::now(),
+            })
+            .await?;
+        self.audit
+            .append(NewEvent::admin_change(
+                author,
+                "feedback.add",
+                &format!("skill:{skill}"),
+                Value::Null,
+                json!({
+                    "feedback_id": id,
+                    "kind": if requirement { "requirement" } else { "general" },
+                    "version": current.version,
+                    "rating": rating,
+                }),
+            ))
+            .await?;
+        Ok(id)
+    }
+
+    async fn refresh_catalog(&self) -> Result<(), RevisionError> {
+        self.catalog.replace(self.store.compiled_catalog().await?);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::EventKind;
+    use crate::store::test_store;
+
+    async fn service() -> Revisions {
+        let store = test_store().await;
+        assert!(store.seed_demo("/usr/bin/skillgate").await.unwrap());
+        let catalog = Arc::new(CatalogHandle::new(store.compiled_catalog().await.unwrap()));
+        Revisions::new(store.clone(), catalog, AuditLog::new(store))
+    }
+
+    async fn feedback(revisions: &Revisions, requirement: bool) -> String {
+        revisions
+            .add_human_feedback(
+                "refund-handling",
+                3,
+                "Confirm the order id first.",
+                requirement,
+                "rita",
+            )
+            .await
+            .unwrap()
+    }
+
+    fn proposal(sources: Vec<String>, evidence: Value) -> Proposal {
+        Proposal {
+            skill: "refund-handling".into(),
+            base_version: 1,
+            description: None,
+            instructions: "# Refunds\n\nConfirm the order id, then check eligibility.".into(),
+            note: "Wrong orders were refunded.".into(),
+            sources,
+            evidence,
+        }
+    }
+
+    async fn admin_actions(revisions: &Revisions) -> Vec<String> {
+        let store = revisions.store();
+        let rows: Vec<String> =
+            sqlx::query_scalar("SELECT payload FROM audit_events WHERE kind = ? ORDER BY seq")
+                .bind(EventKind::AdminChange.as_str())
+                .fetch_all(store.pool())
+                .await
+                .unwrap();
+        rows.iter()
+            .map(|p| {
+                serde_json::from_str::<Value>(p).unwrap()["action"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn approval_makes_the_candidate_the_current_version_and_swaps_the_catalog() {
+        let revisions = service().await;
+        let fb = feedback(&revisions, false).await;
+        let candidate = revisions
+            .propose(
+                proposal(
+                    vec![fb],
+                    json!({"pairs": [{"case_id": "c1", "verdict": "better"}]}),
+                ),
+                Proposer::User("paula".into()),
+            )
+            .await
+            .unwrap();
+        assert_eq!(candidate.verdict, "ACCEPT");
+        let version = revisions
+            .approve(&candidate.id, "rita", "Matches the policy.")
+            .await
+            .unwrap();
+        assert_eq!(version.version, 2);
+        let served = revisions.catalog.load();
+        let skill = served.catalog().skill("refund-handling").unwrap();
+        assert_eq!(skill.version, 2);
+        assert!(skill.skill.instructions.contains("Confirm the order id"));
+        let stored = revisions.candidate(&candidate.id).await.unwrap().candidate;
+        assert_eq!(
+            (
+                stored.status,
+                stored.approved_version,
+                stored.decided_by.as_deref()
+            ),
+            (CandidateStatus::Approved, Some(2), Some("rita"))
+        );
+        assert!(matches!(
+            revisions
+                .reject(&candidate.id, "rita", "changed my mind")
+                .await,
+            Err(RevisionError::AlreadyDecided("approved"))
+        ));
+        let actions = admin_actions(&revisions).await;
+        assert!(
+            actions.ends_with(&[
+                "skill_candidate.propose".into(),
+                "skill_candidate.approve".into()
+            ]),
+            "{actions:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_proposer_cannot_decide_their_own_candidate_and_a_reason_is_required() {
+        let revisions = service().await;
+        let fb = feedback(&revisions, false).await;
+        let candidate = revisions
+            .propose(
+                proposal(vec![fb], Value::Null),
+                Proposer::User("paula".into()),
+            )
+            .await
+            .unwrap();
+        assert_eq!(candidate.verdict, "UNEVALUATED");
+        assert!(matches!(
+            revisions.approve(&candidate.id, "paula", "mine").await,
+            Err(RevisionError::OwnProposal)
+        ));
+        assert!(matches!(
+            revisions.reject(&candidate.id, "paula", "mine").await,
+            Err(RevisionError::OwnProposal)
+        ));
+        assert!(matches!(
+            revisions.reject(&candidate.id, "rita", "  ").await,
+            Err(RevisionError::ReasonRequired)
+        ));
+        revisions
+            .reject(&candidate.id, "rita", "No evidence.")
+            .await
+            .unwrap();
+        assert_eq!(
+            revisions
+                .get_skill("refund-handling", None)
+                .await
+                .unwrap()
+                .version,
+            1
+        );
+    }
+
+    #[tokio::test]
+    async fn a_candidate_on_a_version_that_is_no_longer_current_is_stale_and_cannot_be_approved() {
+        let revisions = service().await;
+        let fb = feedback(&revisions, false).await;
+        let first = revisions
+            .propose(
+                proposal(vec![fb.clone()], Value::Null),
+                Proposer::Agent("bot".into()),
+            )
+            .await
+            .unwrap();
+        let second = revisions
+            .propose(
+                proposal(vec![fb], Value::Null),
+                Proposer::Agent("bot".into()),
+            )
+            .await
+            .unwrap();
+        revisions.approve(&first.id, "rita", "ok").await.unwrap();
+        let view = revisions.candidate(&second.id).await.unwrap();
+        assert!(view.is_stale());
+        assert!(matches!(
+            revisions.approve(&second.id, "rita", "ok").await,
+            Err(RevisionError::Stale {
+                base: 1,
+                current: 2
+            })
+        ));
+        assert_eq!(
+            revisions
+                .get_skill("refund-handling", None)
+                .await
+                .unwrap()
+                .version,
+            2
+        );
+    }
+
+    #[tokio::test]
+    async fn a_bad_citation_stores_nothing_and_names_the_unknown_id() {
+        let revisions = service().await;
+        let err = revisions
+            .propose(
+                proposal(vec!["fb_nope".into()], Value::Null),
+                Proposer::Agent("bot".into()),
+            )
+            .await
+            .unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("cite existing feedback, session or pattern IDs"),
+            "{err}"
+        );
+        assert!(err.to_string().contains("fb_nope"), "{err}");
+        assert!(
+            revisions
+                .list_candidates(None, None)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        assert!(admin_actions(&revisions).await.is_empty());
+    }
+
+    #[tokio::test]
+    async fn feedback_on_another_skill_cannot_be_cited() {
+        let revisions = service().await;
+        let other = revisions
+            .add_human_feedback("customer-lookup", 4, "Fine.", false, "rita")
+            .await
+            .unwrap();
+        let err = revisions
+            .propose(
+                proposal(vec![other], Value::Null),
+                Proposer::Agent("bot".into()),
+            )
+            .await
+            .unwrap_err();
+        assert!(matches!(err, RevisionError::Citation(_)), "{err}");
+    }
+
+    #[tokio::test]
+    async fn a_pending_human_requirement_holds_paired_evidence_to_the_requirement_gate() {
+        let revisions = service().await;
+        let req = feedback(&revisions, true).await;
+        let unanswered = revisions
+            .propose(
+                proposal(
+                    vec![req.clone()],
+                    json!({"pairs": [{"case_id": "c1", "verdict": "better"}]}),
+                ),
+                Proposer::Agent("bot".into()),
+            )
+            .await
+            .unwrap();
+        assert_eq!(unanswered.verdict, "REVISION_REQUIRED");
+        let answered = revisions
+            .propose(
+                proposal(
+                    vec![req.clone()],
+                    json!({"pairs": [{"case_id": "c1", "verdict": "better", "requirement_checks": [
+                        {"source": req, "fulfilled": true, "evidence": "step 1 confirms the order id"}]}]}),
+                ),
+                Proposer::Agent("bot".into()),
+            )
+            .await
+            .unwrap();
+        assert_eq!(answered.verdict, "ACCEPT");
+    }
+
+    #[tokio::test]
+    async fn an_earlier_version_can_be_restored() {
+        let revisions = service().await;
+        let fb = feedback(&revisions, false).await;
+        let c = revisions
+            .propose(
+                proposal(vec![fb], Value::Null),
+                Proposer::Agent("bot".into()),
+            )
+            .await
+            .unwrap();
+        revisions.approve(&c.id, "rita", "ok").await.unwrap();
+        revisions
+            .restore("refund-handling", 1, "rita")
+            .await
+            .unwrap();
+        assert_eq!(
+            revisions
+                .catalog
+                .load()
+                .catalog()
+                .skill("refund-handling")
+                .unwrap()
+                .version,
+            1
+        );
+        assert!(matches!(
+            revisions.restore("refund-handling", 7, "rita").await,
+            Err(RevisionError::Store(StoreError::NotFound(_)))
+        ));
+    }
+
+    #[tokio::test]
+    async fn patterns_need_existing_citations_and_unique_names() {
+        let revisions = service().await;
+        let fb = feedback(&revisions, false).await;
+        assert!(matches!(
+            revisions
+                .add_pattern("refund-handling", "p", "content", &["x".into()], "bot")
+                .await,
+            Err(RevisionError::Citation(_))
+        ));
+        let p = revisions
+            .add_pattern(
+                "refund-handling",
+                "p",
+                "content",
+                std::slice::from_ref(&fb),
+                "bot",
+            )
+            .await
+            .unwrap();
+        assert!(matches!(
+            revisions
+                .add_pattern("refund-handling", "p", "again", &[fb], "bot")
+                .await,
+            Err(RevisionError::Store(StoreError::Conflict(_)))
+        ));
+        // A pattern is itself citable.
+        revisions
+            .propose(
+                proposal(vec![p.id], Value::Null),
+                Proposer::Agent("bot".into()),
+            )
+            .await
+            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn an_uploaded_skill_md_with_provenance_becomes_a_proposal() {
+        let md = "---\nname: refund-handling\ndescription: Refunds, carefully.\n---\n# Refunds\n\nConfirm first.\n";
+        let p = Proposal::from_upload(
+            "refund-handling",
+            3,
+            md,
+            Some(r#"{"note": "from eval", "sources": ["fb_1"], "evidence": {"no_action": true}}"#),
+        )
+        .unwrap();
+        assert_eq!(
+            (p.base_version, p.note.as_str(), p.sources.as_slice()),
+            (3, "from eval", &["fb_1".to_owned()][..])
+        );
+        assert_eq!(p.description.as_deref(), Some("Refunds, carefully."));
+        assert!(matches!(
+            Proposal::from_upload("customer-lookup", 1, md, None),
+            Err(RevisionError::SkillMd(SkillMdError::WrongSkill { .. }))
+        ));
+        assert!(matches!(
+            Proposal::from_upload("refund-handling", 1, md, Some("{not json")),
+            Err(RevisionError::Invalid(_))
+        ));
+    }
+}

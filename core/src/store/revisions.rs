@@ -1,0 +1,404 @@
+//! SQL for skill revisions: candidates, wiki patterns, feedback as curators read it, and
+//! the IDs a proposal may cite.
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use sqlx::Row;
+use sqlx::sqlite::SqliteRow;
+
+use super::{Store, StoreError, stamp};
+use crate::revisions::citations::KnownSources;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CandidateStatus {
+    Pending,
+    Approved,
+    Rejected,
+}
+
+impl CandidateStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Approved => "approved",
+            Self::Rejected => "rejected",
+        }
+    }
+
+    fn parse(text: &str) -> Result<Self, sqlx::Error> {
+        match text {
+            "pending" => Ok(Self::Pending),
+            "approved" => Ok(Self::Approved),
+            "rejected" => Ok(Self::Rejected),
+            other => Err(sqlx::Error::Decode(
+                format!("unknown candidate status `{other}`").into(),
+            )),
+        }
+    }
+}
+
+/// Who proposed a candidate: an agent (its key name) or a console user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Proposer {
+    Agent(String),
+    User(String),
+}
+
+impl Proposer {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Agent(_) => "agent",
+            Self::User(_) => "user",
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        match self {
+            Self::Agent(name) | Self::User(name) => name,
+        }
+    }
+}
+
+/// A candidate row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CandidateRecord {
+    pub id: String,
+    pub skill: String,
+    pub base_version: u32,
+    /// The proposed description; `None` keeps the base version's.
+    pub description: Option<String>,
+    pub instructions: String,
+    pub note: String,
+    pub sources: Vec<String>,
+    pub evidence: Value,
+    pub verdict: String,
+    /// The gate's `GateOutcome` as JSON.
+    pub verdict_explanation: Value,
+    pub proposer: Proposer,
+    pub status: CandidateStatus,
+    pub decided_by: Option<String>,
+    pub reason: Option<String>,
+    pub decided_at: Option<String>,
+    pub approved_version: Option<u32>,
+    pub created_at: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PatternRecord {
+    pub id: String,
+    pub skill: String,
+    pub name: String,
+    pub content: String,
+    pub sources: Vec<String>,
+    pub created_by: String,
+    pub created_at: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FeedbackRecord {
+    pub id: String,
+    pub skill: String,
+    pub version: u32,
+    pub rating: u8,
+    pub comment: Option<String>,
+    pub session_id: Option<String>,
+    /// The agent key (agent feedback) or console user (human feedback).
+    pub author: Option<String>,
+    /// `general` or `requirement`.
+    pub kind: String,
+    pub at: String,
+}
+
+/// Human feedback written in the console.
+#[derive(Debug, Clone)]
+pub struct NewHumanFeedback<'a> {
+    pub id: &'a str,
+    pub skill: &'a str,
+    pub version: u32,
+    pub rating: u8,
+    pub comment: &'a str,
+    pub requirement: bool,
+    pub author: &'a str,
+    pub at: DateTime<Utc>,
+}
+
+fn json_list(text: &str) -> Result<Vec<String>, sqlx::Error> {
+    serde_json::from_str(text)
+        .map_err(|e| sqlx::Error::Decode(format!("stored source list is unreadable: {e}").into()))
+}
+
+fn json_value(text: Option<String>) -> Result<Value, sqlx::Error> {
+    text.map_or(Ok(Value::Null), |t| {
+        serde_json::from_str(&t)
+            .map_err(|e| sqlx::Error::Decode(format!("stored JSON is unreadable: {e}").into()))
+    })
+}
+
+fn version(row: &SqliteRow, column: &str) -> Result<u32, sqlx::Error> {
+    let v: i64 = row.try_get(column)?;
+    u32::try_from(v).map_err(|_| sqlx::Error::Decode(format!("bad {column} {v}").into()))
+}
+
+fn candidate_from_row(row: &SqliteRow) -> Result<CandidateRecord, sqlx::Error> {
+    let proposer: String = row.try_get("proposer")?;
+    let kind: String = row.try_get("proposer_kind")?;
+    let approved: Option<i64> = row.try_get("approved_version")?;
+    Ok(CandidateRecord {
+        id: row.try_get("id")?,
+        skill: row.try_get("skill")?,
+        base_version: version(row, "base_version")?,
+        description: row.try_get("description")?,
+        instructions: row.try_get("instructions")?,
+        note: row.try_get("note")?,
+        sources: json_list(row.try_get("sources")?)?,
+        evidence: json_value(row.try_get("evidence")?)?,
+        verdict: row.try_get("verdict")?,
+        verdict_explanation: json_value(Some(row.try_get("verdict_explanation")?))?,
+        proposer: if kind == "user" {
+            Proposer::User(proposer)
+        } else {
+            Proposer::Agent(proposer)
+        },
+        status: CandidateStatus::parse(row.try_get("status")?)?,
+        decided_by: row.try_get("decided_by")?,
+        reason: row.try_get("reason")?,
+        decided_at: row.try_get("decided_at")?,
+        approved_version: approved.and_then(|v| u32::try_from(v).ok()),
+        created_at: row.try_get("created_at")?,
+    })
+}
+
+const CANDIDATE_COLUMNS: &str = "SELECT id, skill, base_version, description, instructions, note, sources, evidence, \
+     verdict, verdict_explanation, proposer_kind, proposer, status, decided_by, reason, decided_at, \
+     approved_version, created_at FROM skill_candidates";
+
+impl Store {
+    pub async fn insert_candidate(&self, c: &CandidateRecord) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO skill_candidates (id, skill, base_version, description, instructions, note, sources, \
+             evidence, verdict, verdict_explanation, proposer_kind, proposer, status, created_at) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?)",
+        )
+        .bind(&c.id)
+        .bind(&c.skill)
+        .bind(i64::from(c.base_version))
+        .bind(&c.description)
+        .bind(&c.instructions)
+        .bind(&c.note)
+        .bind(serde_json::to_string(&c.sources).expect("strings serialize"))
+        .bind((!c.evidence.is_null()).then(|| c.evidence.to_string()))
+        .bind(&c.verdict)
+        .bind(c.verdict_explanation.to_string())
+        .bind(c.proposer.kind())
+        .bind(c.proposer.name())
+        .bind(&c.created_at)
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    pub async fn get_candidate(&self, id: &str) -> Result<Option<CandidateRecord>, StoreError> {
+        let row = sqlx::query(&format!("{CANDIDATE_COLUMNS} WHERE id = ?"))
+            .bind(id)
+            .fetch_optional(self.pool())
+            .await?;
+        Ok(row.as_ref().map(candidate_from_row).transpose()?)
+    }
+
+    /// Candidates, newest first, optionally of one status and/or one skill.
+    pub async fn list_candidates(
+        &self,
+        status: Option<CandidateStatus>,
+        skill: Option<&str>,
+    ) -> Result<Vec<CandidateRecord>, StoreError> {
+        let rows = sqlx::query(&format!(
+            "{CANDIDATE_COLUMNS} WHERE (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR skill = ?2) \
+             ORDER BY created_at DESC, rowid DESC"
+        ))
+        .bind(status.map(CandidateStatus::as_str))
+        .bind(skill)
+        .fetch_all(self.pool())
+        .await?;
+        Ok(rows
+            .iter()
+            .map(candidate_from_row)
+            .collect::<Result<_, _>>()?)
+    }
+
+    /// Records the decision on a pending candidate. False when it was no longer pending
+    /// (someone else decided first), in which case nothing changed.
+    pub async fn decide_candidate(
+        &self,
+        id: &str,
+        status: CandidateStatus,
+        decided_by: &str,
+        reason: &str,
+        approved_version: Option<u32>,
+        at: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "UPDATE skill_candidates SET status = ?, decided_by = ?, reason = ?, decided_at = ?, \
+             approved_version = ? WHERE id = ? AND status = 'pending'",
+        )
+        .bind(status.as_str())
+        .bind(decided_by)
+        .bind(reason)
+        .bind(stamp(at))
+        .bind(approved_version.map(i64::from))
+        .bind(id)
+        .execute(self.pool())
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    pub async fn insert_pattern(&self, p: &PatternRecord) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO wiki_patterns (id, skill, name, content, sources, created_by, created_at) \
+             VALUES (?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&p.id)
+        .bind(&p.skill)
+        .bind(&p.name)
+        .bind(&p.content)
+        .bind(serde_json::to_string(&p.sources).expect("strings serialize"))
+        .bind(&p.created_by)
+        .bind(&p.created_at)
+        .execute(self.pool())
+        .await
+        .map_err(|e| match &e {
+            sqlx::Error::Database(db) if db.is_unique_violation() => StoreError::Conflict(format!(
+                "skill `{}` already has a pattern named `{}`",
+                p.skill, p.name
+            )),
+            _ => StoreError::Sqlx(e),
+        })?;
+        Ok(())
+    }
+
+    /// The wiki patterns of `skill`, oldest first.
+    pub async fn list_patterns(&self, skill: &str) -> Result<Vec<PatternRecord>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT id, skill, name, content, sources, created_by, created_at FROM wiki_patterns \
+             WHERE skill = ? ORDER BY created_at, rowid",
+        )
+        .bind(skill)
+        .fetch_all(self.pool())
+        .await?;
+        Ok(rows
+            .iter()
+            .map(|row| {
+                Ok(PatternRecord {
+                    id: row.try_get("id")?,
+                    skill: row.try_get("skill")?,
+                    name: row.try_get("name")?,
+                    content: row.try_get("content")?,
+                    sources: json_list(row.try_get("sources")?)?,
+                    created_by: row.try_get("created_by")?,
+                    created_at: row.try_get("created_at")?,
+                })
+            })
+            .collect::<Result<_, sqlx::Error>>()?)
+    }
+
+    /// Feedback on `skill` at or after `since` (all when `None`), oldest first.
+    pub async fn list_feedback(
+        &self,
+        skill: &str,
+        since: Option<DateTime<Utc>>,
+    ) -> Result<Vec<FeedbackRecord>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT id, skill, version, rating, comment, session_id, COALESCE(author, key_name) AS author, \
+             kind, at FROM skill_feedback WHERE skill = ? AND (? IS NULL OR at >= ?) ORDER BY at, rowid",
+        )
+        .bind(skill)
+        .bind(since.map(stamp))
+        .bind(since.map(stamp))
+        .fetch_all(self.pool())
+        .await?;
+        Ok(rows
+            .iter()
+            .map(|row| {
+                let rating: i64 = row.try_get("rating")?;
+                Ok(FeedbackRecord {
+                    id: row.try_get("id")?,
+                    skill: row.try_get("skill")?,
+                    version: version(row, "version")?,
+                    rating: u8::try_from(rating).unwrap_or(0),
+                    comment: row.try_get("comment")?,
+                    session_id: row.try_get("session_id")?,
+                    author: row.try_get("author")?,
+                    kind: row.try_get("kind")?,
+                    at: row.try_get("at")?,
+                })
+            })
+            .collect::<Result<_, sqlx::Error>>()?)
+    }
+
+    pub async fn insert_human_feedback(&self, f: &NewHumanFeedback<'_>) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO skill_feedback (id, skill, version, rating, comment, kind, author, at) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(f.id)
+        .bind(f.skill)
+        .bind(i64::from(f.version))
+        .bind(i64::from(f.rating))
+        .bind(f.comment)
+        .bind(if f.requirement {
+            "requirement"
+        } else {
+            "general"
+        })
+        .bind(f.author)
+        .bind(stamp(f.at))
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    /// Explicit requirements raised against `base_version` of `skill` or later: the ones a
+    /// candidate built on that version still has to answer.
+    pub async fn pending_requirements(
+        &self,
+        skill: &str,
+        base_version: u32,
+    ) -> Result<Vec<String>, StoreError> {
+        Ok(sqlx::query_scalar(
+            "SELECT id FROM skill_feedback WHERE skill = ? AND kind = 'requirement' AND version >= ? \
+             ORDER BY at, rowid",
+        )
+        .bind(skill)
+        .bind(i64::from(base_version))
+        .fetch_all(self.pool())
+        .await?)
+    }
+
+    /// Every ID a proposal for `skill` may cite: its feedback, the sessions that learned it
+    /// or rated it, and its wiki patterns.
+    pub async fn known_sources(&self, skill: &str) -> Result<KnownSources, StoreError> {
+        let feedback: Vec<String> =
+            sqlx::query_scalar("SELECT id FROM skill_feedback WHERE skill = ?")
+                .bind(skill)
+                .fetch_all(self.pool())
+                .await?;
+        let sessions: Vec<String> = sqlx::query_scalar(
+            "SELECT session_id FROM skill_feedback WHERE skill = ?1 AND session_id IS NOT NULL \
+             UNION SELECT g.id FROM governance_sessions g WHERE EXISTS ( \
+               SELECT 1 FROM json_each(g.state, '$.learned') AS l, json_each(l.value, '$.skills') AS s \
+               WHERE json_extract(s.value, '$.skill') = ?1)",
+        )
+        .bind(skill)
+        .fetch_all(self.pool())
+        .await?;
+        let patterns: Vec<String> =
+            sqlx::query_scalar("SELECT id FROM wiki_patterns WHERE skill = ?")
+                .bind(skill)
+                .fetch_all(self.pool())
+                .await?;
+        Ok(KnownSources {
+            feedback: feedback.into_iter().collect(),
+            sessions: sessions.into_iter().collect(),
+            patterns: patterns.into_iter().collect(),
+        })
+    }
+}
