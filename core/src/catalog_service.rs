@@ -367,11 +367,21 @@ impl CatalogService {
         {
             return Err(CatalogError::Empty("upstream command").into());
         }
+        // The upstream client has no TLS backend (see upstream::connection): refuse an
+        // https:// URL here rather than store an upstream that can never connect.
         if let UpstreamKind::Http { url } = &upstream.kind
-            && !(url.starts_with("http://") || url.starts_with("https://"))
+            && !url.starts_with("http://")
         {
             return Err(AuthoringError::BadInput(format!(
-                "`{url}` is not an http:// or https:// URL"
+                "`{url}` is not an http:// URL (this build has no TLS backend for upstreams)"
+            )));
+        }
+        if matches!(upstream.kind, UpstreamKind::Builtin)
+            || upstream.name.as_str() == crate::revisions::curator::CURATION_UPSTREAM
+        {
+            return Err(AuthoringError::BadInput(format!(
+                "`{}` is the built-in curation upstream; choose another name",
+                upstream.name
             )));
         }
         let before = self

@@ -280,3 +280,39 @@ async fn a_stashed_key_reveal_is_read_once_and_only_by_the_user_who_stashed_it()
         None
     );
 }
+
+#[tokio::test]
+async fn an_upstream_that_could_never_connect_or_shadows_the_builtin_one_is_refused() {
+    use skillgate_core::model::{Upstream, UpstreamKind};
+    let f = fixture().await;
+    let before = f.service.store().list_upstreams().await.unwrap();
+    for (name, kind, expected) in [
+        (
+            "secure",
+            UpstreamKind::Http {
+                url: "https://tools.example/mcp".into(),
+            },
+            "no TLS backend",
+        ),
+        (
+            "curation",
+            UpstreamKind::Stdio {
+                command: "/bin/true".into(),
+                args: vec![],
+            },
+            "built-in curation upstream",
+        ),
+    ] {
+        let upstream = Upstream {
+            name: slug(name),
+            kind,
+        };
+        let err = f
+            .service
+            .register_upstream("root", &upstream)
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains(expected), "{err}");
+    }
+    assert_eq!(f.service.store().list_upstreams().await.unwrap(), before);
+}
