@@ -6,6 +6,7 @@
 //! crate knows about HTTP, Leptos or MCP framing.
 
 pub mod audit;
+pub mod compliance;
 pub mod demo;
 pub mod gateway;
 pub mod keys;

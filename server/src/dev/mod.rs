@@ -5,6 +5,7 @@ mod context_cost;
 mod harness;
 mod load;
 mod memory;
+mod seed_audit;
 
 use clap::Subcommand;
 
@@ -16,12 +17,15 @@ pub enum DevCommand {
     ContextCost(context_cost::ContextCostArgs),
     /// Resident memory of a gateway holding many governance sessions.
     Memory(memory::MemoryArgs),
+    /// Fill the database with a realistic, chain-valid audit log (compliance benchmarks).
+    SeedAudit(seed_audit::SeedAuditArgs),
 }
 
-pub async fn run(command: DevCommand) -> anyhow::Result<()> {
+pub async fn run(database_url: &str, command: DevCommand) -> anyhow::Result<()> {
     match command {
         DevCommand::Load(args) => load::run(args).await,
         DevCommand::ContextCost(args) => context_cost::run(args).await,
         DevCommand::Memory(args) => memory::run(args).await,
+        DevCommand::SeedAudit(args) => seed_audit::run(database_url, args).await,
     }
 }
