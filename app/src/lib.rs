@@ -4,6 +4,7 @@
 
 pub mod api;
 pub mod catalog_api;
+pub mod compliance_api;
 mod layout;
 mod pages;
 
@@ -54,11 +55,9 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("tools") view=pages::ToolsPage ssr=SsrMode::Async />
                     <Route path=path!("tools/:name") view=pages::ToolPage ssr=SsrMode::Async />
                     <Route path=path!("scopes") view=pages::ScopesPage ssr=SsrMode::Async />
-                    <Route
-                        path=path!("sessions")
-                        view=|| view! { <Section section=pages::SectionKind::Sessions /> }
-                        ssr=SsrMode::Async
-                    />
+                    <Route path=path!("sessions") view=pages::SessionsPage ssr=SsrMode::Async />
+                    <Route path=path!("sessions/:id") view=pages::SessionPage ssr=SsrMode::Async />
+                    <Route path=path!("audit") view=pages::AuditPage ssr=SsrMode::Async />
                     <Route
                         path=path!("candidates")
                         view=|| view! { <Section section=pages::SectionKind::Candidates /> }

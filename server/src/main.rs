@@ -2,6 +2,7 @@
 
 mod audit_cmd;
 mod cli;
+mod compliance_http;
 mod console_auth;
 mod demo_upstream;
 mod dev;

@@ -28,7 +28,7 @@ use tower_sessions::{Expiry, SessionManagerLayer};
 use tower_sessions_sqlx_store::SqliteStore;
 
 use crate::cli::ServeArgs;
-use crate::{console_auth, health, key_cmd, mcp, upstream_sync};
+use crate::{compliance_http, console_auth, health, key_cmd, mcp, upstream_sync};
 
 /// Console sessions end after this long without a request.
 const CONSOLE_IDLE_TIMEOUT: time::Duration = time::Duration::hours(8);
@@ -74,6 +74,7 @@ pub async fn build(database_url: &str, args: &ServeArgs) -> anyhow::Result<Route
         .with_secure(false)
         .with_expiry(Expiry::OnInactivity(CONSOLE_IDLE_TIMEOUT));
 
+    compliance_http::spawn_retention(store.clone());
     let catalog = Arc::new(CatalogHandle::new(store.compiled_catalog().await?));
     let upstreams = Arc::new(UpstreamPool::default());
     upstream_sync::register_upstreams(&upstreams, &store.list_upstreams().await?);
@@ -134,6 +135,7 @@ pub async fn build(database_url: &str, args: &ServeArgs) -> anyhow::Result<Route
         .route("/healthz", get(health::healthz))
         .route("/login", post(console_auth::login))
         .route("/logout", post(console_auth::logout))
+        .merge(compliance_http::router())
         .leptos_routes_with_context(&state, routes, provide.clone(), {
             let options = leptos_options.clone();
             move || shell(options.clone())

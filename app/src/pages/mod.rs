@@ -1,12 +1,14 @@
 //! Console pages, one module each.
 
 mod catalog;
+mod charts;
 mod dashboard;
 mod login;
 mod not_found;
 mod roles;
 mod scopes;
 mod section;
+mod sessions;
 mod skills;
 mod tools;
 mod users;
@@ -17,6 +19,7 @@ pub use not_found::NotFound;
 pub use roles::{RolePage, RolesPage};
 pub use scopes::ScopesPage;
 pub use section::{Section, SectionKind};
+pub use sessions::{AuditPage, SessionPage, SessionsPage};
 pub use skills::{SkillPage, SkillsPage};
 pub use tools::{ToolPage, ToolsPage};
 pub use users::UsersPage;

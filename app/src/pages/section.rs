@@ -4,21 +4,18 @@ use leptos_meta::Title;
 /// The console sections whose authoring pages are still to be built.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SectionKind {
-    Sessions,
     Candidates,
 }
 
 impl SectionKind {
     fn title(self) -> &'static str {
         match self {
-            Self::Sessions => "Sessions",
             Self::Candidates => "Candidates",
         }
     }
 
     fn purpose(self) -> &'static str {
         match self {
-            Self::Sessions => "Per-session audit timelines: what an agent learned, tried and ran.",
             Self::Candidates => "Proposed skill revisions with evidence and a gate verdict.",
         }
     }

@@ -37,6 +37,36 @@ pub enum ComplianceError {
     Invalid(String),
 }
 
+/// A `Write` target whose bytes another owner can take out between rows.
+#[derive(Clone, Default)]
+struct SharedBuffer(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl SharedBuffer {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<u8>> {
+        // A panic while holding this lock cannot leave the bytes inconsistent.
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    fn take(&self) -> Vec<u8> {
+        std::mem::take(&mut *self.lock())
+    }
+}
+
+impl Write for SharedBuffer {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.lock().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// Whether the events on a page hash correctly and link to their stored neighbours.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShownIntegrity {
@@ -77,6 +107,24 @@ pub struct Overview {
     pub last_7d: Vec<(String, u64, u64, u64)>,
     pub top_denied_tools: Vec<(String, u64)>,
     pub top_violated_rules: Vec<(String, u64)>,
+}
+
+/// The current time, for callers without their own clock dependency.
+pub fn utc_now() -> DateTime<Utc> {
+    Utc::now()
+}
+
+/// A filter bound as a stored timestamp: `YYYY-MM-DD` is the start of that day (or, with
+/// `end_of_day`, the start of the next, so a `to` date includes its day); an RFC 3339 time
+/// is taken as is. `None` when the text is neither.
+pub fn parse_time_bound(text: &str, end_of_day: bool) -> Option<String> {
+    if let Ok(day) = chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d") {
+        let day = if end_of_day { day.succ_opt()? } else { day };
+        return Some(stamp(day.and_hms_opt(0, 0, 0)?.and_utc()));
+    }
+    DateTime::parse_from_rfc3339(text)
+        .ok()
+        .map(|at| stamp(at.with_timezone(&Utc)))
 }
 
 /// The compliance service over the store.
@@ -229,22 +277,66 @@ impl Compliance {
         writer: W,
     ) -> Result<u64, ComplianceError> {
         let mut out = ExportWriter::new(format, writer)?;
-        let mut count = 0;
-        if session_id.is_some() || filter.is_empty() {
-            let mut rows = self.store.audit_events(0, session_id);
-            while let Some(row) = rows.try_next().await? {
-                out.write(&row)?;
-                count += 1;
-            }
-        } else {
-            let query = Store::audit_filtered_events_query(filter);
-            let mut rows = self.store.audit_query_rows(&query);
-            while let Some(row) = rows.try_next().await? {
-                out.write(&row)?;
-                count += 1;
+        let count = self
+            .export_rows(session_id, filter, |row| Ok(out.write(row)?))
+            .await?;
+        out.finish()?;
+        Ok(count)
+    }
+
+    /// Like [`Compliance::export`], but sends the output in chunks of about `chunk` bytes
+    /// to `chunks` (an HTTP response body), waiting whenever the receiver lags, so memory
+    /// stays flat however large the export. Stops early when the receiver goes away.
+    pub async fn export_chunks(
+        &self,
+        session_id: Option<&str>,
+        filter: &SessionFilter,
+        format: ExportFormat,
+        chunk: usize,
+        chunks: tokio::sync::mpsc::Sender<Vec<u8>>,
+    ) -> Result<u64, ComplianceError> {
+        let buffer = SharedBuffer::default();
+        let mut out = ExportWriter::new(format, buffer.clone())?;
+        let mut count = 0u64;
+        let query = (session_id.is_none() && !filter.is_empty())
+            .then(|| Store::audit_filtered_events_query(filter));
+        let mut rows = match &query {
+            Some(query) => self.store.audit_query_rows(query),
+            None => self.store.audit_events(0, session_id),
+        };
+        while let Some(row) = rows.try_next().await? {
+            out.write(&row)?;
+            count += 1;
+            out.flush()?;
+            if buffer.len() >= chunk && chunks.send(buffer.take()).await.is_err() {
+                return Ok(count);
             }
         }
         out.finish()?;
+        let rest = buffer.take();
+        if !rest.is_empty() {
+            let _ = chunks.send(rest).await;
+        }
+        Ok(count)
+    }
+
+    async fn export_rows(
+        &self,
+        session_id: Option<&str>,
+        filter: &SessionFilter,
+        mut each: impl FnMut(&AuditRow) -> Result<(), ComplianceError>,
+    ) -> Result<u64, ComplianceError> {
+        let query = (session_id.is_none() && !filter.is_empty())
+            .then(|| Store::audit_filtered_events_query(filter));
+        let mut rows = match &query {
+            Some(query) => self.store.audit_query_rows(query),
+            None => self.store.audit_events(0, session_id),
+        };
+        let mut count = 0;
+        while let Some(row) = rows.try_next().await? {
+            each(&row)?;
+            count += 1;
+        }
         Ok(count)
     }
 
