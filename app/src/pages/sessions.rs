@@ -39,7 +39,7 @@ fn integrity_badge(integrity: &Integrity, scope: &'static str) -> impl IntoView 
             <p class="integrity ok" role="status">
                 <span class="badge ok">"chain verified"</span>
                 {format!(" The hash chain verifies over the {} events {scope}.", integrity.events)}
-                " " <A href="/audit">"Run a full verification"</A>
+                " " <A href="/audit?run=1">"Run a full verification"</A>
             </p>
         }
         .into_any(),
@@ -49,7 +49,7 @@ fn integrity_badge(integrity: &Integrity, scope: &'static str) -> impl IntoView 
                 <p>
                     {format!("The audit record was tampered with: {bad}. ")}
                     "Do not rely on these events until the cause is found. "
-                    <A href="/audit">"Run a full verification"</A>
+                    <A href="/audit?run=1">"Run a full verification"</A>
                 </p>
             </div>
         }
@@ -350,18 +350,27 @@ pub fn SessionPage() -> impl IntoView {
 /// Full chain verification (run on every visit: it is read-only) and retention.
 #[component]
 pub fn AuditPage() -> impl IntoView {
-    let report = Resource::new(|| (), |_| verify_audit_chain());
-    let retention = Resource::new(|| (), |_| retention_info());
     let query = use_query_map();
     let saved = move || query.read().get("saved").is_some();
+    let run = move || query.read().get("run").is_some();
+    // The walk reads every event, so it runs when asked for, not on every visit.
+    let report = Resource::new(run, |run| async move {
+        if run { verify_audit_chain().await.map(Some) } else { Ok(None) }
+    });
+    let retention = Resource::new(|| (), |_| retention_info());
     view! {
         <Title text="Audit integrity" />
         <h1>"Audit integrity"</h1>
         <p class="lead">"A full walk of the hash chain, from the genesis or the newest retention anchor."</p>
+        <form method="get" action="/audit">
+            <input type="hidden" name="run" value="1" />
+            <button type="submit" class="link-button">"Run a full verification"</button>
+        </form>
         <Suspense fallback=|| view! { <p class="muted">"Verifying…"</p> }>
             {move || Suspend::new(async move {
                 match report.await {
-                    Ok(r) => match r.first_bad {
+                    Ok(None) => ().into_any(),
+                    Ok(Some(r)) => match r.first_bad {
                         None => view! {
                             <p class="integrity ok" role="status">
                                 <span class="badge ok">"chain verified"</span>
