@@ -44,22 +44,118 @@ fn versions(skill: &str) -> BTreeMap<String, u32> {
 async fn four_sessions(log: &AuditLog) {
     let refund = json!({ "order": "O-1", "amount": 40 });
     let events = vec![
-        NewEvent::session_started("s-ok", "support-bot", "support", Some("Refund a damaged mug")),
-        NewEvent::learn_granted("s-ok", "support-bot", "/roles/tier-1-support", "tier-1-support", &versions("refund-handling")),
-        NewEvent::call_allowed("s-ok", "support-bot", "issue_refund", refund.clone(), "tier-1-support", &versions("refund-handling")),
-        NewEvent::call_result("s-ok", "support-bot", "issue_refund", 12, &CallOutcome::Ok { result_size: 10, result_digest: "ab".into() }),
-        NewEvent::session_started("s-violation", "support-bot", "support", Some("Refund a whole order")),
-        NewEvent::learn_granted("s-violation", "support-bot", "/roles/tier-1-support", "tier-1-support", &versions("refund-handling")),
-        NewEvent::call_denied("s-violation", "support-bot", "issue_refund", json!({ "amount": 900, "card": { "sha256": "00ff" } }), "GOVERNANCE_VIOLATION", Some("max_refund_per_call")),
-        NewEvent::session_started("s-denied", "billing-agent", "billing", Some("Correct an invoice")),
-        NewEvent::learn_granted("s-denied", "billing-agent", "/roles/billing-admin", "billing-admin", &versions("billing-operations")),
-        NewEvent::call_denied("s-denied", "billing-agent", "delete_account", json!({}), "ACCESS_DENIED", None),
-        NewEvent::call_allowed("s-denied", "billing-agent", "adjust_invoice", json!({ "invoice": "I-9" }), "billing-admin", &versions("billing-operations")),
-        NewEvent::call_result("s-denied", "billing-agent", "adjust_invoice", 900, &CallOutcome::Error { message: "upstream timed out".into() }),
+        NewEvent::session_started(
+            "s-ok",
+            "support-bot",
+            "support",
+            Some("Refund a damaged mug"),
+        ),
+        NewEvent::learn_granted(
+            "s-ok",
+            "support-bot",
+            "/roles/tier-1-support",
+            "tier-1-support",
+            &versions("refund-handling"),
+        ),
+        NewEvent::call_allowed(
+            "s-ok",
+            "support-bot",
+            "issue_refund",
+            refund.clone(),
+            "tier-1-support",
+            &versions("refund-handling"),
+        ),
+        NewEvent::call_result(
+            "s-ok",
+            "support-bot",
+            "issue_refund",
+            12,
+            &CallOutcome::Ok {
+                result_size: 10,
+                result_digest: "ab".into(),
+            },
+        ),
+        NewEvent::session_started(
+            "s-violation",
+            "support-bot",
+            "support",
+            Some("Refund a whole order"),
+        ),
+        NewEvent::learn_granted(
+            "s-violation",
+            "support-bot",
+            "/roles/tier-1-support",
+            "tier-1-support",
+            &versions("refund-handling"),
+        ),
+        NewEvent::call_denied(
+            "s-violation",
+            "support-bot",
+            "issue_refund",
+            json!({ "amount": 900, "card": { "sha256": "00ff" } }),
+            "GOVERNANCE_VIOLATION",
+            Some("max_refund_per_call"),
+        ),
+        NewEvent::session_started(
+            "s-denied",
+            "billing-agent",
+            "billing",
+            Some("Correct an invoice"),
+        ),
+        NewEvent::learn_granted(
+            "s-denied",
+            "billing-agent",
+            "/roles/billing-admin",
+            "billing-admin",
+            &versions("billing-operations"),
+        ),
+        NewEvent::call_denied(
+            "s-denied",
+            "billing-agent",
+            "delete_account",
+            json!({}),
+            "ACCESS_DENIED",
+            None,
+        ),
+        NewEvent::call_allowed(
+            "s-denied",
+            "billing-agent",
+            "adjust_invoice",
+            json!({ "invoice": "I-9" }),
+            "billing-admin",
+            &versions("billing-operations"),
+        ),
+        NewEvent::call_result(
+            "s-denied",
+            "billing-agent",
+            "adjust_invoice",
+            900,
+            &CallOutcome::Error {
+                message: "upstream timed out".into(),
+            },
+        ),
         NewEvent::session_started("s-grew", "billing-agent", "billing", None),
-        NewEvent::learn_granted("s-grew", "billing-agent", "/roles/billing-admin", "billing-admin", &versions("billing-operations")),
-        NewEvent::learn_granted("s-grew", "billing-agent", "/roles/tier-1-support", "tier-1-support", &versions("refund-handling")),
-        NewEvent::admin_change("alice", "update", "limit:max_refund_per_call", json!(500), json!(400)),
+        NewEvent::learn_granted(
+            "s-grew",
+            "billing-agent",
+            "/roles/billing-admin",
+            "billing-admin",
+            &versions("billing-operations"),
+        ),
+        NewEvent::learn_granted(
+            "s-grew",
+            "billing-agent",
+            "/roles/tier-1-support",
+            "tier-1-support",
+            &versions("refund-handling"),
+        ),
+        NewEvent::admin_change(
+            "alice",
+            "update",
+            "limit:max_refund_per_call",
+            json!(500),
+            json!(400),
+        ),
     ];
     for event in events {
         log.append(event).await.unwrap();
@@ -91,18 +187,55 @@ async fn the_sessions_list_is_newest_first_and_each_filter_narrows_it() {
         f(&mut filter);
         filter
     };
-    assert_eq!(ids(c, by(|f| f.key = Some("support-bot".into()))).await, ["s-violation", "s-ok"]);
-    assert_eq!(ids(c, by(|f| f.scope = Some("billing".into()))).await, ["s-grew", "s-denied"]);
-    assert_eq!(ids(c, by(|f| f.role = Some("tier-1-support".into()))).await, ["s-grew", "s-violation", "s-ok"]);
-    assert_eq!(ids(c, by(|f| f.tool = Some("delete_account".into()))).await, ["s-denied"]);
-    assert_eq!(ids(c, by(|f| f.outcome = Some(Outcome::Violation))).await, ["s-violation"]);
-    assert_eq!(ids(c, by(|f| f.outcome = Some(Outcome::Denial))).await, ["s-denied"]);
-    assert_eq!(ids(c, by(|f| f.outcome = Some(Outcome::Error))).await, ["s-denied"]);
+    assert_eq!(
+        ids(c, by(|f| f.key = Some("support-bot".into()))).await,
+        ["s-violation", "s-ok"]
+    );
+    assert_eq!(
+        ids(c, by(|f| f.scope = Some("billing".into()))).await,
+        ["s-grew", "s-denied"]
+    );
+    assert_eq!(
+        ids(c, by(|f| f.role = Some("tier-1-support".into()))).await,
+        ["s-grew", "s-violation", "s-ok"]
+    );
+    assert_eq!(
+        ids(c, by(|f| f.tool = Some("delete_account".into()))).await,
+        ["s-denied"]
+    );
+    assert_eq!(
+        ids(c, by(|f| f.outcome = Some(Outcome::Violation))).await,
+        ["s-violation"]
+    );
+    assert_eq!(
+        ids(c, by(|f| f.outcome = Some(Outcome::Denial))).await,
+        ["s-denied"]
+    );
+    assert_eq!(
+        ids(c, by(|f| f.outcome = Some(Outcome::Error))).await,
+        ["s-denied"]
+    );
     // Free text matches task summaries and tool names, case-insensitively.
-    assert_eq!(ids(c, by(|f| f.text = Some("REFUND A".into()))).await, ["s-violation", "s-ok"]);
-    assert_eq!(ids(c, by(|f| f.text = Some("adjust_inv".into()))).await, ["s-denied"]);
+    assert_eq!(
+        ids(c, by(|f| f.text = Some("REFUND A".into()))).await,
+        ["s-violation", "s-ok"]
+    );
+    assert_eq!(
+        ids(c, by(|f| f.text = Some("adjust_inv".into()))).await,
+        ["s-denied"]
+    );
     let tomorrow = stamp(Utc::now() + Duration::days(1));
-    assert!(ids(c, SessionFilter { from: Some(tomorrow), ..Default::default() }).await.is_empty());
+    assert!(
+        ids(
+            c,
+            SessionFilter {
+                from: Some(tomorrow),
+                ..Default::default()
+            }
+        )
+        .await
+        .is_empty()
+    );
 }
 
 #[tokio::test]
@@ -115,14 +248,31 @@ async fn outcome_counts_ignore_the_outcome_filter_and_pages_follow_the_cursor() 
     };
     let page = fx.compliance.sessions(&filter, None, 50).await.unwrap();
     assert_eq!(
-        (page.counts.sessions, page.counts.with_denial, page.counts.with_violation, page.counts.with_error),
+        (
+            page.counts.sessions,
+            page.counts.with_denial,
+            page.counts.with_violation,
+            page.counts.with_error
+        ),
         (4, 1, 1, 1)
     );
-    let first = fx.compliance.sessions(&SessionFilter::default(), None, 3).await.unwrap();
+    let first = fx
+        .compliance
+        .sessions(&SessionFilter::default(), None, 3)
+        .await
+        .unwrap();
     assert_eq!(first.sessions.len(), 3);
     let cursor = first.next_cursor.expect("a fourth session remains");
-    let second = fx.compliance.sessions(&SessionFilter::default(), Some(cursor), 3).await.unwrap();
-    let rest: Vec<_> = second.sessions.iter().map(|s| s.session_id.as_str()).collect();
+    let second = fx
+        .compliance
+        .sessions(&SessionFilter::default(), Some(cursor), 3)
+        .await
+        .unwrap();
+    let rest: Vec<_> = second
+        .sessions
+        .iter()
+        .map(|s| s.session_id.as_str())
+        .collect();
     assert_eq!(rest, ["s-ok"]);
     assert_eq!(second.next_cursor, None);
     assert!(first.integrity.is_intact() && second.integrity.is_intact());
@@ -132,18 +282,33 @@ async fn outcome_counts_ignore_the_outcome_filter_and_pages_follow_the_cursor() 
 async fn a_timeline_decodes_each_event_and_marks_where_the_scope_grew() {
     let fx = fixture().await;
     four_sessions(&fx.log).await;
-    let t = fx.compliance.timeline("s-violation", 200).await.unwrap().unwrap();
+    let t = fx
+        .compliance
+        .timeline("s-violation", 200)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(t.summary.scope.as_deref(), Some("support"));
     let kinds: Vec<_> = t.entries.iter().map(|e| e.kind.as_str()).collect();
     assert_eq!(kinds, ["session_started", "learn_granted", "call_denied"]);
     let violation = &t.entries[2];
     assert_eq!(violation.tone, Tone::Violation);
     assert_eq!(violation.rule.as_deref(), Some("max_refund_per_call"));
-    assert!(violation.arguments.iter().any(|a| a.name == "card" && a.digest));
+    assert!(
+        violation
+            .arguments
+            .iter()
+            .any(|a| a.name == "card" && a.digest)
+    );
     assert_eq!(t.entries[1].skill_versions, ["refund-handling@2"]);
     assert!(t.integrity.is_intact());
 
-    let grew = fx.compliance.timeline("s-grew", 200).await.unwrap().unwrap();
+    let grew = fx
+        .compliance
+        .timeline("s-grew", 200)
+        .await
+        .unwrap()
+        .unwrap();
     let marks: Vec<bool> = grew.entries.iter().map(|e| e.scope_grew).collect();
     assert_eq!(marks, [false, false, true]);
     assert!(fx.compliance.timeline("nope", 200).await.unwrap().is_none());
@@ -156,21 +321,36 @@ async fn an_export_of_the_whole_chain_re_verifies_outside_the_database() {
     let mut out = Vec::new();
     let n = fx
         .compliance
-        .export(None, &SessionFilter::default(), ExportFormat::Jsonl, &mut out)
+        .export(
+            None,
+            &SessionFilter::default(),
+            ExportFormat::Jsonl,
+            &mut out,
+        )
         .await
         .unwrap();
     assert_eq!(n, 16);
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("export.jsonl");
     std::fs::write(&file, &out).unwrap();
-    let report = verify_exported_jsonl(std::io::BufReader::new(std::fs::File::open(&file).unwrap())).unwrap();
+    let report =
+        verify_exported_jsonl(std::io::BufReader::new(std::fs::File::open(&file).unwrap()))
+            .unwrap();
     assert!(report.is_intact(), "{report:?}");
     assert_eq!(report.verified_tip, fx.store.audit_tip().await.unwrap());
 
     // One edited line is named by the re-verification.
-    let text = String::from_utf8(out).unwrap().replace("\"amount\":900", "\"amount\":90");
+    let text = String::from_utf8(out)
+        .unwrap()
+        .replace("\"amount\":900", "\"amount\":90");
     let report = verify_exported_jsonl(text.as_bytes()).unwrap();
-    assert_eq!(report.first_bad, Some(BadEvent { seq: 7, reason: BadReason::Changed }));
+    assert_eq!(
+        report.first_bad,
+        Some(BadEvent {
+            seq: 7,
+            reason: BadReason::Changed
+        })
+    );
 }
 
 #[tokio::test]
@@ -182,8 +362,15 @@ async fn a_filtered_export_carries_the_chain_fields_of_each_event() {
         ..Default::default()
     };
     let mut jsonl = Vec::new();
-    fx.compliance.export(None, &filter, ExportFormat::Jsonl, &mut jsonl).await.unwrap();
-    let lines: Vec<Value> = String::from_utf8(jsonl).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    fx.compliance
+        .export(None, &filter, ExportFormat::Jsonl, &mut jsonl)
+        .await
+        .unwrap();
+    let lines: Vec<Value> = String::from_utf8(jsonl)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(lines.len(), 8);
     let mut last = 0;
     for line in &lines {
@@ -206,9 +393,20 @@ async fn a_filtered_export_carries_the_chain_fields_of_each_event() {
     }
 
     let mut csv = Vec::new();
-    fx.compliance.export(Some("s-grew"), &SessionFilter::default(), ExportFormat::Csv, &mut csv).await.unwrap();
+    fx.compliance
+        .export(
+            Some("s-grew"),
+            &SessionFilter::default(),
+            ExportFormat::Csv,
+            &mut csv,
+        )
+        .await
+        .unwrap();
     let mut reader = csv::Reader::from_reader(csv.as_slice());
-    assert_eq!(reader.headers().unwrap(), skillgate_core::audit::export::COLUMNS.as_slice());
+    assert_eq!(
+        reader.headers().unwrap(),
+        skillgate_core::audit::export::COLUMNS.as_slice()
+    );
     assert_eq!(reader.records().count(), 3);
 }
 
@@ -221,14 +419,34 @@ async fn a_tampered_event_is_named_by_the_full_check_the_timeline_and_the_list()
         .execute(fx.store.pool())
         .await
         .unwrap();
-    let bad = Some(BadEvent { seq: 7, reason: BadReason::Changed });
+    let bad = Some(BadEvent {
+        seq: 7,
+        reason: BadReason::Changed,
+    });
     assert_eq!(fx.compliance.verify_all().await.unwrap().first_bad, bad);
-    let timeline = fx.compliance.timeline("s-violation", 200).await.unwrap().unwrap();
+    let timeline = fx
+        .compliance
+        .timeline("s-violation", 200)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(timeline.integrity.first_bad, bad);
-    let list = fx.compliance.sessions(&SessionFilter::default(), None, 50).await.unwrap();
+    let list = fx
+        .compliance
+        .sessions(&SessionFilter::default(), None, 50)
+        .await
+        .unwrap();
     assert_eq!(list.integrity.first_bad, bad);
     // A session whose own events are intact still verifies on its own timeline.
-    assert!(fx.compliance.timeline("s-grew", 200).await.unwrap().unwrap().integrity.is_intact());
+    assert!(
+        fx.compliance
+            .timeline("s-grew", 200)
+            .await
+            .unwrap()
+            .unwrap()
+            .integrity
+            .is_intact()
+    );
 }
 
 #[tokio::test]
@@ -247,7 +465,13 @@ async fn an_event_rewritten_with_a_recomputed_hash_is_caught_by_its_successor() 
         .await
         .unwrap();
     let timeline = fx.compliance.timeline("s-ok", 200).await.unwrap().unwrap();
-    assert_eq!(timeline.integrity.first_bad, Some(BadEvent { seq: 3, reason: BadReason::Changed }));
+    assert_eq!(
+        timeline.integrity.first_bad,
+        Some(BadEvent {
+            seq: 3,
+            reason: BadReason::Changed
+        })
+    );
 }
 
 /// Appends `n` linked events stamped `age` ago, one session per 10 events.
@@ -262,11 +486,19 @@ async fn old_events(store: &Store, n: u64, age: Duration) {
                         &tip,
                         at.clone(),
                         Some(format!("old-{}", (tip.seq + 1) / 10)),
-                        if i % 10 == 0 { "session_started" } else { "feedback" }.into(),
+                        if i % 10 == 0 {
+                            "session_started"
+                        } else {
+                            "feedback"
+                        }
+                        .into(),
                         Some("k".into()),
                         canonical_json(&json!({ "scope": "support", "i": i })),
                     );
-                    tip = Anchor { seq: row.seq, hash: row.hash.clone() };
+                    tip = Anchor {
+                        seq: row.seq,
+                        hash: row.hash.clone(),
+                    };
                     row
                 })
                 .collect()
@@ -284,7 +516,12 @@ async fn retention_prunes_whole_segments_and_the_rest_still_verifies() {
     fx.compliance.set_retention_days(Some(30)).await.unwrap();
     assert_eq!(fx.compliance.retention_days().await.unwrap(), Some(30));
 
-    let anchor = fx.compliance.prune_older_than(30, Utc::now()).await.unwrap().unwrap();
+    let anchor = fx
+        .compliance
+        .prune_older_than(30, Utc::now())
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(anchor.seq, 2000, "whole segments of 1000 only");
     let report = fx.compliance.verify_all().await.unwrap();
     assert!(report.is_intact(), "{report:?}");
@@ -293,10 +530,21 @@ async fn retention_prunes_whole_segments_and_the_rest_still_verifies() {
     assert!(fx.store.audit_session("old-1").await.unwrap().is_none());
     assert!(fx.store.audit_session("old-249").await.unwrap().is_some());
     // The timeline right after the anchor still links to it.
-    let timeline = fx.compliance.timeline("old-200", 200).await.unwrap().unwrap();
+    let timeline = fx
+        .compliance
+        .timeline("old-200", 200)
+        .await
+        .unwrap()
+        .unwrap();
     assert!(timeline.integrity.is_intact(), "{:?}", timeline.integrity);
     // Nothing else old enough fills a segment.
-    assert_eq!(fx.compliance.prune_older_than(30, Utc::now()).await.unwrap(), None);
+    assert_eq!(
+        fx.compliance
+            .prune_older_than(30, Utc::now())
+            .await
+            .unwrap(),
+        None
+    );
 }
 
 #[tokio::test]
@@ -305,12 +553,28 @@ async fn summaries_of_events_appended_before_the_migration_are_backfilled() {
     // with the migration's SQL and compare.
     let fx = fixture().await;
     four_sessions(&fx.log).await;
-    let live = fx.compliance.sessions(&SessionFilter::default(), None, 50).await.unwrap().sessions;
+    let live = fx
+        .compliance
+        .sessions(&SessionFilter::default(), None, 50)
+        .await
+        .unwrap()
+        .sessions;
     let sql = include_str!("../../migrations/0006_audit_session_summaries.sql");
     let backfill = &sql[sql.find("-- Backfill").unwrap()..sql.find("-- Console-editable").unwrap()];
-    sqlx::query("DELETE FROM audit_session_summaries").execute(fx.store.pool()).await.unwrap();
-    sqlx::raw_sql(backfill).execute(fx.store.pool()).await.unwrap();
-    let rebuilt = fx.compliance.sessions(&SessionFilter::default(), None, 50).await.unwrap().sessions;
+    sqlx::query("DELETE FROM audit_session_summaries")
+        .execute(fx.store.pool())
+        .await
+        .unwrap();
+    sqlx::raw_sql(backfill)
+        .execute(fx.store.pool())
+        .await
+        .unwrap();
+    let rebuilt = fx
+        .compliance
+        .sessions(&SessionFilter::default(), None, 50)
+        .await
+        .unwrap()
+        .sessions;
     let norm = |mut v: Vec<skillgate_core::store::audit_query::SessionSummary>| {
         for s in &mut v {
             s.roles.sort();

@@ -23,7 +23,7 @@ pub enum AuditCommand {
         format: Format,
         /// Only the events of the sessions matching these filters.
         #[command(flatten)]
-        filters: ExportFilters,
+        filters: Box<ExportFilters>,
     },
     /// Delete whole segments of events older than the given age, keeping the hash of the
     /// last one deleted as the anchor later verification starts from.
@@ -127,7 +127,9 @@ pub async fn run(database_url: &str, command: AuditCommand) -> anyhow::Result<Ex
                     "pruned audit events through seq {}; the chain now starts after anchor {}",
                     anchor.seq, anchor.hash
                 ),
-                None => println!("nothing to prune: no whole segment is older than {older_than} days"),
+                None => {
+                    println!("nothing to prune: no whole segment is older than {older_than} days")
+                }
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -147,7 +149,9 @@ pub async fn run(database_url: &str, command: AuditCommand) -> anyhow::Result<Ex
                 compliance
                     .export(session.as_deref(), &filter, format.into(), &mut out)
                     .await
-                    .map_err(|err| AuditError::Export(std::io::Error::other(err.to_string()).into()))
+                    .map_err(|err| {
+                        AuditError::Export(std::io::Error::other(err.to_string()).into())
+                    })
             };
             match exported {
                 Ok(_) => Ok(ExitCode::SUCCESS),

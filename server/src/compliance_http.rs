@@ -218,9 +218,7 @@ async fn set_retention(
         return internal(error);
     }
     if let (Some(days), Some(_)) = (days, form.prune_now)
-        && let Err(error) = compliance
-            .prune_older_than(days, chrono::Utc::now())
-            .await
+        && let Err(error) = compliance.prune_older_than(days, chrono::Utc::now()).await
     {
         return internal(error);
     }

@@ -355,7 +355,11 @@ pub fn AuditPage() -> impl IntoView {
     let run = move || query.read().get("run").is_some();
     // The walk reads every event, so it runs when asked for, not on every visit.
     let report = Resource::new(run, |run| async move {
-        if run { verify_audit_chain().await.map(Some) } else { Ok(None) }
+        if run {
+            verify_audit_chain().await.map(Some)
+        } else {
+            Ok(None)
+        }
     });
     let retention = Resource::new(|| (), |_| retention_info());
     view! {

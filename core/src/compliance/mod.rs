@@ -13,14 +13,13 @@ use futures::TryStreamExt;
 use crate::audit::chain::event_hash;
 use crate::audit::export::{ExportError, ExportWriter};
 use crate::audit::{
-    Anchor, AuditRow, BadEvent, BadReason, ChainVerifier, ExportFormat, GENESIS_HASH,
-    VerifyReport,
+    Anchor, AuditRow, BadEvent, BadReason, ChainVerifier, ExportFormat, GENESIS_HASH, VerifyReport,
 };
 use crate::store::audit_query::{OutcomeCounts, SessionSummary};
 use crate::store::{Store, StoreError, stamp};
 
 pub use crate::store::audit_query::{Outcome, SessionFilter};
-pub use timeline::{Argument, Tone, TimelineEntry, decode_entries};
+pub use timeline::{Argument, TimelineEntry, Tone, decode_entries};
 
 /// The settings key of the retention period, in days.
 const RETENTION_KEY: &str = "audit_retention_days";
@@ -44,7 +43,9 @@ struct SharedBuffer(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
 impl SharedBuffer {
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<u8>> {
         // A panic while holding this lock cannot leave the bytes inconsistent.
-        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn len(&self) -> usize {
@@ -148,10 +149,7 @@ impl Compliance {
         limit: u32,
     ) -> Result<SessionsPage, ComplianceError> {
         let limit = limit.clamp(1, 200);
-        let mut sessions = self
-            .store
-            .audit_sessions(filter, before, limit + 1)
-            .await?;
+        let mut sessions = self.store.audit_sessions(filter, before, limit + 1).await?;
         let next_cursor = if sessions.len() > limit as usize {
             sessions.truncate(limit as usize);
             sessions.last().map(|s| s.first_seq)

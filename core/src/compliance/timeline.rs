@@ -227,7 +227,11 @@ mod tests {
     #[test]
     fn a_second_learned_role_marks_where_the_scope_grew() {
         let entries = decode_entries(&[
-            row(1, "learn_granted", r#"{"role":"a","skill_versions":{"x":2}}"#),
+            row(
+                1,
+                "learn_granted",
+                r#"{"role":"a","skill_versions":{"x":2}}"#,
+            ),
             row(2, "learn_granted", r#"{"role":"a"}"#),
             row(3, "learn_granted", r#"{"role":"b"}"#),
         ]);

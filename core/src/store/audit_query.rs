@@ -58,10 +58,8 @@ fn session_delta(kind: &str, payload: &str) -> SessionDelta {
                 delta.denials = 1;
             }
         }
-        "call_result" => {
-            if payload.get("status").and_then(Value::as_str) == Some("error") {
-                delta.errors = 1;
-            }
+        "call_result" if payload.get("status").and_then(Value::as_str) == Some("error") => {
+            delta.errors = 1;
         }
         _ => {}
     }
@@ -486,10 +484,7 @@ impl Store {
         .bind(since)
         .fetch_all(self.pool())
         .await?;
-        Ok(rows
-            .into_iter()
-            .map(|(b, n)| (b, seq_from_db(n)))
-            .collect())
+        Ok(rows.into_iter().map(|(b, n)| (b, seq_from_db(n))).collect())
     }
 
     /// Refusals per bucket since `since`: `(bucket, denials, violations)`.
@@ -542,10 +537,7 @@ impl Store {
             .bind(i64::from(limit))
             .fetch_all(self.pool())
             .await?;
-        Ok(rows
-            .into_iter()
-            .map(|(n, c)| (n, seq_from_db(c)))
-            .collect())
+        Ok(rows.into_iter().map(|(n, c)| (n, seq_from_db(c))).collect())
     }
 
     /// The newest event appended before `cutoff`, if any.

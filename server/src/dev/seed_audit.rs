@@ -45,7 +45,12 @@ const SCOPES: &[&str] = &["support", "billing", "ops"];
 const ROLES: &[(&str, &[&str])] = &[
     (
         "tier-1-support",
-        &["lookup_customer", "lookup_order", "issue_refund", "open_ticket"],
+        &[
+            "lookup_customer",
+            "lookup_order",
+            "issue_refund",
+            "open_ticket",
+        ],
     ),
     ("retention-desk", &["lookup_customer", "offer_discount"]),
     ("billing-admin", &["adjust_invoice", "issue_credit"]),
@@ -94,7 +99,7 @@ fn plan(rng: &mut StdRng, scope: &str, per_session: u64) -> Vec<(&'static str, V
     while (events.len() as u64) < target {
         let tool = tools[rng.gen_range(0..tools.len())];
         let args = json!({ "customer_id": format!("C-{}", rng.gen_range(1000..9999)),
-            "amount": rng.gen_range(5..900), "card": { "sha256": format!("{:064x}", rng.r#gen::<u128>()) } });
+            "amount": rng.gen_range(5..900), "card": { "sha256": format!("{:032x}{:032x}", rng.r#gen::<u128>(), rng.r#gen::<u128>()) } });
         match rng.gen_range(0..100) {
             0..=2 => events.push((
                 "learn_denied",
@@ -140,7 +145,7 @@ fn plan(rng: &mut StdRng, scope: &str, per_session: u64) -> Vec<(&'static str, V
                         "call_result",
                         json!({ "tool": tool, "status": "ok", "duration_ms": duration,
                                 "result_size": rng.gen_range(40..4000),
-                                "result_sha256": format!("{:064x}", rng.r#gen::<u128>()) }),
+                                "result_sha256": format!("{:032x}{:032x}", rng.r#gen::<u128>(), rng.r#gen::<u128>()) }),
                     )
                 });
             }
