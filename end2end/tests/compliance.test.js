@@ -5,13 +5,13 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { randomBytes } from 'node:crypto';
-import { launch, newPage, signIn, screenshot, waitHydrated } from './browser.js';
+import {
+  launch, newPage, signIn, screenshot, waitHydrated, REVIEWER_PASSWORD,
+} from './browser.js';
 
 const BIN = process.env.SKILLGATE_BIN;
 const DB_URL = process.env.SKILLGATE_DATABASE_URL;
 const DB_PATH = DB_URL.replace(/^sqlite:\/\//, '');
-const REVIEWER_PASSWORD = `reviewer-${randomBytes(8).toString('hex')}`;
 
 /** Runs python3's sqlite3 module on the server's database file (sqlite3 CLI may be absent). */
 function sql(statement, ...params) {
@@ -28,11 +28,8 @@ print(json.dumps(rows))`;
 let violationSession;
 
 before(() => {
-  // A small realistic data set through the real command, and a reviewer through the CLI.
+  // A small realistic data set through the real command (run.sh added the reviewer).
   execFileSync(BIN, ['dev', 'seed-audit', '--events', '400', '--days', '1', '--database-url', DB_URL]);
-  execFileSync(BIN, ['user', 'add', 'reviewer', '--role', 'reviewer', '--database-url', DB_URL], {
-    input: `${REVIEWER_PASSWORD}\n`,
-  });
 });
 
 for (const js of [true, false]) {

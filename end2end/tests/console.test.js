@@ -57,7 +57,7 @@ for (const js of [true, false]) {
       await page.click('nav >> text="Users"');
       await page.waitForSelector('table');
       const names = await page.$$eval('tbody tr td:first-child', (tds) => tds.map((td) => td.textContent));
-      assert.deepEqual(names.sort(), ['admin', 'viewer']);
+      assert.deepEqual(names.sort(), ['admin', 'reviewer', 'viewer']);
 
       const response = await page.goto('/no-such-page');
       assert.equal(response.status(), 404);

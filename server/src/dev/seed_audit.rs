@@ -29,6 +29,9 @@ pub struct SeedAuditArgs {
     /// Events per transaction.
     #[arg(long, default_value_t = 5_000)]
     pub batch: usize,
+    /// Sessions in progress at once, whose events interleave in the chain.
+    #[arg(long, default_value_t = 8)]
+    pub concurrent: usize,
     /// Seed of the random generator, for reproducible data sets.
     #[arg(long, default_value_t = 7)]
     pub seed: u64,
@@ -158,6 +161,7 @@ pub async fn run(database_url: &str, args: SeedAuditArgs) -> anyhow::Result<()> 
     anyhow::ensure!(args.events > 0, "--events must be at least 1");
     anyhow::ensure!(args.per_session >= 3, "--per-session must be at least 3");
     anyhow::ensure!(args.days > 0, "--days must be at least 1");
+    anyhow::ensure!(args.concurrent > 0, "--concurrent must be at least 1");
     let store = Store::open(database_url).await?;
     let mut rng = StdRng::seed_from_u64(args.seed);
     let started = Instant::now();
@@ -174,7 +178,7 @@ pub async fn run(database_url: &str, args: SeedAuditArgs) -> anyhow::Result<()> 
         let mut events: Vec<(String, &'static str, &'static str, String)> =
             Vec::with_capacity(batch_len as usize);
         while (events.len() as u64) < batch_len {
-            if live.len() < 8 {
+            if live.len() < args.concurrent {
                 sessions += 1;
                 let scope = SCOPES[rng.gen_range(0..SCOPES.len())];
                 live.push(Live {
