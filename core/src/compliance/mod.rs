@@ -438,3 +438,25 @@ impl Compliance {
         ))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_to_date_includes_its_whole_day_and_times_are_normalised_to_utc() {
+        assert_eq!(
+            parse_time_bound("2026-11-30", false).as_deref(),
+            Some("2026-11-30T00:00:00.000000Z")
+        );
+        assert_eq!(
+            parse_time_bound("2026-11-30", true).as_deref(),
+            Some("2026-12-01T00:00:00.000000Z")
+        );
+        assert_eq!(
+            parse_time_bound("2026-11-30T10:00:00+02:00", false).as_deref(),
+            Some("2026-11-30T08:00:00.000000Z")
+        );
+        assert_eq!(parse_time_bound("yesterday", false), None);
+    }
+}
