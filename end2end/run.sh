@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the end-to-end suite against the release build: starts `skillgate serve` on a free
 # loopback port with a fresh SQLite file, reads the one-time admin password it prints,
-# adds a viewer through the CLI, then drives Chromium with JavaScript on and off.
+# adds a viewer and a reviewer through the CLI, then drives Chromium with JavaScript on and off.
 # SKILLGATE_PROFILE=debug runs it against `cargo leptos build` output instead, which builds
 # far faster while iterating on a spec; `make test` always uses the release build.
 # Extra arguments select spec files (default: all of tests/).
@@ -38,11 +38,14 @@ admin_password="$(sed -n 's/^  password: //p' "$log" | head -n1)"
 
 viewer_password="viewer-$(python3 -c 'import secrets; print(secrets.token_hex(8))')"
 printf '%s\n' "$viewer_password" | "$bin" user add viewer --role viewer --database-url "$db" >/dev/null
+reviewer_password="reviewer-$(python3 -c 'import secrets; print(secrets.token_hex(8))')"
+printf '%s\n' "$reviewer_password" | "$bin" user add reviewer --role reviewer --database-url "$db" >/dev/null
 
 mkdir -p "$root/target/e2e-screenshots"
 export SKILLGATE_URL="http://127.0.0.1:$port"
 export SKILLGATE_ADMIN_PASSWORD="$admin_password"
 export SKILLGATE_VIEWER_PASSWORD="$viewer_password"
+export SKILLGATE_REVIEWER_PASSWORD="$reviewer_password"
 export SKILLGATE_DATABASE_URL="$db"
 export SKILLGATE_BIN="$bin"
 export SKILLGATE_SCREENSHOTS="$root/target/e2e-screenshots"

@@ -6,6 +6,7 @@ pub mod api;
 pub mod authoring_api;
 pub mod catalog_api;
 pub mod flash;
+pub mod compliance_api;
 mod layout;
 mod pages;
 pub mod users_api;
@@ -17,7 +18,7 @@ use leptos_router::components::{ParentRoute, Route, Router, Routes};
 use leptos_router::{SsrMode, path};
 
 use crate::layout::ConsoleLayout;
-use crate::pages::{Dashboard, LoginPage, NotFound, Section, UsersPage};
+use crate::pages::{Dashboard, LoginPage, NotFound, UsersPage};
 
 /// The HTML document around the app, rendered on the server.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
@@ -77,11 +78,9 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("upstreams") view=pages::UpstreamsPage ssr=SsrMode::Async />
                     <Route path=path!("scopes/new") view=pages::NewScopePage ssr=SsrMode::Async />
                     <Route path=path!("scopes/:slug") view=pages::ScopeEditPage ssr=SsrMode::Async />
-                    <Route
-                        path=path!("sessions")
-                        view=|| view! { <Section section=pages::SectionKind::Sessions /> }
-                        ssr=SsrMode::Async
-                    />
+                    <Route path=path!("sessions") view=pages::SessionsPage ssr=SsrMode::Async />
+                    <Route path=path!("sessions/:id") view=pages::SessionPage ssr=SsrMode::Async />
+                    <Route path=path!("audit") view=pages::AuditPage ssr=SsrMode::Async />
                     <Route path=path!("candidates") view=pages::CandidatesPage ssr=SsrMode::Async />
                     <Route path=path!("candidates/:id") view=pages::CandidatePage ssr=SsrMode::Async />
                     <Route path=path!("users") view=UsersPage ssr=SsrMode::Async />

@@ -7,6 +7,7 @@
 
 pub mod audit;
 pub mod catalog_service;
+pub mod compliance;
 pub mod demo;
 pub mod gateway;
 pub mod keys;

@@ -5,6 +5,7 @@ import path from 'node:path';
 export const BASE = process.env.SKILLGATE_URL ?? 'http://127.0.0.1:3000';
 export const ADMIN_PASSWORD = process.env.SKILLGATE_ADMIN_PASSWORD;
 export const VIEWER_PASSWORD = process.env.SKILLGATE_VIEWER_PASSWORD;
+export const REVIEWER_PASSWORD = process.env.SKILLGATE_REVIEWER_PASSWORD;
 const SCREENSHOTS = process.env.SKILLGATE_SCREENSHOTS;
 
 export async function launch() {

@@ -56,9 +56,10 @@ for (const js of [true, false]) {
       }
       await page.click('nav >> text="Users"');
       await page.waitForSelector('table');
-      // Other specs add users of their own; these two come from end2end/run.sh.
+      // Other specs add users of their own; these three come from end2end/run.sh.
       assert.match(await page.textContent('#user-admin th'), /admin \(you\)/);
       assert.match(await page.textContent('#user-viewer th'), /viewer/);
+      assert.match(await page.textContent('#user-reviewer th'), /reviewer/);
 
       const response = await page.goto('/no-such-page');
       assert.equal(response.status(), 404);

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Subcommand, ValueEnum};
 use skillgate_core::audit::{AuditError, AuditLog, ExportFilter, ExportFormat, VerifyReport};
+use skillgate_core::compliance::{Compliance, Outcome, SessionFilter, parse_time_bound};
 use skillgate_core::store::Store;
 
 #[derive(Debug, Subcommand)]
@@ -20,7 +21,70 @@ pub enum AuditCommand {
         session: Option<String>,
         #[arg(long, value_enum, default_value = "jsonl")]
         format: Format,
+        /// Only the events of the sessions matching these filters.
+        #[command(flatten)]
+        filters: Box<ExportFilters>,
     },
+    /// Delete whole segments of events older than the given age, keeping the hash of the
+    /// last one deleted as the anchor later verification starts from.
+    Prune {
+        /// Age in days; events older than this are pruned in segments of 1000.
+        #[arg(long)]
+        older_than: u32,
+    },
+}
+
+/// The console's session filters, for `audit export`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ExportFilters {
+    /// Agent key name.
+    #[arg(long)]
+    key: Option<String>,
+    #[arg(long)]
+    scope: Option<String>,
+    /// Sessions started on or after this date (YYYY-MM-DD) or RFC 3339 time.
+    #[arg(long)]
+    from: Option<String>,
+    /// Sessions started on or before this date (YYYY-MM-DD), or before this RFC 3339 time.
+    #[arg(long)]
+    to: Option<String>,
+    /// A role the session learned.
+    #[arg(long)]
+    role: Option<String>,
+    /// A tool the session called.
+    #[arg(long)]
+    tool: Option<String>,
+    /// Sessions that had a denial, a governance violation or a downstream error.
+    #[arg(long, value_parser = ["denial", "violation", "error"])]
+    outcome: Option<String>,
+    /// Text in the task summary or a tool name.
+    #[arg(long)]
+    text: Option<String>,
+}
+
+impl ExportFilters {
+    fn to_filter(&self) -> anyhow::Result<SessionFilter> {
+        let time = |value: &Option<String>, end_of_day: bool| {
+            value
+                .as_deref()
+                .map(|v| {
+                    parse_time_bound(v, end_of_day).with_context(|| {
+                        format!("`{v}` is not a date (YYYY-MM-DD) or an RFC 3339 time")
+                    })
+                })
+                .transpose()
+        };
+        Ok(SessionFilter {
+            key: self.key.clone(),
+            scope: self.scope.clone(),
+            from: time(&self.from, false)?,
+            to: time(&self.to, true)?,
+            role: self.role.clone(),
+            tool: self.tool.clone(),
+            outcome: self.outcome.as_deref().and_then(Outcome::parse),
+            text: self.text.clone(),
+        })
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -53,11 +117,43 @@ pub async fn run(database_url: &str, command: AuditCommand) -> anyhow::Result<Ex
                 ExitCode::FAILURE
             })
         }
-        AuditCommand::Export { session, format } => {
+        AuditCommand::Prune { older_than } => {
+            let compliance = Compliance::new(log.store().clone());
+            match compliance
+                .prune_older_than(older_than, chrono::Utc::now())
+                .await?
+            {
+                Some(anchor) => println!(
+                    "pruned audit events through seq {}; the chain now starts after anchor {}",
+                    anchor.seq, anchor.hash
+                ),
+                None => {
+                    println!("nothing to prune: no whole segment is older than {older_than} days")
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        AuditCommand::Export {
+            session,
+            format,
+            filters,
+        } => {
+            let filter = filters.to_filter()?;
             // `export` needs a `Send` writer, which a `StdoutLock` is not; the buffer means
             // the lock is taken once per 64 KiB rather than once per line.
             let mut out = PipeWatch::new(BufWriter::with_capacity(64 * 1024, io::stdout()));
-            match export(&log, session, format, &mut out).await {
+            let exported = if filter.is_empty() {
+                export(&log, session, format, &mut out).await
+            } else {
+                let compliance = Compliance::new(log.store().clone());
+                compliance
+                    .export(session.as_deref(), &filter, format.into(), &mut out)
+                    .await
+                    .map_err(|err| {
+                        AuditError::Export(std::io::Error::other(err.to_string()).into())
+                    })
+            };
+            match exported {
                 Ok(_) => Ok(ExitCode::SUCCESS),
                 Err(_) if out.closed => Ok(ExitCode::SUCCESS),
                 Err(err) => Err(anyhow::Error::new(err).context("exporting the audit chain")),
@@ -343,7 +439,9 @@ mod tests {
             audit: AuditCommand,
         }
         let Cli {
-            audit: AuditCommand::Export { session, format },
+            audit: AuditCommand::Export {
+                session, format, ..
+            },
         } = Cli::parse_from(["x", "export"])
         else {
             panic!("export")

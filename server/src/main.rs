@@ -3,6 +3,7 @@
 mod api;
 mod audit_cmd;
 mod cli;
+mod compliance_http;
 mod console_auth;
 mod demo_upstream;
 mod dev;
@@ -50,7 +51,7 @@ async fn main() -> anyhow::Result<ExitCode> {
                 None => demo_upstream::serve_stdio(options).await,
             }
         }
-        Some(Command::Dev(command)) => dev::run(command).await,
+        Some(Command::Dev(command)) => dev::run(&cli.database_url, command).await,
         // The only command whose outcome is more than success or an error: a broken chain
         // is a finding, reported on stderr with a failing exit code.
         Some(Command::Audit(command)) => return audit_cmd::run(&cli.database_url, command).await,

@@ -31,7 +31,7 @@ use tower_sessions::{Expiry, SessionManagerLayer};
 use tower_sessions_sqlx_store::SqliteStore;
 
 use crate::cli::ServeArgs;
-use crate::{api, console_auth, export, health, key_cmd, mcp, upstream_sync};
+use crate::{api, compliance_http, console_auth, export, health, key_cmd, mcp, upstream_sync};
 
 /// Console sessions end after this long without a request.
 const CONSOLE_IDLE_TIMEOUT: time::Duration = time::Duration::hours(8);
@@ -77,6 +77,7 @@ pub async fn build(database_url: &str, args: &ServeArgs) -> anyhow::Result<Route
         .with_secure(false)
         .with_expiry(Expiry::OnInactivity(CONSOLE_IDLE_TIMEOUT));
 
+    compliance_http::spawn_retention(store.clone());
     let catalog = Arc::new(CatalogHandle::new(store.compiled_catalog().await?));
     let upstreams = Arc::new(UpstreamPool::default());
     upstream_sync::register_upstreams(&upstreams, &store.list_upstreams().await?);
@@ -161,6 +162,7 @@ pub async fn build(database_url: &str, args: &ServeArgs) -> anyhow::Result<Route
             "/console/export/skills/{skill}/{version}",
             get(export::export_skill),
         )
+        .merge(compliance_http::router())
         .leptos_routes_with_context(&state, routes, provide.clone(), {
             let options = leptos_options.clone();
             move || shell(options.clone())

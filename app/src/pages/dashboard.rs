@@ -2,6 +2,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 
 use super::ErrorNotice;
+use super::charts::ComplianceCharts;
 use crate::api::overview;
 
 #[component]
@@ -42,5 +43,6 @@ pub fn Dashboard() -> impl IntoView {
                 }
             })}
         </Suspense>
+        <ComplianceCharts />
     }
 }

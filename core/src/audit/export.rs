@@ -132,6 +132,15 @@ impl<W: Write> ExportWriter<W> {
         Ok(())
     }
 
+    /// Pushes rows buffered inside the writer (the CSV writer's own buffer) to `W`.
+    pub fn flush(&mut self) -> Result<(), ExportError> {
+        match self {
+            ExportWriter::Jsonl(out) => out.flush()?,
+            ExportWriter::Csv(csv) => csv.flush()?,
+        }
+        Ok(())
+    }
+
     pub fn finish(self) -> Result<W, ExportError> {
         match self {
             ExportWriter::Jsonl(mut out) => {

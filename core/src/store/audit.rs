@@ -52,14 +52,14 @@ impl Anchor {
     }
 }
 
-const COLUMNS: &str = "seq, at, session_id, kind, actor, payload, prev_hash, hash";
+pub(crate) const COLUMNS: &str = "seq, at, session_id, kind, actor, payload, prev_hash, hash";
 
 // SQLite integers are i64; seqs start at 1 and never approach i64::MAX.
-fn seq_from_db(seq: i64) -> u64 {
+pub(crate) fn seq_from_db(seq: i64) -> u64 {
     u64::try_from(seq).unwrap_or(0)
 }
 
-fn seq_to_db(seq: u64) -> i64 {
+pub(crate) fn seq_to_db(seq: u64) -> i64 {
     i64::try_from(seq).unwrap_or(i64::MAX)
 }
 
@@ -89,6 +89,9 @@ impl Store {
             .bind(&row.hash)
             .execute(&mut *tx)
             .await?;
+            // Same transaction: the compliance summary of a session never disagrees
+            // with its events.
+            super::audit_query::summarize_in(&mut tx, row).await?;
         }
         tx.commit().await?;
         Ok(rows)
@@ -181,6 +184,10 @@ impl Store {
             .execute(&mut *tx)
             .await?;
         sqlx::query("DELETE FROM audit_events WHERE seq <= ?")
+            .bind(seq_to_db(seq))
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query("DELETE FROM audit_session_summaries WHERE last_seq <= ?")
             .bind(seq_to_db(seq))
             .execute(&mut *tx)
             .await?;

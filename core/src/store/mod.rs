@@ -11,6 +11,7 @@ use sqlx::SqlitePool;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
 pub mod audit;
+pub mod audit_query;
 pub mod catalog;
 pub mod keys;
 pub mod reveals;

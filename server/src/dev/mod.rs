@@ -6,6 +6,7 @@ mod harness;
 mod load;
 mod memory;
 mod seed_catalog;
+mod seed_audit;
 
 use clap::Subcommand;
 
@@ -19,13 +20,16 @@ pub enum DevCommand {
     Memory(memory::MemoryArgs),
     /// Adds a large synthetic catalog to a database (console benchmarks).
     SeedCatalog(seed_catalog::SeedCatalogArgs),
+    /// Fill the database with a realistic, chain-valid audit log (compliance benchmarks).
+    SeedAudit(seed_audit::SeedAuditArgs),
 }
 
-pub async fn run(command: DevCommand) -> anyhow::Result<()> {
+pub async fn run(database_url: &str, command: DevCommand) -> anyhow::Result<()> {
     match command {
         DevCommand::Load(args) => load::run(args).await,
         DevCommand::ContextCost(args) => context_cost::run(args).await,
         DevCommand::Memory(args) => memory::run(args).await,
         DevCommand::SeedCatalog(args) => seed_catalog::run(args).await,
+        DevCommand::SeedAudit(args) => seed_audit::run(database_url, args).await,
     }
 }

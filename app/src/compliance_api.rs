@@ -1,0 +1,396 @@
+//! Compliance server functions (sessions list, timeline, chain verification, overview,
+//! retention) and their wire types. Any console role may read the audit; only an admin
+//! changes retention (through the form route in the server binary).
+
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::api::ConsoleError;
+
+/// Sessions per page of the sessions list.
+pub const SESSIONS_PER_PAGE: u32 = 50;
+/// Events shown on one timeline page.
+pub const TIMELINE_EVENTS: u32 = 1000;
+
+/// The sessions list filters, exactly as they appear in the page's query string.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionQuery {
+    pub key: Option<String>,
+    pub scope: Option<String>,
+    /// `YYYY-MM-DD` or an RFC 3339 time: sessions started at or after it.
+    pub from: Option<String>,
+    /// `YYYY-MM-DD` (inclusive day) or an RFC 3339 time (exclusive).
+    pub to: Option<String>,
+    pub role: Option<String>,
+    pub tool: Option<String>,
+    /// `denial`, `violation` or `error`.
+    pub outcome: Option<String>,
+    pub q: Option<String>,
+    /// The cursor of the next page.
+    pub before: Option<u64>,
+}
+
+impl SessionQuery {
+    /// The query string of these filters (without `before`), for links and exports.
+    pub fn to_query_string(&self) -> String {
+        let pairs = [
+            ("key", &self.key),
+            ("scope", &self.scope),
+            ("from", &self.from),
+            ("to", &self.to),
+            ("role", &self.role),
+            ("tool", &self.tool),
+            ("outcome", &self.outcome),
+            ("q", &self.q),
+        ];
+        pairs
+            .iter()
+            .filter_map(|(k, v)| v.as_deref().map(|v| format!("{k}={}", encode(v))))
+            .collect::<Vec<_>>()
+            .join("&")
+    }
+
+    /// The same filters with a different outcome (or none), for the outcome facets.
+    pub fn with_outcome(&self, outcome: Option<&str>) -> Self {
+        Self {
+            outcome: outcome.map(str::to_owned),
+            before: None,
+            ..self.clone()
+        }
+    }
+}
+
+/// Percent-encodes a query value (RFC 3986 unreserved characters pass through).
+pub fn encode(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for byte in value.bytes() {
+        match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                out.push(byte as char)
+            }
+            _ => out.push_str(&format!("%{byte:02X}")),
+        }
+    }
+    out
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Integrity {
+    pub events: u64,
+    /// `None` when every event checked verifies; otherwise e.g. "event 57 was changed".
+    pub first_bad: Option<String>,
+    pub first_bad_seq: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionRow {
+    pub id: String,
+    pub started_at: String,
+    pub last_at: String,
+    pub key: Option<String>,
+    pub scope: Option<String>,
+    pub task_summary: Option<String>,
+    pub events: u64,
+    pub calls: u64,
+    pub denials: u64,
+    pub violations: u64,
+    pub errors: u64,
+    pub roles: Vec<String>,
+    pub tools: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionsList {
+    pub rows: Vec<SessionRow>,
+    pub sessions: u64,
+    pub with_denial: u64,
+    pub with_violation: u64,
+    pub with_error: u64,
+    pub next_cursor: Option<u64>,
+    pub integrity: Integrity,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EntryArgument {
+    pub name: String,
+    pub value: String,
+    pub digest: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TimelineEntry {
+    pub seq: u64,
+    pub at: String,
+    pub kind: String,
+    /// `neutral`, `granted`, `allowed`, `denied`, `violation` or `error`.
+    pub tone: String,
+    pub badge: String,
+    pub headline: String,
+    pub role: Option<String>,
+    pub tool: Option<String>,
+    pub rule: Option<String>,
+    pub arguments: Vec<EntryArgument>,
+    pub skill_versions: Vec<String>,
+    pub duration_ms: Option<u64>,
+    pub detail: Option<String>,
+    pub scope_grew: bool,
+    pub hash: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Timeline {
+    pub session: SessionRow,
+    pub entries: Vec<TimelineEntry>,
+    pub more: bool,
+    pub integrity: Integrity,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FullVerification {
+    pub events: u64,
+    pub start_seq: u64,
+    pub tip_seq: u64,
+    pub tip_hash: String,
+    pub first_bad: Option<String>,
+    pub first_bad_seq: Option<u64>,
+}
+
+/// One bar group of a chart: label, sessions, denials, violations.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Bucket {
+    pub label: String,
+    pub sessions: u64,
+    pub denials: u64,
+    pub violations: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OverviewFigures {
+    pub last_24h: Vec<Bucket>,
+    pub last_7d: Vec<Bucket>,
+    pub top_denied_tools: Vec<(String, u64)>,
+    pub top_violated_rules: Vec<(String, u64)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RetentionSettings {
+    pub days: Option<u32>,
+    pub can_change: bool,
+    /// The seq the remaining chain starts after (0: nothing pruned yet).
+    pub anchor_seq: u64,
+}
+
+#[server(prefix = "/console/api")]
+pub async fn list_sessions(query: SessionQuery) -> Result<SessionsList, ConsoleError> {
+    use skillgate_core::users::ConsoleRole;
+    crate::api::ssr::require(ConsoleRole::Viewer).await?;
+    let filter = ssr::filter(&query)?;
+    let page = ssr::compliance()
+        .sessions(&filter, query.before, SESSIONS_PER_PAGE)
+        .await
+        .map_err(crate::api::ssr::internal)?;
+    Ok(SessionsList {
+        rows: page.sessions.into_iter().map(ssr::row).collect(),
+        sessions: page.counts.sessions,
+        with_denial: page.counts.with_denial,
+        with_violation: page.counts.with_violation,
+        with_error: page.counts.with_error,
+        next_cursor: page.next_cursor,
+        integrity: ssr::integrity(&page.integrity),
+    })
+}
+
+#[server(prefix = "/console/api")]
+pub async fn session_timeline(id: String) -> Result<Option<Timeline>, ConsoleError> {
+    use skillgate_core::users::ConsoleRole;
+    crate::api::ssr::require(ConsoleRole::Viewer).await?;
+    let Some(timeline) = ssr::compliance()
+        .timeline(&id, TIMELINE_EVENTS)
+        .await
+        .map_err(crate::api::ssr::internal)?
+    else {
+        return Ok(None);
+    };
+    Ok(Some(Timeline {
+        session: ssr::row(timeline.summary),
+        entries: timeline.entries.into_iter().map(ssr::entry).collect(),
+        more: timeline.more,
+        integrity: ssr::integrity(&timeline.integrity),
+    }))
+}
+
+/// Walks the whole chain. Read-only, so a GET of the verification page runs it.
+#[server(prefix = "/console/api")]
+pub async fn verify_audit_chain() -> Result<FullVerification, ConsoleError> {
+    use skillgate_core::users::ConsoleRole;
+    crate::api::ssr::require(ConsoleRole::Viewer).await?;
+    let report = ssr::compliance()
+        .verify_all()
+        .await
+        .map_err(crate::api::ssr::internal)?;
+    Ok(FullVerification {
+        events: report.events,
+        start_seq: report.start.seq,
+        tip_seq: report.verified_tip.seq,
+        tip_hash: report.verified_tip.hash.clone(),
+        first_bad: report.first_bad.as_ref().map(ToString::to_string),
+        first_bad_seq: report.first_bad.as_ref().map(|b| b.seq),
+    })
+}
+
+#[server(prefix = "/console/api")]
+pub async fn compliance_overview() -> Result<OverviewFigures, ConsoleError> {
+    use skillgate_core::users::ConsoleRole;
+    crate::api::ssr::require(ConsoleRole::Viewer).await?;
+    let overview = ssr::compliance()
+        .overview(skillgate_core::compliance::utc_now())
+        .await
+        .map_err(crate::api::ssr::internal)?;
+    let buckets = |series: Vec<(String, u64, u64, u64)>| {
+        series
+            .into_iter()
+            .map(|(label, sessions, denials, violations)| Bucket {
+                label,
+                sessions,
+                denials,
+                violations,
+            })
+            .collect()
+    };
+    Ok(OverviewFigures {
+        last_24h: buckets(overview.last_24h),
+        last_7d: buckets(overview.last_7d),
+        top_denied_tools: overview.top_denied_tools,
+        top_violated_rules: overview.top_violated_rules,
+    })
+}
+
+#[server(prefix = "/console/api")]
+pub async fn retention_info() -> Result<RetentionSettings, ConsoleError> {
+    use skillgate_core::users::ConsoleRole;
+    let user = crate::api::ssr::require(ConsoleRole::Viewer).await?;
+    let compliance = ssr::compliance();
+    let days = compliance
+        .retention_days()
+        .await
+        .map_err(crate::api::ssr::internal)?;
+    let anchor_seq = crate::api::ssr::context()
+        .store
+        .audit_latest_anchor()
+        .await
+        .map_err(crate::api::ssr::internal)?
+        .map_or(0, |a| a.seq);
+    Ok(RetentionSettings {
+        days,
+        can_change: user.role.allows(ConsoleRole::Admin),
+        anchor_seq,
+    })
+}
+
+#[cfg(feature = "ssr")]
+pub mod ssr {
+    use skillgate_core::compliance::{self, Compliance, Outcome, SessionFilter, ShownIntegrity};
+    use skillgate_core::store::audit_query::SessionSummary;
+
+    use super::*;
+
+    pub fn compliance() -> Compliance {
+        Compliance::new(crate::api::ssr::context().store)
+    }
+
+    fn clean(value: &Option<String>) -> Option<String> {
+        value
+            .as_deref()
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(str::to_owned)
+    }
+
+    /// Turns the page's filters into a store filter; a malformed date or outcome is a
+    /// clear error, not an empty list.
+    pub fn filter(query: &SessionQuery) -> Result<SessionFilter, ConsoleError> {
+        let outcome = match clean(&query.outcome) {
+            None => None,
+            Some(o) => Some(Outcome::parse(&o).ok_or_else(|| {
+                ConsoleError::Invalid(format!(
+                    "Unknown outcome “{o}”: use denial, violation or error."
+                ))
+            })?),
+        };
+        let time = |value: &Option<String>, end_of_day: bool| {
+            clean(value)
+                .map(|v| {
+                    compliance::parse_time_bound(&v, end_of_day).ok_or_else(|| {
+                        ConsoleError::Invalid(format!(
+                            "“{v}” is not a date (YYYY-MM-DD) or an RFC 3339 time."
+                        ))
+                    })
+                })
+                .transpose()
+        };
+        Ok(SessionFilter {
+            key: clean(&query.key),
+            scope: clean(&query.scope),
+            from: time(&query.from, false)?,
+            to: time(&query.to, true)?,
+            role: clean(&query.role),
+            tool: clean(&query.tool),
+            outcome,
+            text: clean(&query.q),
+        })
+    }
+
+    pub fn row(s: SessionSummary) -> SessionRow {
+        SessionRow {
+            id: s.session_id,
+            started_at: s.started_at,
+            last_at: s.last_at,
+            key: s.key,
+            scope: s.scope,
+            task_summary: s.task_summary,
+            events: s.events,
+            calls: s.calls,
+            denials: s.denials,
+            violations: s.violations,
+            errors: s.errors,
+            roles: s.roles,
+            tools: s.tools,
+        }
+    }
+
+    pub fn integrity(shown: &ShownIntegrity) -> Integrity {
+        Integrity {
+            events: shown.events,
+            first_bad: shown.first_bad.as_ref().map(ToString::to_string),
+            first_bad_seq: shown.first_bad.as_ref().map(|b| b.seq),
+        }
+    }
+
+    pub fn entry(e: compliance::TimelineEntry) -> TimelineEntry {
+        TimelineEntry {
+            seq: e.seq,
+            at: e.at,
+            kind: e.kind,
+            tone: e.tone.as_str().to_owned(),
+            badge: e.badge,
+            headline: e.headline,
+            role: e.role,
+            tool: e.tool,
+            rule: e.rule,
+            arguments: e
+                .arguments
+                .into_iter()
+                .map(|a| EntryArgument {
+                    name: a.name,
+                    value: a.value,
+                    digest: a.digest,
+                })
+                .collect(),
+            skill_versions: e.skill_versions,
+            duration_ms: e.duration_ms,
+            detail: e.detail,
+            scope_grew: e.scope_grew,
+            hash: e.hash,
+        }
+    }
+}

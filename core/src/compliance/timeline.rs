@@ -1,0 +1,263 @@
+//! Stored audit rows decoded into what a reviewer reads: a headline, a tone (so denials
+//! and violations stand out), the role, rule, arguments and result of each event.
+
+use serde_json::Value;
+
+use crate::audit::AuditRow;
+use crate::store::audit_query::VIOLATION_CODE;
+
+/// How an entry is presented.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tone {
+    Neutral,
+    Granted,
+    Allowed,
+    Denied,
+    Violation,
+    Error,
+}
+
+impl Tone {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Tone::Neutral => "neutral",
+            Tone::Granted => "granted",
+            Tone::Allowed => "allowed",
+            Tone::Denied => "denied",
+            Tone::Violation => "violation",
+            Tone::Error => "error",
+        }
+    }
+}
+
+/// One call argument; a sensitive one is shown only as the digest the audit stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Argument {
+    pub name: String,
+    pub value: String,
+    pub digest: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TimelineEntry {
+    pub seq: u64,
+    pub at: String,
+    pub kind: String,
+    pub actor: Option<String>,
+    pub tone: Tone,
+    /// A short badge: `granted`, `denied`, `ACCESS_DENIED`, `GOVERNANCE_VIOLATION`, …
+    pub badge: String,
+    pub headline: String,
+    pub role: Option<String>,
+    pub tool: Option<String>,
+    pub rule: Option<String>,
+    pub arguments: Vec<Argument>,
+    /// `skill@version` of each skill served by a learn or used by a call.
+    pub skill_versions: Vec<String>,
+    pub duration_ms: Option<u64>,
+    /// The downstream result or error, or the feedback given.
+    pub detail: Option<String>,
+    /// Set on a learn that added a role to a session that had already learned another:
+    /// the session's scope of action grew here.
+    pub scope_grew: bool,
+    pub hash: String,
+}
+
+fn text(payload: &Value, key: &str) -> Option<String> {
+    match payload.get(key)? {
+        Value::Null => None,
+        Value::String(s) => Some(s.clone()),
+        other => Some(other.to_string()),
+    }
+}
+
+fn arguments(payload: &Value) -> Vec<Argument> {
+    let Some(Value::Object(map)) = payload.get("arguments") else {
+        return Vec::new();
+    };
+    let mut args: Vec<Argument> = map
+        .iter()
+        .map(|(name, value)| match value {
+            // The shape `redact_sensitive` stores in place of a sensitive value.
+            Value::Object(o) if o.len() == 1 && o.get("sha256").is_some_and(Value::is_string) => {
+                Argument {
+                    name: name.clone(),
+                    value: format!("sha256:{}", o["sha256"].as_str().unwrap_or_default()),
+                    digest: true,
+                }
+            }
+            other => Argument {
+                name: name.clone(),
+                value: other.to_string(),
+                digest: false,
+            },
+        })
+        .collect();
+    args.sort_by(|a, b| a.name.cmp(&b.name));
+    args
+}
+
+fn skill_versions(payload: &Value) -> Vec<String> {
+    match payload.get("skill_versions") {
+        Some(Value::Object(map)) => map
+            .iter()
+            .map(|(skill, version)| format!("{skill}@{version}"))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Decodes rows of one session in chain order.
+pub fn decode_entries(rows: &[AuditRow]) -> Vec<TimelineEntry> {
+    let mut learned: Vec<String> = Vec::new();
+    rows.iter()
+        .map(|row| {
+            let payload: Value = serde_json::from_str(&row.payload).unwrap_or(Value::Null);
+            let tool = text(&payload, "tool");
+            let mut entry = TimelineEntry {
+                seq: row.seq,
+                at: row.at.clone(),
+                kind: row.kind.clone(),
+                actor: row.actor.clone(),
+                tone: Tone::Neutral,
+                badge: row.kind.replace('_', " "),
+                headline: row.kind.replace('_', " "),
+                role: text(&payload, "role"),
+                tool: tool.clone(),
+                rule: text(&payload, "rule"),
+                arguments: arguments(&payload),
+                skill_versions: skill_versions(&payload),
+                duration_ms: payload.get("duration_ms").and_then(Value::as_u64),
+                detail: None,
+                scope_grew: false,
+                hash: row.hash.clone(),
+            };
+            let tool = tool.unwrap_or_default();
+            match row.kind.as_str() {
+                "session_started" => {
+                    entry.badge = "init".into();
+                    entry.headline = format!(
+                        "Session started in scope {}",
+                        text(&payload, "scope").unwrap_or_default()
+                    );
+                    entry.detail = text(&payload, "task_summary");
+                }
+                "learn_granted" => {
+                    let role = entry.role.clone().unwrap_or_default();
+                    entry.tone = Tone::Granted;
+                    entry.badge = "learn granted".into();
+                    entry.headline = format!("Learned role {role}");
+                    if !learned.contains(&role) {
+                        entry.scope_grew = !learned.is_empty();
+                        learned.push(role);
+                    }
+                }
+                "learn_denied" => {
+                    entry.tone = Tone::Denied;
+                    entry.badge = "learn denied".into();
+                    entry.headline = format!(
+                        "Learn refused: {}",
+                        text(&payload, "path").unwrap_or_default()
+                    );
+                    entry.rule = text(&payload, "code");
+                }
+                "call_allowed" => {
+                    entry.tone = Tone::Allowed;
+                    entry.badge = "allowed".into();
+                    entry.headline = format!("Call {tool} allowed");
+                }
+                "call_denied" => {
+                    let code = text(&payload, "code").unwrap_or_default();
+                    entry.tone = if code == VIOLATION_CODE {
+                        Tone::Violation
+                    } else {
+                        Tone::Denied
+                    };
+                    entry.headline = format!("Call {tool} refused: {code}");
+                    entry.badge = code;
+                }
+                "call_result" => {
+                    let ok = text(&payload, "status").as_deref() == Some("ok");
+                    entry.tone = if ok { Tone::Neutral } else { Tone::Error };
+                    entry.badge = if ok { "result ok" } else { "result error" }.into();
+                    entry.headline = format!("Result of {tool}");
+                    entry.detail = if ok {
+                        Some(format!(
+                            "{} bytes, sha256 {}",
+                            text(&payload, "result_size").unwrap_or_default(),
+                            text(&payload, "result_sha256").unwrap_or_default()
+                        ))
+                    } else {
+                        text(&payload, "error")
+                    };
+                }
+                "feedback" => {
+                    entry.badge = "feedback".into();
+                    entry.headline = format!(
+                        "Feedback on {}: {}/5",
+                        text(&payload, "skill").unwrap_or_default(),
+                        text(&payload, "rating").unwrap_or_default()
+                    );
+                    entry.detail = text(&payload, "comment");
+                }
+                _ => {}
+            }
+            entry
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(seq: u64, kind: &str, payload: &str) -> AuditRow {
+        AuditRow {
+            seq,
+            at: "2026-01-01T00:00:00.000000Z".into(),
+            session_id: Some("s".into()),
+            kind: kind.into(),
+            actor: Some("k".into()),
+            payload: payload.into(),
+            prev_hash: String::new(),
+            hash: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_second_learned_role_marks_where_the_scope_grew() {
+        let entries = decode_entries(&[
+            row(
+                1,
+                "learn_granted",
+                r#"{"role":"a","skill_versions":{"x":2}}"#,
+            ),
+            row(2, "learn_granted", r#"{"role":"a"}"#),
+            row(3, "learn_granted", r#"{"role":"b"}"#),
+        ]);
+        let grew: Vec<bool> = entries.iter().map(|e| e.scope_grew).collect();
+        assert_eq!(grew, [false, false, true]);
+        assert_eq!(entries[0].skill_versions, ["x@2"]);
+    }
+
+    #[test]
+    fn a_violation_shows_its_rule_and_a_sensitive_argument_only_as_a_digest() {
+        let entries = decode_entries(&[row(
+            1,
+            "call_denied",
+            r#"{"arguments":{"amount":900,"card":{"sha256":"ab12"}},"code":"GOVERNANCE_VIOLATION","rule":"max_refund","tool":"issue_refund"}"#,
+        )]);
+        let e = &entries[0];
+        assert_eq!(e.tone, Tone::Violation);
+        assert_eq!(e.rule.as_deref(), Some("max_refund"));
+        assert_eq!(
+            e.arguments[1],
+            Argument {
+                name: "card".into(),
+                value: "sha256:ab12".into(),
+                digest: true
+            }
+        );
+        assert_eq!(e.arguments[0].value, "900");
+    }
+}
