@@ -5,12 +5,12 @@
 pub mod api;
 pub mod authoring_api;
 pub mod catalog_api;
-pub mod flash;
 pub mod compliance_api;
+pub mod flash;
 mod layout;
 mod pages;
-pub mod users_api;
 pub mod revisions_api;
+pub mod users_api;
 
 use leptos::prelude::*;
 use leptos_meta::{MetaTags, Stylesheet, Title, provide_meta_context};

@@ -5,8 +5,8 @@ mod context_cost;
 mod harness;
 mod load;
 mod memory;
-mod seed_catalog;
 mod seed_audit;
+mod seed_catalog;
 
 use clap::Subcommand;
 
