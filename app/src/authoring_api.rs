@@ -145,6 +145,10 @@ pub struct UpstreamRow {
     /// The command line or the URL.
     pub target: String,
     pub tools: Vec<String>,
+    /// The names of the stored environment variables (never their values).
+    pub env_keys: Vec<String>,
+    /// Whether a bearer token is stored (never the token).
+    pub bearer: bool,
 }
 
 /// The upstreams page: the upstreams, the last sync's reports, and a health answer when
@@ -634,10 +638,20 @@ pub async fn list_upstreams(check: Option<String>) -> Result<UpstreamsView, Cons
         }),
         None => None,
     };
+    let credentials = ctx
+        .authoring
+        .credential_summaries()
+        .await
+        .map_err(ssr::authoring_error)?;
     let rows = catalog
         .upstreams
         .iter()
         .map(|u| UpstreamRow {
+            env_keys: credentials
+                .get(u.name.as_str())
+                .map(|c| c.env_keys.clone())
+                .unwrap_or_default(),
+            bearer: credentials.get(u.name.as_str()).is_some_and(|c| c.bearer),
             name: u.name.as_str().to_owned(),
             kind: u.kind.label().to_owned(),
             target: match &u.kind {
@@ -665,6 +679,8 @@ pub async fn list_upstreams(check: Option<String>) -> Result<UpstreamsView, Cons
 
 /// Registers (or changes) an upstream: `kind` is `stdio` (with `command` and `args`, one
 /// argument per line) or `http` (with `url`); then syncs, so its tools arrive at once.
+// One argument per form field: the plain (no JavaScript) form posts them by these names.
+#[allow(clippy::too_many_arguments)]
 #[server(prefix = "/console/api", endpoint = "register_upstream")]
 pub async fn register_upstream(
     name: String,
@@ -672,8 +688,13 @@ pub async fn register_upstream(
     command: Option<String>,
     args: Option<String>,
     url: Option<String>,
+    env: Option<String>,
+    bearer: Option<String>,
+    clear_credentials: Option<String>,
 ) -> Result<Vec<SyncSummary>, ConsoleError> {
+    use skillgate_core::catalog_service::CredentialUpdate;
     use skillgate_core::model::{Upstream, UpstreamKind};
+    use skillgate_core::upstream::Secret;
     use skillgate_core::users::ConsoleRole;
     let user = crate::api::ssr::require(ConsoleRole::Admin).await?;
     let kind = match kind.as_str() {
@@ -701,9 +722,29 @@ pub async fn register_upstream(
         name: ssr::slug_field("name", &name)?,
         kind,
     };
+    let mut parsed_env = std::collections::BTreeMap::new();
+    for line in env.as_deref().unwrap_or_default().lines().map(str::trim) {
+        if line.is_empty() {
+            continue;
+        }
+        let Some((key, value)) = line.split_once('=') else {
+            return Err(ConsoleError::Field {
+                field: "env".into(),
+                message: "Write one KEY=value per line.".into(),
+            });
+        };
+        parsed_env.insert(key.trim().to_owned(), Secret::new(value));
+    }
+    let credentials = CredentialUpdate {
+        env: (!parsed_env.is_empty()).then_some(parsed_env),
+        bearer: bearer
+            .filter(|b| !b.trim().is_empty())
+            .map(|b| Secret::new(b.trim())),
+        clear: clear_credentials.is_some(),
+    };
     let ctx = crate::api::ssr::context();
     ctx.authoring
-        .register_upstream(&user.name, &upstream)
+        .register_upstream(&user.name, &upstream, credentials)
         .await
         .map_err(ssr::authoring_error)?;
     Ok(ctx.upstreams.sync().await)

@@ -100,6 +100,8 @@ pub struct ToolRow {
     pub roles: Vec<String>,
     /// Why the input schema does not compile, if it does not: such a tool denies every call.
     pub broken: Option<String>,
+    /// Since when the tool's upstream no longer lists it (kept, flagged, still granted).
+    pub missing_since: Option<String>,
 }
 
 /// One top-level argument of a tool, as its input schema declares it.
@@ -260,8 +262,9 @@ pub async fn list_tools(page: usize) -> Result<Paged<ToolRow>, ConsoleError> {
     let catalog = compiled.catalog();
     let skills = ssr::skills_by_tool(catalog);
     let broken = compiled.broken_tools();
+    let missing = ssr::missing_tools().await?;
     Ok(ssr::page_of(&catalog.tools, page, |tool| {
-        ssr::tool_row(&compiled, tool, &skills, &broken)
+        ssr::tool_row(&compiled, tool, &skills, &broken, &missing)
     }))
 }
 
@@ -274,7 +277,8 @@ pub async fn get_tool(name: String) -> Result<Option<ToolDetail>, ConsoleError> 
         return Ok(None);
     };
     let skills = ssr::skills_by_tool(compiled.catalog());
-    let row = ssr::tool_row(&compiled, tool, &skills, &compiled.broken_tools());
+    let missing = ssr::missing_tools().await?;
+    let row = ssr::tool_row(&compiled, tool, &skills, &compiled.broken_tools(), &missing);
     let schema = leptos::serde_json::to_string_pretty(&tool.spec.input_schema)
         .map_err(crate::api::ssr::internal)?;
     Ok(Some(ToolDetail {
@@ -383,6 +387,7 @@ mod ssr {
         tool: &CatalogTool,
         skills: &HashMap<&str, Vec<String>>,
         broken: &[(&str, &str)],
+        missing: &std::collections::BTreeMap<String, String>,
     ) -> ToolRow {
         let name = tool.spec.name.as_str();
         ToolRow {
@@ -401,7 +406,18 @@ mod ssr {
                 .binary_search_by(|(n, _)| (*n).cmp(name))
                 .ok()
                 .map(|i| broken[i].1.to_owned()),
+            missing_since: missing.get(name).cloned(),
         }
+    }
+
+    /// Tools their upstream stopped listing, by name, with when that was first seen.
+    pub async fn missing_tools()
+    -> Result<std::collections::BTreeMap<String, String>, crate::api::ConsoleError> {
+        crate::api::ssr::context()
+            .store
+            .missing_tools()
+            .await
+            .map_err(crate::api::ssr::internal)
     }
 
     fn required(spec: &ToolSpec) -> Vec<String> {

@@ -13,6 +13,7 @@
 //! The audit event is appended after the store commits: a refused save leaves no event,
 //! and a failed append is reported to the admin (the change itself stays saved).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -30,6 +31,25 @@ use crate::policy::{CatalogHandle, CompiledCatalog};
 use crate::slug::Slug;
 use crate::store::catalog::Revised;
 use crate::store::{Store, StoreError};
+use crate::upstream::{CredentialSummary, Secret, UpstreamCredentials};
+
+/// What saving an upstream does to its stored credentials: each part given replaces the
+/// stored one, a part left out is kept (the console never shows a stored secret, so it
+/// cannot send it back), and `clear` first removes everything stored.
+#[derive(Default)]
+pub struct CredentialUpdate {
+    pub env: Option<BTreeMap<String, Secret>>,
+    pub bearer: Option<Secret>,
+    pub clear: bool,
+}
+
+fn is_env_key(key: &str) -> bool {
+    let mut chars = key.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
 
 /// How long a key stashed for a page without JavaScript waits to be shown.
 const REVEAL_TTL: chrono::Duration = chrono::Duration::seconds(60);
@@ -355,12 +375,15 @@ impl CatalogService {
         Ok(revision)
     }
 
-    /// Adds or changes an upstream (its tools arrive with the next sync).
-    #[tracing::instrument(skip(self, upstream), fields(upstream = %upstream.name))]
+    /// Adds or changes an upstream (its tools arrive with the next sync), and its stored
+    /// credentials as `credentials` says. The audit records which environment keys exist and
+    /// whether a token is set, never a value.
+    #[tracing::instrument(skip(self, upstream, credentials), fields(upstream = %upstream.name))]
     pub async fn register_upstream(
         &self,
         actor: &str,
         upstream: &Upstream,
+        credentials: CredentialUpdate,
     ) -> Result<(), AuthoringError> {
         if let UpstreamKind::Stdio { command, .. } = &upstream.kind
             && command.trim().is_empty()
@@ -384,13 +407,43 @@ impl CatalogService {
                 upstream.name
             )));
         }
+        if let Some(key) = credentials
+            .env
+            .as_ref()
+            .and_then(|env| env.keys().find(|k| !is_env_key(k)))
+        {
+            return Err(AuthoringError::BadInput(format!(
+                "`{key}` is not an environment variable name (letters, digits and `_`, not starting with a digit)"
+            )));
+        }
         let before = self
             .store
             .list_upstreams()
             .await?
             .into_iter()
             .find(|u| u.name == upstream.name);
+        let stored = self
+            .store
+            .upstream_credentials()
+            .await?
+            .remove(upstream.name.as_str())
+            .unwrap_or_default();
+        let mut next = if credentials.clear {
+            UpstreamCredentials::default()
+        } else {
+            stored.clone()
+        };
+        if let Some(env) = credentials.env {
+            next.env = env;
+        }
+        if let Some(bearer) = credentials.bearer {
+            next.bearer = Some(bearer);
+        }
         self.store.upsert_upstream(upstream).await?;
+        self.store
+            .set_upstream_credentials(&upstream.name, Some(&next))
+            .await?;
+        let describe = |u: &Upstream, c: &UpstreamCredentials| json!({ "upstream": u, "credentials": c.describe() });
         self.record(
             actor,
             if before.is_some() {
@@ -399,10 +452,23 @@ impl CatalogService {
                 "upstream.create"
             },
             &target("upstream", upstream.name.as_str()),
-            before.map_or(Value::Null, |b| json!(b)),
-            json!(upstream),
+            before.map_or(Value::Null, |b| describe(&b, &stored)),
+            describe(upstream, &next),
         )
         .await
+    }
+
+    /// What may be shown about each upstream's stored credentials.
+    pub async fn credential_summaries(
+        &self,
+    ) -> Result<BTreeMap<String, CredentialSummary>, AuthoringError> {
+        Ok(self
+            .store
+            .upstream_credentials()
+            .await?
+            .into_iter()
+            .map(|(name, c)| (name, c.describe()))
+            .collect())
     }
 
     /// Marks which arguments of a tool the audit stores as a digest only.

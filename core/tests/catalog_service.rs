@@ -309,10 +309,100 @@ async fn an_upstream_that_could_never_connect_or_shadows_the_builtin_one_is_refu
         };
         let err = f
             .service
-            .register_upstream("root", &upstream)
+            .register_upstream("root", &upstream, Default::default())
             .await
             .unwrap_err();
         assert!(err.to_string().contains(expected), "{err}");
     }
     assert_eq!(f.service.store().list_upstreams().await.unwrap(), before);
+}
+
+#[tokio::test]
+async fn upstream_credentials_are_stored_kept_when_left_out_and_never_audited() {
+    use skillgate_core::catalog_service::CredentialUpdate;
+    use skillgate_core::model::{Upstream, UpstreamKind};
+    use skillgate_core::upstream::Secret;
+    use std::collections::BTreeMap;
+    let f = fixture().await;
+    let upstream = Upstream {
+        name: slug("billing"),
+        kind: UpstreamKind::Stdio {
+            command: "/usr/bin/billing-mcp".into(),
+            args: vec![],
+        },
+    };
+    let with_key = CredentialUpdate {
+        env: Some(BTreeMap::from([(
+            "BILLING_API_KEY".to_owned(),
+            Secret::new("sk-live-1234"),
+        )])),
+        bearer: Some(Secret::new("tok-5678")),
+        clear: false,
+    };
+    f.service
+        .register_upstream("root", &upstream, with_key)
+        .await
+        .unwrap();
+    // A save that leaves the credentials out keeps them.
+    f.service
+        .register_upstream("root", &upstream, CredentialUpdate::default())
+        .await
+        .unwrap();
+    let stored = f.service.store().upstream_credentials().await.unwrap();
+    assert_eq!(
+        stored["billing"].env["BILLING_API_KEY"].expose(),
+        "sk-live-1234"
+    );
+    assert_eq!(
+        stored["billing"].bearer.as_ref().unwrap().expose(),
+        "tok-5678"
+    );
+    let summary = &f.service.credential_summaries().await.unwrap()["billing"];
+    assert_eq!(summary.env_keys, ["BILLING_API_KEY"]);
+    assert!(summary.bearer);
+    assert!(!format!("{:?}", stored["billing"]).contains("sk-live"));
+
+    // The audit says which keys exist, never a value.
+    let events = f
+        .service
+        .store()
+        .audit_admin_changes("upstream:billing", 10)
+        .await
+        .unwrap();
+    assert_eq!(events.len(), 2);
+    for event in &events {
+        assert!(!event.payload.contains("sk-live-1234") && !event.payload.contains("tok-5678"));
+        assert!(event.payload.contains("BILLING_API_KEY"));
+    }
+
+    // A bad variable name changes nothing; `clear` removes what is stored.
+    let bad = CredentialUpdate {
+        env: Some(BTreeMap::from([("1BAD".to_owned(), Secret::new("x"))])),
+        ..Default::default()
+    };
+    let err = f
+        .service
+        .register_upstream("root", &upstream, bad)
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("not an environment variable name"),
+        "{err}"
+    );
+    let clear = CredentialUpdate {
+        clear: true,
+        ..Default::default()
+    };
+    f.service
+        .register_upstream("root", &upstream, clear)
+        .await
+        .unwrap();
+    assert!(
+        !f.service
+            .store()
+            .upstream_credentials()
+            .await
+            .unwrap()
+            .contains_key("billing")
+    );
 }

@@ -281,12 +281,13 @@ describe('console authoring', () => {
         await admin.fill('#upstream-url', 'ftp://nowhere');
         await submit(admin, js, 'button:has-text("Register and sync")',
           () => admin.waitForSelector('main .notice.error'));
-        assert.match(await admin.textContent('main'), /`ftp:\/\/nowhere` is not an http:\/\/ or https:\/\/ URL/);
+        assert.match(await admin.textContent('main'), /`ftp:\/\/nowhere` is not an http:\/\/ URL/);
 
         await open('/upstreams');
         await admin.fill('#upstream-name', `down-${mode}`);
         await admin.selectOption('#upstream-kind', 'http');
         await admin.fill('#upstream-url', 'http://127.0.0.1:9/mcp');
+        await admin.fill('#upstream-bearer', `bearer-secret-${mode}`);
         await submit(admin, js, 'button:has-text("Register and sync")',
           () => admin.waitForSelector('.sync-reports'));
         const reports = await admin.locator('.sync-reports li').allTextContents();
@@ -296,6 +297,11 @@ describe('console authoring', () => {
         await admin.click('a[aria-label="Check health of demo"]');
         await admin.waitForSelector('.health');
         assert.match(await admin.textContent('.health'), /demo answered a ping in \d+ ms/);
+        // The token is stored and said to be, but never sent back to a browser.
+        await open('/upstreams');
+        const row = admin.locator('tr', { has: admin.locator(`code:text-is("down-${mode}")`) });
+        assert.match(await row.locator('.credentials-cell').textContent(), /bearer token stored/);
+        assert.ok(!(await admin.content()).includes(`bearer-secret-${mode}`));
         await screenshot(admin, `authoring-upstreams-${mode}`);
       });
 

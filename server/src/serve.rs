@@ -80,7 +80,11 @@ pub async fn build(database_url: &str, args: &ServeArgs) -> anyhow::Result<Route
     compliance_http::spawn_retention(store.clone());
     let catalog = Arc::new(CatalogHandle::new(store.compiled_catalog().await?));
     let upstreams = Arc::new(UpstreamPool::default());
-    upstream_sync::register_upstreams(&upstreams, &store.list_upstreams().await?);
+    upstream_sync::register_upstreams(
+        &upstreams,
+        &store.list_upstreams().await?,
+        &store.upstream_credentials().await?,
+    );
     upstream_sync::spawn_sync(store.clone(), upstreams.clone(), catalog.clone());
     let console_upstreams = Arc::new(upstream_sync::ConsoleUpstreams {
         store: store.clone(),

@@ -13,7 +13,7 @@ use skillgate_app::authoring_api::SyncSummary;
 use skillgate_core::model::{ToolSpec, Upstream, UpstreamKind};
 use skillgate_core::policy::CatalogHandle;
 use skillgate_core::store::Store;
-use skillgate_core::upstream::{UpstreamConfig, UpstreamPool};
+use skillgate_core::upstream::{UpstreamConfig, UpstreamCredentials, UpstreamPool};
 
 /// Upper bound of one upstream's discovery (start, handshake and `tools/list`).
 pub const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(45);
@@ -42,20 +42,39 @@ impl SyncReport {
     }
 }
 
-/// How the pool reaches an upstream of the catalog; `None` for a built-in upstream, which
-/// the server registers itself.
-pub fn upstream_config(kind: &UpstreamKind) -> Option<UpstreamConfig> {
+/// How the pool reaches an upstream of the catalog, with its stored credentials (a stdio
+/// child's environment, an HTTP bearer token); `None` for a built-in upstream, which the
+/// server registers itself.
+pub fn upstream_config(
+    kind: &UpstreamKind,
+    credentials: Option<&UpstreamCredentials>,
+) -> Option<UpstreamConfig> {
+    let credentials = credentials.cloned().unwrap_or_default();
     match kind {
-        UpstreamKind::Stdio { command, args } => Some(UpstreamConfig::stdio(command, args)),
-        UpstreamKind::Http { url } => Some(UpstreamConfig::http(url, None)),
+        UpstreamKind::Stdio { command, args } => Some(UpstreamConfig::Stdio {
+            command: command.clone(),
+            args: args.clone(),
+            env: credentials
+                .env
+                .into_iter()
+                .map(|(key, value)| (key, value.expose().to_owned()))
+                .collect(),
+        }),
+        UpstreamKind::Http { url } => Some(UpstreamConfig::http(url, credentials.bearer)),
         UpstreamKind::Builtin => None,
     }
 }
 
-/// Adds every upstream to the pool (an unchanged one keeps its running session).
-pub fn register_upstreams(pool: &UpstreamPool, upstreams: &[Upstream]) {
+/// Adds every upstream to the pool (an unchanged one keeps its running session; a changed
+/// command, URL or credential restarts it).
+pub fn register_upstreams(
+    pool: &UpstreamPool,
+    upstreams: &[Upstream],
+    credentials: &BTreeMap<String, UpstreamCredentials>,
+) {
     for upstream in upstreams {
-        if let Some(config) = upstream_config(&upstream.kind) {
+        let stored = credentials.get(upstream.name.as_str());
+        if let Some(config) = upstream_config(&upstream.kind, stored) {
             pool.upsert(upstream.name.as_str(), config);
         }
     }
@@ -85,7 +104,17 @@ pub async fn sync_all_within(
             return Vec::new();
         }
     };
-    register_upstreams(pool, &upstreams);
+    let credentials = match store.upstream_credentials().await {
+        Ok(credentials) => credentials,
+        Err(error) => {
+            tracing::error!(%error, "upstream sync: cannot read upstream credentials");
+            return upstreams
+                .iter()
+                .map(|u| SyncReport::failed(u.name.as_str(), &error))
+                .collect();
+        }
+    };
+    register_upstreams(pool, &upstreams, &credentials);
 
     let discovered = futures::future::join_all(upstreams.iter().map(|upstream| async move {
         let name = upstream.name.as_str();
@@ -117,7 +146,11 @@ pub async fn sync_all_within(
             Ok(listed) => {
                 let previous = stored.remove(name).unwrap_or_default();
                 let (specs, missing) = keep_missing(listed, previous);
-                match store.upsert_tools(&upstream.name, &specs).await {
+                let saved = match store.upsert_tools(&upstream.name, &specs).await {
+                    Ok(()) => store.mark_missing_tools(&upstream.name, &missing).await,
+                    Err(error) => Err(error),
+                };
+                match saved {
                     Ok(()) => {
                         saved_any = true;
                         SyncReport {
@@ -259,6 +292,7 @@ mod tests {
     use super::*;
     use serde_json::json;
     use skillgate_core::slug::Slug;
+    use skillgate_core::upstream::Secret;
 
     fn upstream(name: &str, kind: UpstreamKind) -> Upstream {
         Upstream {
@@ -292,28 +326,64 @@ mod tests {
             url: "http://127.0.0.1:9/mcp".into(),
         };
         assert_eq!(
-            upstream_config(&stdio),
+            upstream_config(&stdio, None),
             Some(UpstreamConfig::stdio(
                 "/usr/bin/skillgate",
                 ["demo-upstream"]
             ))
         );
         assert_eq!(
-            upstream_config(&http),
+            upstream_config(&http, None),
             Some(UpstreamConfig::http("http://127.0.0.1:9/mcp", None))
         );
-        assert_eq!(upstream_config(&UpstreamKind::Builtin), None);
+        assert_eq!(upstream_config(&UpstreamKind::Builtin, None), None);
 
         let pool = UpstreamPool::default();
         register_upstreams(
             &pool,
             &[upstream("demo", stdio), upstream("billing", http.clone())],
+            &BTreeMap::new(),
         );
         assert_eq!(pool.names(), ["billing", "demo"]);
         assert_eq!(
             *pool.get("billing").unwrap().config(),
-            upstream_config(&http).unwrap()
+            upstream_config(&http, None).unwrap()
         );
+    }
+
+    #[test]
+    fn stored_credentials_reach_the_stdio_environment_and_the_http_bearer() {
+        let credentials = UpstreamCredentials {
+            env: [("API_KEY".to_owned(), Secret::new("k-123"))].into(),
+            bearer: Some(Secret::new("t-456")),
+        };
+        let stdio = UpstreamKind::Stdio {
+            command: "srv".into(),
+            args: vec![],
+        };
+        let Some(UpstreamConfig::Stdio { env, .. }) = upstream_config(&stdio, Some(&credentials))
+        else {
+            panic!("a stdio config");
+        };
+        assert_eq!(env.get("API_KEY").map(String::as_str), Some("k-123"));
+        let http = UpstreamKind::Http {
+            url: "http://127.0.0.1:9/mcp".into(),
+        };
+        assert_eq!(
+            upstream_config(&http, Some(&credentials)),
+            Some(UpstreamConfig::http(
+                "http://127.0.0.1:9/mcp",
+                Some(Secret::new("t-456"))
+            ))
+        );
+        // A changed credential is a changed config: the pool restarts the upstream.
+        let pool = UpstreamPool::default();
+        let upstreams = [upstream("demo", stdio)];
+        register_upstreams(&pool, &upstreams, &BTreeMap::new());
+        let before = pool.get("demo").unwrap();
+        let stored = BTreeMap::from([("demo".to_owned(), credentials.clone())]);
+        register_upstreams(&pool, &upstreams, &stored);
+        assert!(!Arc::ptr_eq(&before, &pool.get("demo").unwrap()));
     }
 
     #[test]
@@ -326,9 +396,9 @@ mod tests {
                 args: vec![],
             },
         )];
-        register_upstreams(&pool, &upstreams);
+        register_upstreams(&pool, &upstreams, &BTreeMap::new());
         let first = pool.get("demo").unwrap();
-        register_upstreams(&pool, &upstreams);
+        register_upstreams(&pool, &upstreams, &BTreeMap::new());
         assert!(Arc::ptr_eq(&first, &pool.get("demo").unwrap()));
     }
 
@@ -440,6 +510,18 @@ mod tests {
         assert!(tools.iter().all(|t| t.upstream.as_str() == "demo"));
         assert!(tools.iter().any(|t| t.spec.name == "retired_tool"));
         assert_eq!(stored(&catalog), synced.tools + 1);
+        // Flagged for the console, with the time it was first missed, and only it.
+        let missing = store.missing_tools().await.unwrap();
+        assert_eq!(missing.keys().collect::<Vec<_>>(), ["retired_tool"]);
+        let first_missed = missing["retired_tool"].clone();
+        sync_all(&store, &pool, &catalog).await;
+        assert_eq!(
+            store.missing_tools().await.unwrap()["retired_tool"],
+            first_missed
+        );
+        // Served again, it is no longer flagged.
+        store.mark_missing_tools(&demo.name, &[]).await.unwrap();
+        assert!(store.missing_tools().await.unwrap().is_empty());
     }
 
     #[tokio::test]

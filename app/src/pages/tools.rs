@@ -71,6 +71,19 @@ fn broken_badge(broken: bool) -> impl IntoView {
     })
 }
 
+fn missing_badge(since: Option<String>) -> impl IntoView {
+    since.map(|since| {
+        let title =
+            format!("Its upstream stopped listing it (first seen {since}); calls to it will fail");
+        view! {
+            " "
+            <span class="badge danger missing" title=title>
+                "missing upstream"
+            </span>
+        }
+    })
+}
+
 fn sensitive_list(names: Vec<String>) -> impl IntoView {
     if names.is_empty() {
         return view! { <span class="muted">"none"</span> }.into_any();
@@ -100,6 +113,7 @@ fn tool_row(tool: ToolRow) -> impl IntoView {
             <td>
                 <A href=format!("/tools/{}", tool.name)>{tool.name.clone()}</A>
                 {broken_badge(tool.broken.is_some())}
+                {missing_badge(tool.missing_since.clone())}
             </td>
             <td>{tool.upstream}</td>
             <td class="description">{tool.description}</td>
@@ -152,6 +166,8 @@ fn tool_view(detail: ToolDetail) -> impl IntoView {
     } = detail;
     let sensitive_form =
         view! { <SensitiveArgsForm tool=tool.name.clone() arguments=arguments.clone() /> };
+    let missing_since = tool.missing_since.clone();
+    let upstream_name = tool.upstream.clone();
     view! {
         <h1>{tool.name}</h1>
         <p class="muted">"From upstream " <code>{tool.upstream}</code></p>
@@ -163,6 +179,19 @@ fn tool_view(detail: ToolDetail) -> impl IntoView {
                     <div class="notice error" role="alert">
                         <strong>"The input schema does not compile"</strong>
                         <p>"Every call to this tool is denied until the schema is fixed: " {reason}</p>
+                    </div>
+                }
+            })}
+        {missing_since
+            .map(|since| {
+                view! {
+                    <div class="notice error" role="alert" id="tool-missing">
+                        <strong>"Missing from its upstream"</strong>
+                        <p>
+                            "The last sync of " <code>{upstream_name}</code>
+                            " did not list this tool (first missed " {since}
+                            "). It is kept with its last definition so the roles that grant it stay valid; calls to it will fail until the upstream serves it again or it is removed from those roles."
+                        </p>
                     </div>
                 }
             })}

@@ -60,7 +60,7 @@ pub fn UpstreamsPage() -> impl IntoView {
             <h2 id="register-heading">"Register an upstream"</h2>
             <FormOutcome
                 action=register
-                fields=&["name", "kind", "command"]
+                fields=&["name", "kind", "command", "env"]
                 saved="Registered and synced."
             />
             <div class="form-row">
@@ -88,9 +88,43 @@ pub fn UpstreamsPage() -> impl IntoView {
                 </div>
                 <div>
                     <label for="upstream-url">"URL (HTTP)"</label>
-                    <input id="upstream-url" name="url" placeholder="https://tools.example/mcp" />
+                    <input id="upstream-url" name="url" placeholder="http://tools.internal:8080/mcp" />
                 </div>
             </div>
+            <fieldset class="plain credentials">
+                <legend>"Credentials: stored, used by the gateway, never shown again"</legend>
+                <div class="form-row">
+                    <div>
+                        <label for="upstream-env">"Environment (stdio, one KEY=value per line)"</label>
+                        <textarea
+                            id="upstream-env"
+                            name="env"
+                            rows="3"
+                            class="mono"
+                            autocomplete="off"
+                            aria-describedby="env-error env-help"
+                        ></textarea>
+                        <FieldError id="env-error" message=err("env") />
+                    </div>
+                    <div>
+                        <label for="upstream-bearer">"Bearer token (HTTP)"</label>
+                        <input
+                            id="upstream-bearer"
+                            name="bearer"
+                            type="password"
+                            autocomplete="off"
+                            aria-describedby="env-help"
+                        />
+                    </div>
+                </div>
+                <p class="muted" id="env-help">
+                    "Left empty, a stored environment or token is kept. Entered, it replaces the stored one."
+                </p>
+                <label class="checkbox" for="upstream-clear">
+                    <input type="checkbox" id="upstream-clear" name="clear_credentials" value="on" />
+                    " Remove the stored credentials first"
+                </label>
+            </fieldset>
             <button type="submit" class="primary">
                 "Register and sync"
             </button>
@@ -129,6 +163,22 @@ fn sync_reports(reports: Vec<SyncSummary>) -> impl IntoView {
     })
 }
 
+/// Which credentials are stored, never what they are.
+fn credentials_text(env_keys: &[String], bearer: bool) -> String {
+    let mut parts = Vec::new();
+    if !env_keys.is_empty() {
+        parts.push(format!("env {}", env_keys.join(", ")));
+    }
+    if bearer {
+        parts.push("bearer token stored".to_owned());
+    }
+    if parts.is_empty() {
+        "none".to_owned()
+    } else {
+        parts.join("; ")
+    }
+}
+
 fn upstream_table(rows: Vec<UpstreamRow>) -> impl IntoView {
     if rows.is_empty() {
         return view! { <p class="notice info">"No upstreams yet."</p> }.into_any();
@@ -140,6 +190,7 @@ fn upstream_table(rows: Vec<UpstreamRow>) -> impl IntoView {
                     <th scope="col">"Upstream"</th>
                     <th scope="col">"Transport"</th>
                     <th scope="col">"Command or URL"</th>
+                    <th scope="col">"Credentials"</th>
                     <th scope="col">"Tools"</th>
                     <th scope="col">"Health"</th>
                 </tr>
@@ -159,6 +210,7 @@ fn upstream_table(rows: Vec<UpstreamRow>) -> impl IntoView {
                                 <td>
                                     <code>{u.target}</code>
                                 </td>
+                                <td class="credentials-cell">{credentials_text(&u.env_keys, u.bearer)}</td>
                                 <td>{link_list("/tools", u.tools)}</td>
                                 <td>
                                     <a href=href aria-label=label>

@@ -1,5 +1,7 @@
 //! SQL for the governance catalog: upstreams, tools, versioned skills, roles and scopes.
 
+use std::collections::BTreeMap;
+
 use chrono::Utc;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -13,6 +15,7 @@ use crate::model::{
 };
 use crate::policy::CompiledCatalog;
 use crate::slug::Slug;
+use crate::upstream::UpstreamCredentials;
 
 /// A catalog entry with the revision an update must quote (optimistic concurrency).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -93,6 +96,87 @@ impl Store {
             return Err(StoreError::NotFound(format!("tool `{tool}`")));
         }
         Ok(())
+    }
+
+    /// Flags the tools of `upstream` that its last `tools/list` did not name (keeping the
+    /// first time each went missing) and clears the flag of every other one.
+    pub async fn mark_missing_tools(
+        &self,
+        upstream: &Slug,
+        missing: &[String],
+    ) -> Result<(), StoreError> {
+        let mut tx = self.pool().begin().await?;
+        sqlx::query(
+            "UPDATE tools SET missing_since = NULL \
+             WHERE upstream = ? AND name NOT IN (SELECT value FROM json_each(?))",
+        )
+        .bind(upstream.as_str())
+        .bind(to_json(&missing))
+        .execute(&mut *tx)
+        .await?;
+        let now = stamp(Utc::now());
+        for name in missing {
+            sqlx::query(
+                "UPDATE tools SET missing_since = COALESCE(missing_since, ?) \
+                 WHERE name = ? AND upstream = ?",
+            )
+            .bind(&now)
+            .bind(name)
+            .bind(upstream.as_str())
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Tools flagged missing from their upstream, with the time they were first missed.
+    pub async fn missing_tools(&self) -> Result<BTreeMap<String, String>, StoreError> {
+        let rows: Vec<(String, String)> =
+            sqlx::query_as("SELECT name, missing_since FROM tools WHERE missing_since IS NOT NULL")
+                .fetch_all(self.pool())
+                .await?;
+        Ok(rows.into_iter().collect())
+    }
+
+    /// Replaces the stored credentials of an upstream (`None` removes them).
+    pub async fn set_upstream_credentials(
+        &self,
+        upstream: &Slug,
+        credentials: Option<&UpstreamCredentials>,
+    ) -> Result<(), StoreError> {
+        let done = sqlx::query("UPDATE upstreams SET credentials = ? WHERE name = ?")
+            .bind(
+                credentials
+                    .filter(|c| !c.is_empty())
+                    .map(UpstreamCredentials::to_stored_json),
+            )
+            .bind(upstream.as_str())
+            .execute(self.pool())
+            .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound(format!("upstream `{upstream}`")));
+        }
+        Ok(())
+    }
+
+    /// Every upstream's stored credentials, by upstream name (upstreams without any are absent).
+    pub async fn upstream_credentials(
+        &self,
+    ) -> Result<BTreeMap<String, UpstreamCredentials>, StoreError> {
+        let rows: Vec<(String, String)> =
+            sqlx::query_as("SELECT name, credentials FROM upstreams WHERE credentials IS NOT NULL")
+                .fetch_all(self.pool())
+                .await?;
+        rows.into_iter()
+            .map(|(name, text)| {
+                UpstreamCredentials::from_stored_json(&text)
+                    .map(|c| (name.clone(), c))
+                    .map_err(|e| {
+                        StoreError::Corrupt(format!("credentials of upstream `{name}`: {e}"))
+                    })
+            })
+            .collect()
     }
 
     pub async fn list_tools(&self) -> Result<Vec<CatalogTool>, StoreError> {

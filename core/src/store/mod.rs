@@ -43,6 +43,8 @@ pub enum StoreError {
     NotFound(String),
     #[error("{0}")]
     Invalid(#[from] crate::model::CatalogError),
+    #[error("stored data is unreadable: {0}")]
+    Corrupt(String),
 }
 
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");

@@ -31,6 +31,72 @@ impl fmt::Debug for Secret {
     }
 }
 
+/// The secrets an upstream needs: a stdio server's environment (where such servers take
+/// their API keys) and an HTTP server's bearer token. Stored apart from the catalog's
+/// [`crate::model::UpstreamKind`], which the console, the audit and the API show; these are
+/// only ever described by [`UpstreamCredentials::describe`].
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct UpstreamCredentials {
+    pub env: BTreeMap<String, Secret>,
+    pub bearer: Option<Secret>,
+}
+
+/// What may be shown about stored credentials: the environment's keys and whether a
+/// token is set, never a value.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CredentialSummary {
+    pub env_keys: Vec<String>,
+    pub bearer: bool,
+}
+
+impl UpstreamCredentials {
+    pub fn is_empty(&self) -> bool {
+        self.env.is_empty() && self.bearer.is_none()
+    }
+
+    pub fn describe(&self) -> CredentialSummary {
+        CredentialSummary {
+            env_keys: self.env.keys().cloned().collect(),
+            bearer: self.bearer.is_some(),
+        }
+    }
+
+    /// The JSON the store keeps (the one place values are written out).
+    pub fn to_stored_json(&self) -> String {
+        let env: BTreeMap<&str, &str> = self
+            .env
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.expose()))
+            .collect();
+        serde_json::json!({ "env": env, "bearer": self.bearer.as_ref().map(Secret::expose) })
+            .to_string()
+    }
+
+    pub fn from_stored_json(text: &str) -> Result<Self, serde_json::Error> {
+        #[derive(Deserialize)]
+        struct Stored {
+            #[serde(default)]
+            env: BTreeMap<String, Secret>,
+            #[serde(default)]
+            bearer: Option<Secret>,
+        }
+        let stored: Stored = serde_json::from_str(text)?;
+        Ok(Self {
+            env: stored.env,
+            bearer: stored.bearer,
+        })
+    }
+}
+
+impl fmt::Debug for UpstreamCredentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("UpstreamCredentials")
+            .field("env_keys", &self.env.keys().collect::<Vec<_>>())
+            .field("bearer", &self.bearer.is_some())
+            .finish()
+    }
+}
+
 /// Where an upstream MCP server lives.
 ///
 /// Deserializes from `{"transport": "stdio", "command": …, "args": […], "env": {…}}` or

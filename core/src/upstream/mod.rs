@@ -9,7 +9,10 @@ mod http;
 mod pool;
 
 pub use client::{CallOutcome, UpstreamClient, UpstreamOptions};
-pub use config::{InProcessServer, Secret, StoredUpstreamConfig, UpstreamConfig};
+pub use config::{
+    CredentialSummary, InProcessServer, Secret, StoredUpstreamConfig, UpstreamConfig,
+    UpstreamCredentials,
+};
 pub use error::UpstreamError;
 pub use http::keep_alive_client;
 pub use pool::UpstreamPool;
