@@ -677,77 +677,87 @@ pub async fn list_upstreams(check: Option<String>) -> Result<UpstreamsView, Cons
     })
 }
 
-/// Registers (or changes) an upstream: `kind` is `stdio` (with `command` and `args`, one
-/// argument per line) or `http` (with `url`); then syncs, so its tools arrive at once.
-// One argument per form field: the plain (no JavaScript) form posts them by these names.
+pub use upstream_form::*;
+
+/// The upstream form's server function, in its own module for one lint: it takes one
+/// argument per form field, because a plain (no JavaScript) form posts them by these names.
 #[allow(clippy::too_many_arguments)]
-#[server(prefix = "/console/api", endpoint = "register_upstream")]
-pub async fn register_upstream(
-    name: String,
-    kind: String,
-    command: Option<String>,
-    args: Option<String>,
-    url: Option<String>,
-    env: Option<String>,
-    bearer: Option<String>,
-    clear_credentials: Option<String>,
-) -> Result<Vec<SyncSummary>, ConsoleError> {
-    use skillgate_core::catalog_service::CredentialUpdate;
-    use skillgate_core::model::{Upstream, UpstreamKind};
-    use skillgate_core::upstream::Secret;
-    use skillgate_core::users::ConsoleRole;
-    let user = crate::api::ssr::require(ConsoleRole::Admin).await?;
-    let kind = match kind.as_str() {
-        "stdio" => UpstreamKind::Stdio {
-            command: command.unwrap_or_default().trim().to_owned(),
-            args: args
-                .unwrap_or_default()
-                .lines()
-                .map(str::trim)
-                .filter(|a| !a.is_empty())
-                .map(str::to_owned)
-                .collect(),
-        },
-        "http" => UpstreamKind::Http {
-            url: url.unwrap_or_default().trim().to_owned(),
-        },
-        other => {
-            return Err(ConsoleError::Field {
-                field: "kind".into(),
-                message: format!("`{other}` is not a transport: pick stdio or http."),
-            });
-        }
-    };
-    let upstream = Upstream {
-        name: ssr::slug_field("name", &name)?,
-        kind,
-    };
-    let mut parsed_env = std::collections::BTreeMap::new();
-    for line in env.as_deref().unwrap_or_default().lines().map(str::trim) {
-        if line.is_empty() {
-            continue;
-        }
-        let Some((key, value)) = line.split_once('=') else {
-            return Err(ConsoleError::Field {
-                field: "env".into(),
-                message: "Write one KEY=value per line.".into(),
-            });
+mod upstream_form {
+    use leptos::prelude::*;
+
+    use super::SyncSummary;
+    use crate::api::ConsoleError;
+
+    /// Registers (or changes) an upstream: `kind` is `stdio` (with `command` and `args`, one
+    /// argument per line) or `http` (with `url`); then syncs, so its tools arrive at once.
+    #[server(prefix = "/console/api", endpoint = "register_upstream")]
+    pub async fn register_upstream(
+        name: String,
+        kind: String,
+        command: Option<String>,
+        args: Option<String>,
+        url: Option<String>,
+        env: Option<String>,
+        bearer: Option<String>,
+        clear_credentials: Option<String>,
+    ) -> Result<Vec<SyncSummary>, ConsoleError> {
+        use skillgate_core::catalog_service::CredentialUpdate;
+        use skillgate_core::model::{Upstream, UpstreamKind};
+        use skillgate_core::upstream::Secret;
+        use skillgate_core::users::ConsoleRole;
+        let user = crate::api::ssr::require(ConsoleRole::Admin).await?;
+        let kind = match kind.as_str() {
+            "stdio" => UpstreamKind::Stdio {
+                command: command.unwrap_or_default().trim().to_owned(),
+                args: args
+                    .unwrap_or_default()
+                    .lines()
+                    .map(str::trim)
+                    .filter(|a| !a.is_empty())
+                    .map(str::to_owned)
+                    .collect(),
+            },
+            "http" => UpstreamKind::Http {
+                url: url.unwrap_or_default().trim().to_owned(),
+            },
+            other => {
+                return Err(ConsoleError::Field {
+                    field: "kind".into(),
+                    message: format!("`{other}` is not a transport: pick stdio or http."),
+                });
+            }
         };
-        parsed_env.insert(key.trim().to_owned(), Secret::new(value));
+        let upstream = Upstream {
+            name: super::ssr::slug_field("name", &name)?,
+            kind,
+        };
+        let mut parsed_env = std::collections::BTreeMap::new();
+        for line in env.as_deref().unwrap_or_default().lines().map(str::trim) {
+            if line.is_empty() {
+                continue;
+            }
+            let Some((key, value)) = line.split_once('=') else {
+                return Err(ConsoleError::Field {
+                    field: "env".into(),
+                    message: "Write one KEY=value per line.".into(),
+                });
+            };
+            parsed_env.insert(key.trim().to_owned(), Secret::new(value));
+        }
+        let credentials = CredentialUpdate {
+            env: (!parsed_env.is_empty()).then_some(parsed_env),
+            bearer: bearer
+                .filter(|b| !b.trim().is_empty())
+                .map(|b| Secret::new(b.trim())),
+            clear: clear_credentials.is_some(),
+        };
+        let ctx = crate::api::ssr::context();
+        ctx.authoring
+            .register_upstream(&user.name, &upstream, credentials)
+            .await
+            .map_err(super::ssr::authoring_error)?;
+        Ok(ctx.upstreams.sync().await)
     }
-    let credentials = CredentialUpdate {
-        env: (!parsed_env.is_empty()).then_some(parsed_env),
-        bearer: bearer
-            .filter(|b| !b.trim().is_empty())
-            .map(|b| Secret::new(b.trim())),
-        clear: clear_credentials.is_some(),
-    };
-    let ctx = crate::api::ssr::context();
-    ctx.authoring
-        .register_upstream(&user.name, &upstream, credentials)
-        .await
-        .map_err(ssr::authoring_error)?;
-    Ok(ctx.upstreams.sync().await)
 }
 
 #[server(prefix = "/console/api", endpoint = "sync_upstreams")]
