@@ -15,11 +15,6 @@ export function createKey(name, scope) {
   return match[1];
 }
 
-/** `skillgate user add NAME --role ROLE` with the password on stdin. */
-export function addUser(name, role, password) {
-  execFileSync(BIN, ['user', 'add', name, '--role', role, '--database-url', DATABASE_URL], { input: `${password}\n` });
-}
-
 /** The JSON-RPC message in a response that is either JSON or a server-sent event stream. */
 async function message(response) {
   const type = response.headers.get('content-type') ?? '';

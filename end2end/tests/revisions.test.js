@@ -3,16 +3,17 @@
 // proposer of a candidate cannot decide it. Each with JavaScript on and off.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { launch, newPage, signIn, screenshot, waitHydrated } from './browser.js';
-import { McpClient, addUser, createKey } from './mcp.js';
+import {
+  launch, newPage, signIn, screenshot, waitHydrated, REVIEWER_PASSWORD,
+} from './browser.js';
+import { McpClient, createKey } from './mcp.js';
 
-const REVIEWER_PASSWORD = `reviewer-${Math.random().toString(36).slice(2)}-pw`;
+// The `reviewer` console user comes from end2end/run.sh.
 const SKILL = 'refund-handling';
 let supportKey;
 let curatorKey;
 
 before(() => {
-  addUser('reviewer', 'reviewer', REVIEWER_PASSWORD);
   supportKey = createKey('support-e2e', 'support');
   curatorKey = createKey('curator-e2e', 'curation');
 });
