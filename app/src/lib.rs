@@ -2,6 +2,11 @@
 //! browser. Pages call server functions (in [`api`]); server functions call core services
 //! taken from context. No SQL lives in this crate.
 
+// Leptos views are nested generic types; the hydrate build in the size-optimised release
+// profile computes layouts deeper than the default limit of 128 (the scopes page's key
+// table overflowed it).
+#![recursion_limit = "256"]
+
 pub mod api;
 pub mod authoring_api;
 pub mod catalog_api;
