@@ -329,3 +329,93 @@ async fn verification_after_pruning_starts_from_the_retention_anchor() {
     assert_eq!(next.seq, 13);
     assert!(log.verify().await.unwrap().is_intact());
 }
+
+#[tokio::test]
+async fn a_writer_whose_tip_another_process_moved_appends_after_it_and_the_chain_stays_whole() {
+    let db = Db::new();
+    let (a, b) = (db.log().await, db.log().await);
+    // Strictly alternating, so every append after the first finds the tip moved.
+    let mut seqs = Vec::new();
+    for i in 0..6 {
+        let log = if i % 2 == 0 { &a } else { &b };
+        seqs.push(log.append(feedback(i)).await.unwrap().seq);
+    }
+    assert_eq!(seqs, vec![1, 2, 3, 4, 5, 6]);
+    let report = b.verify().await.unwrap();
+    assert!(report.is_intact(), "{report:?}");
+    assert_eq!(report.events, 6);
+}
+
+#[tokio::test]
+async fn every_event_of_one_session_in_one_group_counts_in_its_summary() {
+    let db = Db::new();
+    let log = db.log().await;
+    // Another session first, so the group below takes the writer's one-round-trip path.
+    log.append(NewEvent::session_started("s0", "agent", "support", None))
+        .await
+        .unwrap();
+    log.append_batch(vec![
+        NewEvent::session_started("s1", "agent", "support", Some("refund a customer")),
+        NewEvent::call_allowed(
+            "s1",
+            "agent",
+            "issue_refund",
+            json!({ "amount": "20.00" }),
+            "refunds",
+            &BTreeMap::new(),
+        ),
+        NewEvent::call_result(
+            "s1",
+            "agent",
+            "issue_refund",
+            3,
+            &skillgate_core::audit::CallOutcome::Error {
+                message: "down".to_owned(),
+            },
+        ),
+        NewEvent::call_denied(
+            "s1",
+            "agent",
+            "issue_refund",
+            json!({ "amount": "900.00" }),
+            "GOVERNANCE_VIOLATION",
+            Some("max_amount"),
+        ),
+        feedback(0),
+    ])
+    .await
+    .unwrap();
+    let row: (i64, i64, i64, i64, i64, i64, String, Option<String>) = sqlx::query_as(
+        "SELECT first_seq, last_seq, events, calls, errors, violations, tools, scope
+         FROM audit_session_summaries WHERE session_id = 's1'",
+    )
+    .fetch_one(log.store().pool())
+    .await
+    .unwrap();
+    assert_eq!(
+        row,
+        (
+            2,
+            6,
+            5,
+            1,
+            1,
+            1,
+            " issue_refund ".to_owned(),
+            Some("support".to_owned())
+        )
+    );
+}
+
+#[tokio::test]
+async fn appending_after_the_whole_chain_was_pruned_continues_from_the_anchor() {
+    let db = Db::new();
+    let log = db.log().await;
+    append_n(&log, 3).await;
+    log.prune_through(3).await.unwrap();
+    let next = log.append(feedback(9)).await.unwrap();
+    assert_eq!(next.seq, 4);
+    let report = log.verify().await.unwrap();
+    assert!(report.is_intact(), "{report:?}");
+    assert_eq!(report.events, 1);
+}

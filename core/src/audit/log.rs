@@ -206,6 +206,10 @@ fn decode(row: AuditRow) -> Result<AuditEvent, AuditError> {
 }
 
 async fn run_writer(store: Store, mut queue: mpsc::Receiver<Job>) {
+    // The tip this writer committed last: appending on it needs no read first. Another
+    // process appending (the CLI, a replica) moves the real tip; the store notices and
+    // the write falls back to reading it.
+    let mut tip = None;
     while let Some(first) = queue.recv().await {
         let mut pending = first.events.len();
         let mut group = vec![first];
@@ -218,13 +222,13 @@ async fn run_writer(store: Store, mut queue: mpsc::Receiver<Job>) {
                 Err(_) => break,
             }
         }
-        commit_group(&store, group).await;
+        commit_group(&store, &mut tip, group).await;
     }
 }
 
-async fn commit_group(store: &Store, group: Vec<Job>) {
-    let events = group.iter().flat_map(|job| job.events.iter());
-    match write(store, events).await {
+async fn commit_group(store: &Store, tip: &mut Option<Anchor>, group: Vec<Job>) {
+    let events: Vec<&Prepared> = group.iter().flat_map(|job| job.events.iter()).collect();
+    match write(store, tip, &events).await {
         Ok(appended) => {
             let mut appended = appended.into_iter();
             for job in group {
@@ -241,7 +245,8 @@ async fn commit_group(store: &Store, group: Vec<Job>) {
         Err(err) => {
             tracing::warn!(error = %err, callers = group.len(), "audit group commit failed, retrying per caller");
             for job in group {
-                let result = write(store, job.events.iter()).await;
+                let events: Vec<&Prepared> = job.events.iter().collect();
+                let result = write(store, tip, &events).await;
                 if let Err(err) = &result {
                     tracing::error!(error = %err, "audit append failed");
                 }
@@ -251,34 +256,59 @@ async fn commit_group(store: &Store, group: Vec<Job>) {
     }
 }
 
-async fn write<'a>(
+/// Chains `events` onto `tip` in order.
+fn link_all(tip: &Anchor, at: &str, events: &[&Prepared]) -> Vec<AuditRow> {
+    let mut tip = tip.clone();
+    events
+        .iter()
+        .map(|event| {
+            let row = chain::link(
+                &tip,
+                at.to_owned(),
+                event.session_id.clone(),
+                event.kind.as_str().to_owned(),
+                event.actor.clone(),
+                event.payload.clone(),
+            );
+            tip = Anchor {
+                seq: row.seq,
+                hash: row.hash.clone(),
+            };
+            row
+        })
+        .collect()
+}
+
+async fn write(
     store: &Store,
-    events: impl Iterator<Item = &'a Prepared>,
+    tip: &mut Option<Anchor>,
+    events: &[&Prepared],
 ) -> Result<Vec<AppendedEvent>, AuditError> {
     let now = Utc::now();
     let at = timestamp(now);
-    let rows = store
-        .audit_append_with(|tip| {
-            let mut tip = tip.clone();
-            events
-                .map(|event| {
-                    let row = chain::link(
-                        &tip,
-                        at.clone(),
-                        event.session_id.clone(),
-                        event.kind.as_str().to_owned(),
-                        event.actor.clone(),
-                        event.payload.clone(),
-                    );
-                    tip = Anchor {
-                        seq: row.seq,
-                        hash: row.hash.clone(),
-                    };
-                    row
-                })
-                .collect()
-        })
-        .await?;
+    // Taken, not read: after a failure the next write reads the tip from the database.
+    let rows = match tip.take() {
+        Some(expected) => {
+            let rows = link_all(&expected, &at, events);
+            if store.audit_append_on(&expected, &rows).await? {
+                rows
+            } else {
+                tracing::debug!("the audit chain moved under this writer; rereading its tip");
+                store
+                    .audit_append_with(|tip| link_all(tip, &at, events))
+                    .await?
+            }
+        }
+        None => {
+            store
+                .audit_append_with(|tip| link_all(tip, &at, events))
+                .await?
+        }
+    };
+    *tip = rows.last().map(|row| Anchor {
+        seq: row.seq,
+        hash: row.hash.clone(),
+    });
     // Stored `at` has microsecond precision; answer with exactly what was stored.
     let at = DateTime::parse_from_rfc3339(&at)
         .map(|at| at.with_timezone(&Utc))

@@ -74,27 +74,53 @@ impl Store {
         let mut tx = self.pool().begin_with("BEGIN IMMEDIATE").await?;
         let tip = audit_tip_in(&mut tx).await?;
         let rows = build(&tip);
-        for row in &rows {
-            sqlx::query(
-                "INSERT INTO audit_events (seq, at, session_id, kind, actor, payload, prev_hash, hash)
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            )
-            .bind(seq_to_db(row.seq))
-            .bind(&row.at)
-            .bind(&row.session_id)
-            .bind(&row.kind)
-            .bind(&row.actor)
-            .bind(&row.payload)
-            .bind(&row.prev_hash)
-            .bind(&row.hash)
-            .execute(&mut *tx)
-            .await?;
+        if !rows.is_empty() {
+            sqlx::query(&INSERT_EVENTS)
+                .bind(events_json(&rows))
+                .execute(&mut *tx)
+                .await?;
             // Same transaction: the compliance summary of a session never disagrees
             // with its events.
-            super::audit_query::summarize_in(&mut tx, row).await?;
+            super::audit_query::summarize_in(&mut tx, &rows).await?;
         }
         tx.commit().await?;
         Ok(rows)
+    }
+
+    /// Appends `rows`, built on the chain tip `expected`, if that is still the tip: the
+    /// whole transaction (begin, events, summaries, commit) is one round trip to the
+    /// connection's worker thread instead of five. Returns `false`, having written
+    /// nothing, when the tip moved (another process appended or pruned); the caller then
+    /// rebuilds on the real tip with [`Store::audit_append_with`].
+    pub async fn audit_append_on(
+        &self,
+        expected: &Anchor,
+        rows: &[AuditRow],
+    ) -> Result<bool, StoreError> {
+        let Some(last) = rows.last() else {
+            return Ok(true);
+        };
+        let deltas = super::audit_query::summary_deltas(rows).unwrap_or_else(|| "[]".into());
+        let mut conn = self.pool().acquire().await?;
+        // `fetch_all`, not `fetch_one`: the stream must run on to the COMMIT.
+        let done = sqlx::query_scalar::<_, i64>(&APPEND_ON_TIP)
+            .bind(events_json(rows))
+            .bind(seq_to_db(expected.seq))
+            .bind(deltas)
+            .bind(seq_to_db(last.seq))
+            .bind(&last.hash)
+            .fetch_all(&mut *conn)
+            .await;
+        match done {
+            Ok(inserted) => Ok(inserted == [rows.len() as i64]),
+            Err(error) => {
+                // The statement may have stopped between BEGIN and COMMIT: never hand a
+                // connection with an open transaction back to the pool.
+                let _ = sqlx::query("ROLLBACK").execute(&mut *conn).await;
+                conn.close_on_drop();
+                Err(error.into())
+            }
+        }
     }
 
     /// The newest event, else the newest retention anchor, else the genesis.
@@ -194,6 +220,64 @@ impl Store {
         tx.commit().await?;
         Ok(Anchor { seq, hash })
     }
+}
+
+const INSERT_EVENTS_SQL: &str =
+    "INSERT INTO audit_events (seq, at, session_id, kind, actor, payload, prev_hash, hash)
+     SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6,
+            value->>7
+     FROM json_each(?1)";
+
+/// Inserts a JSON array of rows ([`events_json`], `?1`) in one statement, whatever the
+/// group's size: each statement is a round trip to SQLite's worker thread.
+static INSERT_EVENTS: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| format!("{INSERT_EVENTS_SQL} ORDER BY key"));
+
+/// The fast path of [`Store::audit_append_on`]: `?1` events, `?2` the expected tip seq,
+/// `?3` summary deltas, `?4`/`?5` the seq and hash of the last new event. The events go in
+/// only if the tip (newest event, else newest anchor, else 0) is `?2`; the summaries only
+/// if the last new event is there, so a failed guard writes nothing at all. The one row it
+/// returns is how many events went in (`changes()` right after their insert; the change
+/// count sqlx reports cannot say, as `BEGIN` and `COMMIT` repeat the previous statement's).
+///
+/// Parameter numbers only ever grow from one statement to the next: sqlx binds the
+/// numbers a statement skips as positional arguments counted across statements, and a
+/// count past the last argument stops its binding early.
+static APPEND_ON_TIP: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "BEGIN IMMEDIATE;
+         {INSERT_EVENTS_SQL}
+         WHERE COALESCE((SELECT MAX(seq) FROM audit_events),
+                        (SELECT MAX(seq) FROM audit_anchors), 0) = ?2
+         ORDER BY key;
+         SELECT changes();
+         {summaries};
+         COMMIT;",
+        summaries = super::audit_query::summary_upsert_sql(
+            "?3",
+            "EXISTS (SELECT 1 FROM audit_events WHERE seq = ?4 AND hash = ?5)"
+        ),
+    )
+});
+
+fn events_json(rows: &[AuditRow]) -> String {
+    serde_json::Value::Array(
+        rows.iter()
+            .map(|row| {
+                serde_json::json!([
+                    seq_to_db(row.seq),
+                    row.at,
+                    row.session_id,
+                    row.kind,
+                    row.actor,
+                    row.payload,
+                    row.prev_hash,
+                    row.hash,
+                ])
+            })
+            .collect(),
+    )
+    .to_string()
 }
 
 static SELECT_AFTER: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {

@@ -74,20 +74,47 @@ fn token(name: Option<&str>) -> String {
     }
 }
 
-/// Folds one appended row into its session's summary (rows without a session are skipped).
-pub(crate) async fn summarize_in(
-    tx: &mut Transaction<'static, Sqlite>,
-    row: &AuditRow,
-) -> Result<(), StoreError> {
-    let Some(session_id) = &row.session_id else {
-        return Ok(());
-    };
-    let delta = session_delta(&row.kind, &row.payload);
-    sqlx::query(
+/// The summary changes of `rows` as one JSON array for [`summary_upsert_sql`], `None`
+/// when no row belongs to a session.
+pub(crate) fn summary_deltas(rows: &[AuditRow]) -> Option<String> {
+    let deltas: Vec<Value> = rows
+        .iter()
+        .filter_map(|row| {
+            let session_id = row.session_id.as_ref()?;
+            let delta = session_delta(&row.kind, &row.payload);
+            Some(serde_json::json!([
+                session_id,
+                seq_to_db(row.seq),
+                row.at,
+                row.actor,
+                delta.scope,
+                delta.task_summary,
+                delta.learns,
+                delta.calls,
+                delta.denials,
+                delta.violations,
+                delta.errors,
+                token(delta.role.as_deref()),
+                token(delta.tool.as_deref()),
+            ]))
+        })
+        .collect();
+    (!deltas.is_empty()).then(|| Value::Array(deltas).to_string())
+}
+
+/// One statement folding a JSON array of [`summary_deltas`] (parameter `deltas`, e.g.
+/// `?1`) into the summaries, row by row in order, so a group holding several events of
+/// one session adds them all. `guard` is an SQL condition; rows are applied only when it
+/// holds.
+pub(crate) fn summary_upsert_sql(deltas: &str, guard: &str) -> String {
+    format!(
         "INSERT INTO audit_session_summaries
             (session_id, first_seq, last_seq, started_at, last_at, actor, scope, task_summary,
              events, learns, calls, denials, violations, errors, roles, tools)
-         VALUES (?1, ?2, ?2, ?3, ?3, ?4, ?5, ?6, 1, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
+         SELECT value->>0, value->>1, value->>1, value->>2, value->>2, value->>3, value->>4,
+                value->>5, 1, value->>6, value->>7, value->>8, value->>9, value->>10,
+                value->>11, value->>12
+         FROM json_each({deltas}) WHERE {guard} ORDER BY key
          ON CONFLICT (session_id) DO UPDATE SET
             last_seq = excluded.last_seq,
             last_at = excluded.last_at,
@@ -103,23 +130,27 @@ pub(crate) async fn summarize_in(
             roles = CASE WHEN excluded.roles = ' ' OR instr(roles, excluded.roles) > 0
                          THEN roles ELSE roles || substr(excluded.roles, 2) END,
             tools = CASE WHEN excluded.tools = ' ' OR instr(tools, excluded.tools) > 0
-                         THEN tools ELSE tools || substr(excluded.tools, 2) END",
+                         THEN tools ELSE tools || substr(excluded.tools, 2) END"
     )
-    .bind(session_id)
-    .bind(seq_to_db(row.seq))
-    .bind(&row.at)
-    .bind(&row.actor)
-    .bind(&delta.scope)
-    .bind(&delta.task_summary)
-    .bind(delta.learns)
-    .bind(delta.calls)
-    .bind(delta.denials)
-    .bind(delta.violations)
-    .bind(delta.errors)
-    .bind(token(delta.role.as_deref()))
-    .bind(token(delta.tool.as_deref()))
-    .execute(&mut **tx)
-    .await?;
+}
+
+// `WHERE true` keeps SQLite from reading `ON CONFLICT` as a join constraint.
+static UPSERT_SUMMARIES: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| summary_upsert_sql("?1", "true"));
+
+/// Folds appended rows into their sessions' summaries (rows without a session are
+/// skipped), in one statement.
+pub(crate) async fn summarize_in(
+    tx: &mut Transaction<'static, Sqlite>,
+    rows: &[AuditRow],
+) -> Result<(), StoreError> {
+    let Some(deltas) = summary_deltas(rows) else {
+        return Ok(());
+    };
+    sqlx::query(&UPSERT_SUMMARIES)
+        .bind(deltas)
+        .execute(&mut **tx)
+        .await?;
     Ok(())
 }
 

@@ -5,6 +5,8 @@
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use sqlx::SqlitePool;
@@ -53,9 +55,21 @@ pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
 #[derive(Clone, Debug)]
 pub struct Store {
     pool: SqlitePool,
+    /// Bumped by every key revocation through this process, so caches of recently
+    /// checked keys (`keys::AgentKeys`) drop what they hold at once.
+    key_epoch: Arc<AtomicU64>,
 }
 
 impl Store {
+    /// Changes whenever an agent key is revoked through this process.
+    pub fn key_epoch(&self) -> u64 {
+        self.key_epoch.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn bump_key_epoch(&self) {
+        self.key_epoch.fetch_add(1, Ordering::AcqRel);
+    }
+
     /// Opens (creating if needed) the database at `url` and applies pending migrations.
     ///
     /// Only `sqlite://PATH` and `sqlite::memory:` are understood today.
@@ -73,6 +87,10 @@ impl Store {
         }
         let in_memory = path.is_none();
         let pool = SqlitePoolOptions::new()
+            // A SQLite connection is a file handle, not a socket that can drop: the default
+            // check before every acquire was one more round trip to the connection's worker
+            // thread on every query of the hot path.
+            .test_before_acquire(false)
             // An in-memory database exists per connection: keep exactly one.
             .max_connections(if in_memory { 1 } else { 8 })
             .min_connections(if in_memory { 1 } else { 0 })
@@ -93,7 +111,10 @@ impl Store {
                 source,
             })?;
         MIGRATOR.run(&pool).await?;
-        Ok(Self { pool })
+        Ok(Self {
+            pool,
+            key_epoch: Arc::default(),
+        })
     }
 
     /// The underlying pool, for the session store and the store's own submodules.
