@@ -5,10 +5,7 @@
 //! the key has 256 bits of entropy, looking its hash up in the database is a safe
 //! comparison: no timing difference can help guess a key whose hash is unknown.
 
-use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 use chrono::{DateTime, Duration, Utc};
 use rand::RngCore;
@@ -30,10 +27,6 @@ pub const DISPLAY_PREFIX_LEN: usize = 12;
 /// for all but one request a minute per key.
 pub const LAST_USED_INTERVAL: Duration = Duration::seconds(60);
 pub const MAX_NAME_LEN: usize = 64;
-/// How long a key read from the database is trusted without reading it again. A
-/// revocation through this process takes effect at once (see [`Store::key_epoch`]); one
-/// made by another process (the CLI, another replica) within this time.
-pub const KEY_CACHE_TTL: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// A key as listed: everything but the secret, so it may be serialized and logged.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -140,58 +133,11 @@ fn hash_key(key: &str) -> String {
 #[derive(Clone, Debug)]
 pub struct AgentKeys {
     store: Store,
-    recent: Arc<RecentKeys>,
-}
-
-/// Keys that authenticated recently, by key hash: every MCP request presents its key,
-/// and reading it from the database each time was a round trip to SQLite's worker per
-/// call. Only keys found in the database are kept, so unknown keys cannot fill it.
-#[derive(Default)]
-struct RecentKeys(Mutex<HashMap<String, Recent>>);
-
-struct Recent {
-    info: AgentKeyInfo,
-    read_at: Instant,
-    epoch: u64,
-}
-
-impl fmt::Debug for RecentKeys {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let held = self.0.lock().map(|keys| keys.len()).unwrap_or(0);
-        f.debug_struct("RecentKeys").field("held", &held).finish()
-    }
-}
-
-impl RecentKeys {
-    fn get(&self, hash: &str, epoch: u64) -> Option<AgentKeyInfo> {
-        let keys = self.0.lock().ok()?;
-        keys.get(hash)
-            .filter(|recent| recent.epoch == epoch && recent.read_at.elapsed() < KEY_CACHE_TTL)
-            .map(|recent| recent.info.clone())
-    }
-
-    fn put(&self, hash: String, info: AgentKeyInfo, epoch: u64) {
-        if let Ok(mut keys) = self.0.lock() {
-            // Expired entries go when the map is touched, so it holds only live keys.
-            keys.retain(|_, recent| recent.read_at.elapsed() < KEY_CACHE_TTL);
-            keys.insert(
-                hash,
-                Recent {
-                    info,
-                    read_at: Instant::now(),
-                    epoch,
-                },
-            );
-        }
-    }
 }
 
 impl AgentKeys {
     pub fn new(store: Store) -> Self {
-        Self {
-            store,
-            recent: Arc::default(),
-        }
+        Self { store }
     }
 
     /// Creates a key for `scope` and returns it in clear, once.
@@ -251,15 +197,12 @@ impl AgentKeys {
         if presented.len() != KEY_LEN || !presented.starts_with(KEY_PREFIX) {
             return Err(KeyError::Invalid);
         }
-        let hash = hash_key(presented);
-        // Read before the lookup, so a revocation racing with it invalidates the entry.
-        let epoch = self.store.key_epoch();
-        let (mut info, cached) = match self.recent.get(&hash, epoch) {
-            Some(info) => (info, true),
-            None => match self.store.find_agent_key_by_hash(&hash).await? {
-                Some(info) => (info, false),
-                None => return Err(KeyError::Invalid),
-            },
+        let Some(mut info) = self
+            .store
+            .find_agent_key_by_hash(&hash_key(presented))
+            .await?
+        else {
+            return Err(KeyError::Invalid);
         };
         if !info.is_active(now) {
             return Err(KeyError::Invalid);
@@ -274,12 +217,6 @@ impl AgentKeys {
                     tracing::warn!(key = %info.name, %error, "could not record agent key use");
                 }
             }
-            // Whatever the outcome, do not try again before the interval is over.
-            let mut remembered = info.clone();
-            remembered.last_used_at = Some(now);
-            self.recent.put(hash, remembered, epoch);
-        } else if !cached {
-            self.recent.put(hash, info.clone(), epoch);
         }
         Ok(info)
     }
@@ -427,37 +364,6 @@ mod tests {
             assert!(matches!(error, KeyError::Invalid), "{error:?}");
             assert_eq!(error.to_string(), "invalid agent key");
         }
-    }
-
-    #[tokio::test]
-    async fn a_key_revoked_through_another_handle_is_refused_at_once_though_just_accepted() {
-        let store = test_store().await;
-        let (mcp, console) = (AgentKeys::new(store.clone()), AgentKeys::new(store));
-        let (_, key) = create(&console, "bot").await;
-        // Accepted twice, so the second answer may come from the recent-keys cache.
-        mcp.authenticate(key.expose(), Utc::now()).await.unwrap();
-        mcp.authenticate(key.expose(), Utc::now()).await.unwrap();
-        console.revoke("bot").await.unwrap();
-        assert!(matches!(
-            mcp.authenticate(key.expose(), Utc::now()).await,
-            Err(KeyError::Invalid)
-        ));
-    }
-
-    #[tokio::test]
-    async fn a_remembered_key_still_expires_on_time() {
-        let keys = keys().await;
-        let expires = Utc::now() + Duration::minutes(5);
-        let (_, key) = keys
-            .create("bot", &slug("support"), &scopes(), Some(expires), None)
-            .await
-            .unwrap();
-        keys.authenticate(key.expose(), Utc::now()).await.unwrap();
-        assert!(matches!(
-            keys.authenticate(key.expose(), expires + Duration::seconds(1))
-                .await,
-            Err(KeyError::Invalid)
-        ));
     }
 
     #[tokio::test]

@@ -129,7 +129,6 @@ impl Store {
         .bind(name)
         .fetch_optional(self.pool())
         .await?;
-        self.bump_key_epoch();
         Ok(row.as_ref().map(key_from_row).transpose()?)
     }
 

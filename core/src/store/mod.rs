@@ -5,8 +5,6 @@
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use sqlx::SqlitePool;
@@ -55,21 +53,9 @@ pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
 #[derive(Clone, Debug)]
 pub struct Store {
     pool: SqlitePool,
-    /// Bumped by every key revocation through this process, so caches of recently
-    /// checked keys (`keys::AgentKeys`) drop what they hold at once.
-    key_epoch: Arc<AtomicU64>,
 }
 
 impl Store {
-    /// Changes whenever an agent key is revoked through this process.
-    pub fn key_epoch(&self) -> u64 {
-        self.key_epoch.load(Ordering::Acquire)
-    }
-
-    pub(crate) fn bump_key_epoch(&self) {
-        self.key_epoch.fetch_add(1, Ordering::AcqRel);
-    }
-
     /// Opens (creating if needed) the database at `url` and applies pending migrations.
     ///
     /// Only `sqlite://PATH` and `sqlite::memory:` are understood today.
@@ -111,10 +97,7 @@ impl Store {
                 source,
             })?;
         MIGRATOR.run(&pool).await?;
-        Ok(Self {
-            pool,
-            key_epoch: Arc::default(),
-        })
+        Ok(Self { pool })
     }
 
     /// The underlying pool, for the session store and the store's own submodules.
