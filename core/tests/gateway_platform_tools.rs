@@ -24,6 +24,22 @@ async fn fixture() -> Fixture {
         .await
         .unwrap();
     store.seed_demo("/nonexistent/skillgate").await.unwrap();
+    // A scope larger than init's shortlist, for the task-summary tests.
+    let everything: Vec<Slug> = store
+        .list_roles()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|role| role.value.slug)
+        .collect();
+    store
+        .create_scope(&skillgate_core::model::Scope {
+            slug: Slug::parse("everything").unwrap(),
+            description: String::new(),
+            roles: everything,
+        })
+        .await
+        .unwrap();
     let catalog = Arc::new(CatalogHandle::new(store.compiled_catalog().await.unwrap()));
     let audit = AuditLog::new(store.clone());
     let gateway = Gateway::new(
@@ -103,6 +119,65 @@ async fn init_lists_only_the_roles_of_the_agents_scope_without_instructions_or_t
 }
 
 #[tokio::test]
+async fn a_task_summary_in_a_large_scope_describes_the_roles_it_matches_and_names_the_rest() {
+    let f = fixture().await;
+    let me = agent(1, "everything");
+    let (text, structured, is_error) = gateway_reply(
+        f.gateway
+            .init(&me, Some("Refund a customer's order".into()))
+            .await
+            .unwrap(),
+    );
+    assert!(!is_error, "{text}");
+    let described: Vec<&str> = structured["roles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(described.first(), Some(&"tier-1-support"), "{text}");
+    assert!(described.len() <= 3, "{described:?}");
+    let others: Vec<&str> = structured["other_roles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap())
+        .collect();
+    // Every role of the scope is either described or named, none twice.
+    assert_eq!(described.len() + others.len(), 6, "{text}");
+    assert!(others.contains(&"system-admin") && !described.contains(&"system-admin"));
+    assert!(
+        text.contains("Other roles (learn /roles describes every role): "),
+        "{text}"
+    );
+    // A named role is as learnable as a described one.
+    let sid = structured["session_id"].as_str().unwrap().to_owned();
+    let (text, _, is_error) = gateway_reply(
+        f.gateway
+            .learn(&me, Some(sid.clone()), &format!("/roles/{}", others[0]))
+            .await
+            .unwrap(),
+    );
+    assert!(!is_error, "{text}");
+    // And `learn /roles` describes them all.
+    let (text, structured, is_error) =
+        gateway_reply(f.gateway.learn(&me, Some(sid), "/roles").await.unwrap());
+    assert!(!is_error, "{text}");
+    assert_eq!(structured["roles"].as_array().unwrap().len(), 6);
+    assert!(text.contains("- system-admin: "), "{text}");
+}
+
+#[tokio::test]
+async fn without_a_task_summary_every_role_of_a_large_scope_is_described() {
+    let f = fixture().await;
+    let (text, structured, _) =
+        gateway_reply(f.gateway.init(&agent(1, "everything"), None).await.unwrap());
+    assert_eq!(structured["roles"].as_array().unwrap().len(), 6, "{text}");
+    assert!(structured.get("other_roles").is_none());
+    assert!(text.contains("Roles (6):"), "{text}");
+}
+
+#[tokio::test]
 async fn learning_a_role_outside_the_scope_is_denied_and_unlocks_nothing() {
     let f = fixture().await;
     let me = agent(1, "support");
@@ -156,13 +231,19 @@ async fn learning_a_role_returns_its_instructions_limits_and_tools_and_unlocks_t
     );
     assert!(!is_error, "{text}");
     assert!(text.contains("process_refund"));
-    let limits = structured["limits"].as_array().unwrap();
     assert!(
-        limits.iter().any(|l| l.as_str().unwrap().contains("500")),
-        "{limits:?}"
+        text.contains("- Each call to `process_refund` must have `amount` at most 500."),
+        "{text}"
+    );
+    // Arguments are shown compactly, with their constraints, one line each.
+    assert!(
+        text.contains(
+            "  - customer_id: string, matching ^C-[0-9]{4}$. The customer id, e.g. C-1001"
+        ),
+        "{text}"
     );
     assert!(
-        structured["unlocked_tools"]
+        structured["available_tools"]
             .as_array()
             .unwrap()
             .contains(&json!("check_refund_eligibility"))

@@ -5,17 +5,23 @@ use std::fmt::Write as _;
 use serde_json::json;
 use uuid::Uuid;
 
+use super::relevance;
 use super::{AgentIdentity, Gateway, GatewayError, ToolReply};
 use crate::audit::NewEvent;
+use crate::model::Role;
 use crate::policy::SessionView;
 use crate::store::sessions::NewSession;
 
 /// Longest task summary we keep; it is advice for reviewers, not a document store.
 const MAX_TASK_SUMMARY: usize = 2000;
+/// Roles described in full when a task summary picks them out of a larger scope.
+const SHORTLIST: usize = 3;
 
 impl Gateway {
     /// `init_skilder`: starts a session and lists the roles of the agent's scope: name,
-    /// description, skill names and learn path. No instructions and no tools yet.
+    /// description, skill names and learn path. No instructions and no tools yet. With a
+    /// task summary and more than [`SHORTLIST`] roles, only the roles the task points at
+    /// are described and the others are named (`learn /roles` describes them all).
     #[tracing::instrument(skip_all, fields(key = %agent.key_name, scope = %agent.scope))]
     pub async fn init(
         &self,
@@ -56,45 +62,84 @@ impl Gateway {
 
         let catalog = self.catalog.load();
         let roles = catalog.roles_in_scope(agent.scope.as_str());
-        // One short line per role: the init result is paid for by every session, and it
-        // grows with the scope, so it says only what is needed to choose a role.
+        // With a task summary and a scope larger than a shortlist, describe the roles the
+        // task points at and name the others: the init result is paid for by every
+        // session, and descriptions are what grows with the scope.
+        let matched = match &task_summary {
+            Some(task) if roles.len() > SHORTLIST => {
+                relevance::matching_roles(task, &roles, SHORTLIST)
+            }
+            _ => Vec::new(),
+        };
         let mut text = format!(
             "Session {id} started (scope: {scope}). Pass this session_id to learn and call_tool.\n\
-             Learn the role your task needs with learn /roles/<role>, then call its tools with call_tool.\n\
-             Roles ({n}):\n",
+             Learn the role your task needs with learn /roles/<role>, then call its tools with call_tool.\n",
             scope = agent.scope,
-            n = roles.len()
         );
-        let mut listed = Vec::with_capacity(roles.len());
-        for role in &roles {
-            let skills: Vec<&str> = role.skills.iter().map(|s| s.as_str()).collect();
+        let described: Vec<&Role> = if matched.is_empty() {
+            let _ = writeln!(text, "Roles ({}):", roles.len());
+            roles.clone()
+        } else {
             let _ = writeln!(
                 text,
-                "- {slug}: {description} (skills: {skills})",
-                slug = role.slug,
-                description = role.description.trim_end(),
-                skills = if skills.is_empty() {
-                    "none".to_owned()
-                } else {
-                    skills.join(", ")
-                },
+                "Roles that match your task ({} of {}):",
+                matched.len(),
+                roles.len()
             );
+            matched.iter().map(|&index| roles[index]).collect()
+        };
+        let mut listed = Vec::with_capacity(described.len());
+        for role in &described {
+            write_role_line(&mut text, role);
             // Descriptions are in the text; programs get the names and paths.
             listed.push(json!({
                 "name": role.slug,
-                "skills": skills,
+                "skills": role.skills,
                 "learn_path": format!("/roles/{}", role.slug),
             }));
         }
+        let others: Vec<&str> = roles
+            .iter()
+            .enumerate()
+            .filter(|(index, _)| !matched.is_empty() && !matched.contains(index))
+            .map(|(_, role)| role.slug.as_str())
+            .collect();
+        if !others.is_empty() {
+            let _ = writeln!(
+                text,
+                "Other roles (learn /roles describes every role): {}.",
+                others.join(", ")
+            );
+        }
+        let mut structured = json!({
+            "session_id": id,
+            "scope": agent.scope,
+            "expires_at": view.expires_at,
+            "roles": listed,
+        });
+        if !others.is_empty() {
+            structured["other_roles"] = json!(others);
+        }
         Ok(ToolReply::Gateway {
             text,
-            structured: json!({
-                "session_id": id,
-                "scope": agent.scope,
-                "expires_at": view.expires_at,
-                "roles": listed,
-            }),
+            structured,
             is_error: false,
         })
     }
+}
+
+/// One short line per role: what is needed to choose it, nothing more.
+pub(super) fn write_role_line(text: &mut String, role: &Role) {
+    let skills: Vec<&str> = role.skills.iter().map(|s| s.as_str()).collect();
+    let _ = writeln!(
+        text,
+        "- {slug}: {description} (skills: {skills})",
+        slug = role.slug,
+        description = role.description.trim_end(),
+        skills = if skills.is_empty() {
+            "none".to_owned()
+        } else {
+            skills.join(", ")
+        },
+    );
 }

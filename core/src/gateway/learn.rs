@@ -6,7 +6,9 @@ use std::fmt::Write as _;
 
 use serde_json::{Value, json};
 
+use super::init::write_role_line;
 use super::path::{self, LearnPath};
+use super::schema_text;
 use super::{AgentIdentity, Gateway, GatewayError, NO_SESSION, ToolReply, code_label, denial};
 use crate::audit::NewEvent;
 use crate::model::SkillVersion;
@@ -59,6 +61,34 @@ impl Gateway {
         };
         let catalog = self.catalog.load();
         match parsed {
+            // A description of what the scope offers: nothing is unlocked, so there is no
+            // decision to audit, and it says no more than `init_skilder` may.
+            LearnPath::Roles => {
+                let roles = catalog.roles_in_scope(agent.scope.as_str());
+                let mut text = format!(
+                    "Roles of scope {} ({}). Learn one with learn /roles/<role>.\n",
+                    agent.scope,
+                    roles.len()
+                );
+                for role in &roles {
+                    write_role_line(&mut text, role);
+                }
+                let listed: Vec<Value> = roles
+                    .iter()
+                    .map(|role| {
+                        json!({
+                            "name": role.slug,
+                            "skills": role.skills,
+                            "learn_path": format!("/roles/{}", role.slug),
+                        })
+                    })
+                    .collect();
+                Ok(ToolReply::Gateway {
+                    text,
+                    structured: json!({ "scope": agent.scope, "roles": listed }),
+                    is_error: false,
+                })
+            }
             LearnPath::Role(role) => {
                 self.learn_role(agent, &sid, learn_path, &role, &catalog)
                     .await
@@ -256,20 +286,28 @@ impl Gateway {
                 skill_values.push(skill_json(skill));
             }
         }
+        let available = catalog.available_tools(&view);
         let _ = write!(
             text,
-            "\nTools unlocked: {}. Call them with call_tool. Tools available in this session now: {}.",
-            unlocked.join(", "),
-            catalog.available_tools(&view).join(", ")
+            "\nTools unlocked: {}. Call them with call_tool.",
+            unlocked.join(", ")
         );
+        // Only news is worth the context: the list again when it says the same is not.
+        if available != unlocked {
+            let _ = write!(
+                text,
+                " Tools available in this session now: {}.",
+                available.join(", ")
+            );
+        }
+        // The limits and the unlocked tools are in the text, and each skill lists its tools:
+        // programs get what the text does not say in a parseable form.
         Ok(ToolReply::Gateway {
             text,
             structured: json!({
                 "role": role.slug,
                 "skills": skill_values,
-                "limits": limits,
-                "unlocked_tools": unlocked,
-                "available_tools": catalog.available_tools(&view),
+                "available_tools": available,
             }),
             is_error: false,
         })
@@ -319,15 +357,22 @@ fn render_skill(text: &mut String, catalog: &CompiledCatalog, skill: &SkillVersi
         s.instructions.trim_end()
     );
     if !s.tools.is_empty() {
-        text.push_str("\nTools:\n");
+        text.push_str("\nTools (`?` marks an optional argument):\n");
         for name in &s.tools {
             if let Some(tool) = catalog.tool(name) {
-                let _ = writeln!(
-                    text,
-                    "- {name}: {} Arguments (JSON Schema): {}",
-                    tool.spec.description.trim_end(),
-                    tool.spec.input_schema
-                );
+                let _ = writeln!(text, "- {name}: {}", tool.spec.description.trim_end());
+                match schema_text::render_arguments(&tool.spec.input_schema, "  ") {
+                    Some(arguments) => {
+                        let _ = writeln!(text, "{arguments}");
+                    }
+                    None => {
+                        let _ = writeln!(
+                            text,
+                            "  Arguments (JSON Schema): {}",
+                            tool.spec.input_schema
+                        );
+                    }
+                }
             }
         }
     }

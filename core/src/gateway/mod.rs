@@ -17,6 +17,8 @@ mod init;
 mod learn;
 mod locks;
 mod path;
+mod relevance;
+pub mod schema_text;
 
 pub use path::{LEARN_PATH_HELP, LearnPath};
 

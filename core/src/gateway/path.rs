@@ -5,13 +5,14 @@ use crate::slug::Slug;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LearnPath {
+    /// `/roles`: every role of the scope, described (what `init_skilder` may only name).
+    Roles,
     Role(Slug),
     Skill(Slug),
     Resource(Slug, Slug),
 }
 
-pub const LEARN_PATH_HELP: &str =
-    "learn paths look like /roles/<role>, /<skill> or /<skill>/<resource>, in lowercase kebab-case";
+pub const LEARN_PATH_HELP: &str = "learn paths look like /roles, /roles/<role>, /<skill> or /<skill>/<resource>, in lowercase kebab-case";
 
 pub fn parse(path: &str) -> Result<LearnPath, String> {
     let refuse = |why: &str| {
@@ -41,7 +42,7 @@ pub fn parse(path: &str) -> Result<LearnPath, String> {
     let slug = |s: &str| Slug::parse(s).map_err(|e| refuse(&e.to_string()));
     match segments.as_slice() {
         ["roles", role] => Ok(LearnPath::Role(slug(role)?)),
-        ["roles"] => Err(refuse("name the role: /roles/<role>")),
+        ["roles"] => Ok(LearnPath::Roles),
         [skill] => Ok(LearnPath::Skill(slug(skill)?)),
         [skill, resource] => Ok(LearnPath::Resource(slug(skill)?, slug(resource)?)),
         _ => Err(refuse("it has too many segments")),
@@ -72,6 +73,11 @@ mod tests {
     }
 
     #[test]
+    fn bare_roles_is_the_catalog_listing() {
+        assert_eq!(parse("/roles").unwrap(), LearnPath::Roles);
+    }
+
+    #[test]
     fn traversal_encoding_and_malformed_paths_are_refused_with_the_reason() {
         for (bad, reason) in [
             ("/roles/../system-admin", "`..`"),
@@ -80,7 +86,6 @@ mod tests {
             ("/roles//tier-1-support", "empty segment"),
             ("/roles/tier-1-support/", "empty segment"),
             ("roles/tier-1-support", "start with"),
-            ("/roles", "name the role"),
             ("/Roles/Tier-1", "not a slug"),
             ("/a/b/c", "too many segments"),
             ("/roles/a\\b", "never part of a path"),

@@ -61,6 +61,10 @@ const DOMAINS: [(&str, &str); 15] = [
     ("realty", "Property management"),
 ];
 
+/// What the agent says its task is when it starts the session: `init_skilder` uses it to
+/// pick the roles it describes.
+const TASK_SUMMARY: &str = "Look up the account of customer C-1001";
+
 #[derive(Debug, Args)]
 pub struct ContextCostArgs {
     /// Print JSON instead of a Markdown table.
@@ -79,8 +83,10 @@ pub struct Row {
     pub platform_tools: usize,
     /// … how many tool definitions it held …
     pub platform_tool_count: usize,
-    /// … and the `init_skilder`, `learn` and `call_tool` results.
+    /// … and the `init_skilder` (with the task summary), `learn` and `call_tool` results.
     pub init: usize,
+    /// `init_skilder` without a task summary: every role described.
+    pub init_without_summary: usize,
     pub learn: usize,
     pub call: usize,
     /// The same three results without `structuredContent` (what a host that shows the
@@ -195,7 +201,13 @@ async fn measure_one(size: usize, upstream_url: &str) -> anyhow::Result<Row> {
         .context("tools/list on /mcp")?;
     let platform_tool_count = listed.tools.len();
     let platform_tools = serde_json::to_string(&listed)?.len();
-    let init = harness::call(&client, "init_skilder", json!({})).await?;
+    let bare_init = harness::call(&client, "init_skilder", json!({})).await?;
+    let init = harness::call(
+        &client,
+        "init_skilder",
+        json!({"task_summary": TASK_SUMMARY}),
+    )
+    .await?;
     let session = init
         .structured_content
         .as_ref()
@@ -235,6 +247,7 @@ async fn measure_one(size: usize, upstream_url: &str) -> anyhow::Result<Row> {
         platform_tools,
         platform_tool_count,
         init: wire_bytes(&serde_json::to_value(&init)?),
+        init_without_summary: wire_bytes(&serde_json::to_value(&bare_init)?),
         learn: wire_bytes(&serde_json::to_value(&learn)?),
         call: wire_bytes(&serde_json::to_value(&call)?),
         text_only: [&init, &learn, &call]
@@ -441,6 +454,7 @@ fn to_json(rows: &[Row]) -> Value {
                     "platform_tools_bytes": row.platform_tools,
                     "platform_tool_count": row.platform_tool_count,
                     "init_bytes": row.init,
+                    "init_without_task_summary_bytes": row.init_without_summary,
                     "learn_bytes": row.learn,
                     "call_bytes": row.call,
                     "total_bytes": row.protocol(),
@@ -462,12 +476,12 @@ fn to_json(rows: &[Row]) -> Value {
 
 fn markdown(rows: &[Row]) -> String {
     let mut out = String::from(
-        "| tools | roles | flat bytes | flat ≈tokens | platform tools | init | learn | call | protocol bytes | protocol ≈tokens | protocol / flat | text-only protocol bytes |\n\
-         | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+        "| tools | roles | flat bytes | flat ≈tokens | platform tools | init | learn | call | protocol bytes | protocol ≈tokens | protocol / flat | text-only protocol bytes | init without task summary |\n\
+         | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
     );
     for row in rows {
         out.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1}% | {} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1}% | {} | {} |\n",
             row.tools,
             row.roles,
             row.flat,
@@ -480,6 +494,7 @@ fn markdown(rows: &[Row]) -> String {
             tokens(row.protocol()),
             row.share_of_flat() * 100.0,
             row.protocol_text_only(),
+            row.init_without_summary,
         ));
     }
     if let (Some(flat), Some(protocol), Some(text), Some(last)) = (
