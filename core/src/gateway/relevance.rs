@@ -32,7 +32,7 @@ pub fn matching_roles(task: &str, roles: &[&Role], limit: usize) -> Vec<usize> {
         .filter(|(_, score)| *score > 0)
         .collect();
     // Stable: equal scores stay in catalog order.
-    scored.sort_by(|a, b| b.1.cmp(&a.1));
+    scored.sort_by_key(|&(_, score)| std::cmp::Reverse(score));
     scored
         .into_iter()
         .take(limit)

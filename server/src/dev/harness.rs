@@ -11,7 +11,9 @@ use rmcp::ServiceExt as _;
 use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject};
 use rmcp::service::RunningService;
 use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::streamable_http_client::{
+    StreamableHttpClient, StreamableHttpClientTransportConfig,
+};
 use serde_json::Value;
 use skillgate_core::demo::catalog::DEMO_UPSTREAM;
 use skillgate_core::keys::AgentKeys;
@@ -196,15 +198,22 @@ async fn seed(database_url: &str, upstream_url: &str) -> anyhow::Result<String> 
 
 /// An MCP client over streamable HTTP, with `Authorization: Bearer KEY` when given.
 pub async fn connect(url: &str, key: Option<&str>) -> anyhow::Result<Client> {
+    // Keep-alive connections, as real clients use (and as the gateway uses upstream).
+    connect_with(skillgate_core::upstream::keep_alive_client(), url, key).await
+}
+
+/// [`connect`] over `http`. Clients given clones of one HTTP client share its connection
+/// pool, so thousands of them do not each hold an idle keep-alive connection.
+pub async fn connect_with(
+    http: impl StreamableHttpClient,
+    url: &str,
+    key: Option<&str>,
+) -> anyhow::Result<Client> {
     let mut config = StreamableHttpClientTransportConfig::with_uri(url);
     if let Some(key) = key {
         config = config.auth_header(key);
     }
-    // Keep-alive connections, as real clients use (and as the gateway uses upstream).
-    let transport = StreamableHttpClientTransport::with_client(
-        skillgate_core::upstream::keep_alive_client(),
-        config,
-    );
+    let transport = StreamableHttpClientTransport::with_client(http, config);
     ().serve(transport)
         .await
         .with_context(|| format!("MCP handshake with {url}"))

@@ -1,5 +1,11 @@
-//! `skillgate dev memory`: the gateway's resident memory after many governance sessions,
-//! each of which learned a role.
+//! `skillgate dev memory`: the gateway's resident memory while it holds many governance
+//! sessions, each of which learned a role.
+//!
+//! By default every governance session is its own MCP session (its own client: initialize,
+//! `init_skilder`, `learn /roles/<role>`), and all of them stay open until the gateway's
+//! memory is read, as when that many agents are connected at once. `--reuse-connections`
+//! opens the governance sessions one after another over a few long-lived MCP clients
+//! instead, which leaves out the cost of the MCP sessions and their connections.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -7,20 +13,37 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use clap::Args;
+use futures::StreamExt as _;
+use rmcp::transport::streamable_http_client::StreamableHttpClient;
 use serde_json::json;
+use tokio::task::JoinSet;
 
-use super::harness::{self, Stack};
+use super::harness::{self, Client, Stack};
+
+/// File descriptors kept free for everything but the sessions' sockets (database, log,
+/// upstream connections, stdio).
+const FD_MARGIN: usize = 64;
+
+/// rmcp's session manager closes an MCP session after this long without a request (its
+/// default keep-alive); a standing SSE stream does not count, so sessions opened first are
+/// gone if opening all of them takes longer.
+const MCP_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 
 #[derive(Debug, Args)]
 pub struct MemoryArgs {
     /// Governance sessions to open (each runs init_skilder and learns the role).
     #[arg(long, default_value_t = 10_000)]
     pub sessions: usize,
-    /// MCP clients opening them concurrently.
-    #[arg(long, default_value_t = 16)]
-    pub clients: usize,
-    /// Stop opening sessions after this many seconds, even if fewer were opened.
-    #[arg(long, default_value_t = 15.0)]
+    /// Tasks opening sessions at once (with --reuse-connections: the MCP clients).
+    #[arg(long, alias = "clients", default_value_t = 32)]
+    pub concurrency: usize,
+    /// Open the governance sessions over --concurrency long-lived MCP clients instead of
+    /// one MCP session each.
+    #[arg(long)]
+    pub reuse_connections: bool,
+    /// Stop opening sessions after this many seconds, even if fewer were opened. Stays
+    /// below the gateway's 300 s MCP idle timeout by default.
+    #[arg(long, default_value_t = 240.0)]
     pub time_limit: f64,
     #[arg(long, default_value = "tier-1-support")]
     pub role: String,
@@ -29,62 +52,296 @@ pub struct MemoryArgs {
     pub json: bool,
 }
 
+/// What one run measured; memory in KiB.
+#[derive(Debug)]
+struct Measurement {
+    /// Governance sessions opened, the first (baseline) one included.
+    sessions: usize,
+    /// MCP sessions open when the memory was read.
+    mcp_sessions: usize,
+    /// Seconds to open all sessions after the first.
+    seconds: f64,
+    baseline_kib: u64,
+    rss_kib: u64,
+    peak_kib: u64,
+    /// File descriptors the gateway had open when the memory was read.
+    gateway_fds: usize,
+    rss_after_close_kib: u64,
+}
+
+impl Measurement {
+    /// Growth of RSS per session opened after the baseline; NaN when there was none.
+    fn per_session_kib(&self) -> f64 {
+        let added = self.sessions.saturating_sub(1);
+        if added == 0 {
+            return f64::NAN;
+        }
+        (self.rss_kib as f64 - self.baseline_kib as f64) / added as f64
+    }
+}
+
+/// Where sessions are opened, shared by the tasks that open them.
+struct Target {
+    url: String,
+    key: String,
+    role: String,
+}
+
+/// Hands out at most `count` session slots, until `deadline`, to any number of tasks.
+#[derive(Clone)]
+struct Quota {
+    claimed: Arc<AtomicUsize>,
+    count: usize,
+    deadline: Instant,
+}
+
+impl Quota {
+    fn new(count: usize, time_limit: f64) -> Self {
+        Self {
+            claimed: Arc::new(AtomicUsize::new(0)),
+            count,
+            deadline: Instant::now() + Duration::from_secs_f64(time_limit),
+        }
+    }
+
+    fn take(&self) -> bool {
+        Instant::now() < self.deadline && self.claimed.fetch_add(1, Ordering::Relaxed) < self.count
+    }
+}
+
 pub async fn run(args: MemoryArgs) -> anyhow::Result<()> {
-    anyhow::ensure!(args.clients > 0, "--clients must be at least 1");
+    anyhow::ensure!(args.concurrency > 0, "--concurrency must be at least 1");
+    anyhow::ensure!(args.sessions > 0, "--sessions must be at least 1");
+    if !args.reuse_connections {
+        check_fd_budget(std::process::id(), "this process", &args)?;
+    }
     let stack = Stack::start().await?;
     let pid = stack.gateway.pid().context("the gateway has exited")?;
-    let mut clients = Vec::with_capacity(args.clients);
-    for _ in 0..args.clients {
-        clients.push(harness::connect(&stack.gateway_url, Some(&stack.key)).await?);
+    let target = Arc::new(Target {
+        url: stack.gateway_url.clone(),
+        key: stack.key.clone(),
+        role: args.role.clone(),
+    });
+    let measurement = if args.reuse_connections {
+        measure_reused(pid, target, &args).await?
+    } else {
+        check_fd_budget(pid, "the gateway", &args)?;
+        measure_separate(pid, target, &args).await?
+    };
+    if !args.reuse_connections && measurement.seconds > MCP_IDLE_TIMEOUT.as_secs_f64() {
+        eprintln!(
+            "warning: opening took {:.0} s, longer than the gateway keeps an idle MCP session \
+             ({} s); the sessions opened first may have been closed before the memory was read",
+            measurement.seconds,
+            MCP_IDLE_TIMEOUT.as_secs()
+        );
+    }
+    report(&args, &measurement)
+}
+
+/// One MCP session per governance session, all open at once.
+async fn measure_separate(
+    pid: u32,
+    target: Arc<Target>,
+    args: &MemoryArgs,
+) -> anyhow::Result<Measurement> {
+    // One connection pool for all clients: each MCP session still holds its own standing
+    // SSE stream (a connection each), but requests reuse at most --concurrency connections
+    // instead of leaving one idle keep-alive connection per session.
+    let http = skillgate_core::upstream::keep_alive_client();
+    // One session first, so the baseline includes a warm catalog and connection pools.
+    let first = open_session(http.clone(), &target).await?;
+    let (baseline_kib, _) = harness::memory_kib(pid)?;
+    let started = Instant::now();
+    let quota = Quota::new(args.sessions - 1, args.time_limit);
+    let mut clients = open_sessions(http, target, quota, args.concurrency).await?;
+    let seconds = started.elapsed().as_secs_f64();
+    clients.push(first);
+    let (rss_kib, peak_kib) = harness::memory_kib(pid)?;
+    let gateway_fds = open_fds(pid)?;
+    let sessions = clients.len();
+    close_all(clients, args.concurrency).await;
+    Ok(Measurement {
+        sessions,
+        mcp_sessions: sessions,
+        seconds,
+        baseline_kib,
+        rss_kib,
+        peak_kib,
+        gateway_fds,
+        rss_after_close_kib: harness::memory_kib(pid)?.0,
+    })
+}
+
+/// Opens MCP sessions that each learned the role, `concurrency` at a time, until `quota`
+/// runs out; the first failure stops them all.
+async fn open_sessions(
+    http: impl StreamableHttpClient,
+    target: Arc<Target>,
+    quota: Quota,
+    concurrency: usize,
+) -> anyhow::Result<Vec<Client>> {
+    let mut workers = JoinSet::new();
+    for _ in 0..concurrency {
+        let (http, target, quota) = (http.clone(), target.clone(), quota.clone());
+        workers.spawn(async move {
+            let mut clients = Vec::new();
+            while quota.take() {
+                clients.push(open_session(http.clone(), &target).await?);
+            }
+            anyhow::Ok(clients)
+        });
+    }
+    let mut clients = Vec::with_capacity(quota.count);
+    // Returning early drops `workers`, which aborts the other tasks and closes their clients.
+    while let Some(done) = workers.join_next().await {
+        clients.extend(done.context("a session worker panicked")??);
+    }
+    Ok(clients)
+}
+
+/// A new MCP session (initialize) that started a governance session and learned the role.
+async fn open_session(http: impl StreamableHttpClient, target: &Target) -> anyhow::Result<Client> {
+    let client = harness::connect_with(http, &target.url, Some(&target.key)).await?;
+    harness::init_and_learn(&client, &target.role).await?;
+    Ok(client)
+}
+
+/// Governance sessions opened one after another over `--concurrency` long-lived clients.
+async fn measure_reused(
+    pid: u32,
+    target: Arc<Target>,
+    args: &MemoryArgs,
+) -> anyhow::Result<Measurement> {
+    let mut clients = Vec::with_capacity(args.concurrency);
+    for _ in 0..args.concurrency {
+        clients.push(harness::connect(&target.url, Some(&target.key)).await?);
     }
     // One session first, so the baseline includes a warm catalog and connection pools.
-    harness::init_and_learn(&clients[0], &args.role).await?;
+    harness::init_and_learn(&clients[0], &target.role).await?;
     let (baseline_kib, _) = harness::memory_kib(pid)?;
-
-    let opened = Arc::new(AtomicUsize::new(1));
-    let deadline = Instant::now() + Duration::from_secs_f64(args.time_limit);
     let started = Instant::now();
-    let mut workers = Vec::new();
+    let quota = Quota::new(args.sessions - 1, args.time_limit);
+    let mut workers = JoinSet::new();
     for client in clients {
-        let opened = opened.clone();
-        let role = args.role.clone();
-        let target = args.sessions;
-        workers.push(tokio::spawn(async move {
-            while Instant::now() < deadline && opened.fetch_add(1, Ordering::Relaxed) < target {
-                harness::init_and_learn(&client, &role).await?;
+        let (target, quota) = (target.clone(), quota.clone());
+        workers.spawn(async move {
+            let mut opened = 0;
+            while quota.take() {
+                harness::init_and_learn(&client, &target.role).await?;
+                opened += 1;
             }
-            let _ = client.cancel().await;
-            anyhow::Ok(())
-        }));
+            anyhow::Ok((client, opened))
+        });
     }
-    for worker in workers {
-        worker.await.context("a session worker panicked")??;
+    let (mut clients, mut sessions) = (Vec::new(), 1);
+    while let Some(done) = workers.join_next().await {
+        let (client, opened) = done.context("a session worker panicked")??;
+        clients.push(client);
+        sessions += opened;
     }
     let seconds = started.elapsed().as_secs_f64();
-    // A worker that finds the target reached still bumps the counter once.
-    let sessions = opened.load(Ordering::Relaxed).min(args.sessions);
-    let (rss_kib, hwm_kib) = harness::memory_kib(pid)?;
+    let (rss_kib, peak_kib) = harness::memory_kib(pid)?;
+    let gateway_fds = open_fds(pid)?;
+    let mcp_sessions = clients.len();
+    close_all(clients, args.concurrency).await;
+    Ok(Measurement {
+        sessions,
+        mcp_sessions,
+        seconds,
+        baseline_kib,
+        rss_kib,
+        peak_kib,
+        gateway_fds,
+        rss_after_close_kib: harness::memory_kib(pid)?.0,
+    })
+}
+
+/// Closes the clients, `concurrency` at a time; each close deletes its MCP session.
+async fn close_all(clients: Vec<Client>, concurrency: usize) {
+    futures::stream::iter(clients)
+        .for_each_concurrent(concurrency, |client| async move {
+            let _ = client.cancel().await;
+        })
+        .await;
+}
+
+/// Fails before opening anything when `pid` could run out of file descriptors: rmcp's
+/// client keeps a standing SSE stream (one TCP connection) per MCP session until it
+/// closes, so both this process and the gateway hold one socket per open session, plus
+/// the connections requests are in flight on.
+fn check_fd_budget(pid: u32, who: &str, args: &MemoryArgs) -> anyhow::Result<()> {
+    let limit = open_file_limit(pid)?;
+    let in_use = open_fds(pid)?;
+    let needed = in_use + args.sessions + args.concurrency + FD_MARGIN;
+    anyhow::ensure!(
+        needed <= limit,
+        "{} open MCP sessions need about {needed} file descriptors in {who} ({in_use} open \
+         already, one socket per session, {} for requests, {FD_MARGIN} spare), above its \
+         limit of {limit}: raise `ulimit -n`, lower --sessions, or use --reuse-connections",
+        args.sessions,
+        args.concurrency,
+    );
+    Ok(())
+}
+
+/// The soft `Max open files` limit of a process, from /proc (Linux only).
+fn open_file_limit(pid: u32) -> anyhow::Result<usize> {
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits"))
+        .with_context(|| format!("reading /proc/{pid}/limits"))?;
+    let soft = limits
+        .lines()
+        .find_map(|line| line.strip_prefix("Max open files"))
+        .and_then(|rest| rest.split_whitespace().next())
+        .with_context(|| format!("no `Max open files` in /proc/{pid}/limits"))?;
+    if soft == "unlimited" {
+        return Ok(usize::MAX);
+    }
+    soft.parse()
+        .with_context(|| format!("unexpected open-file limit {soft:?} of process {pid}"))
+}
+
+/// How many file descriptors a process has open, from /proc (Linux only).
+fn open_fds(pid: u32) -> anyhow::Result<usize> {
+    Ok(std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .with_context(|| format!("listing /proc/{pid}/fd"))?
+        .count())
+}
+
+fn report(args: &MemoryArgs, m: &Measurement) -> anyhow::Result<()> {
     let mib = |kib: u64| kib as f64 / 1024.0;
+    let round1 = |value: f64| (value * 10.0).round() / 10.0;
     if args.json {
         let report = json!({
+            "reuse_connections": args.reuse_connections,
             "sessions_requested": args.sessions,
-            "sessions_opened": sessions,
-            "clients": args.clients,
-            "seconds": (seconds * 10.0).round() / 10.0,
-            "baseline_rss_mib": (mib(baseline_kib) * 10.0).round() / 10.0,
-            "rss_mib": (mib(rss_kib) * 10.0).round() / 10.0,
-            "peak_rss_mib": (mib(hwm_kib) * 10.0).round() / 10.0,
+            "sessions_opened": m.sessions,
+            "mcp_sessions_open": m.mcp_sessions,
+            "concurrency": args.concurrency,
+            "seconds": round1(m.seconds),
+            "baseline_rss_mib": round1(mib(m.baseline_kib)),
+            "rss_mib": round1(mib(m.rss_kib)),
+            "peak_rss_mib": round1(mib(m.peak_kib)),
+            "rss_per_session_kib": round1(m.per_session_kib()),
+            "rss_after_close_mib": round1(mib(m.rss_after_close_kib)),
+            "gateway_open_fds": m.gateway_fds,
         });
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         println!(
-            "| sessions (init + learn) | clients | seconds | RSS after 1 session | RSS after | peak RSS |\n\
-             | ---: | ---: | ---: | ---: | ---: | ---: |\n\
-             | {sessions} | {} | {seconds:.1} | {:.1} MiB | {:.1} MiB | {:.1} MiB |",
-            args.clients,
-            mib(baseline_kib),
-            mib(rss_kib),
-            mib(hwm_kib),
+            "| sessions (init + learn) | MCP sessions open | concurrency | seconds | RSS after 1 session | RSS after all | peak RSS | RSS per session | RSS after close | gateway fds |\n\
+             | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n\
+             | {} | {} | {} | {:.1} | {:.1} MiB | {:.1} MiB | {:.1} MiB | {:.1} KiB | {:.1} MiB | {} |",
+            m.sessions,
+            m.mcp_sessions,
+            args.concurrency,
+            m.seconds,
+            mib(m.baseline_kib),
+            mib(m.rss_kib),
+            mib(m.peak_kib),
+            m.per_session_kib(),
+            mib(m.rss_after_close_kib),
+            m.gateway_fds,
         );
     }
     Ok(())
