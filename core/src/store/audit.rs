@@ -92,6 +92,10 @@ impl Store {
     /// connection's worker thread instead of five. Returns `false`, having written
     /// nothing, when the tip moved (another process appended or pruned); the caller then
     /// rebuilds on the real tip with [`Store::audit_append_with`].
+    ///
+    /// Not cancel-safe: sqlx does not know of the transaction this query opens, so a caller
+    /// dropped mid-query could leave it open on a pooled connection. The audit writer task
+    /// awaits it to the end.
     pub async fn audit_append_on(
         &self,
         expected: &Anchor,
