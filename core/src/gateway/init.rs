@@ -92,11 +92,7 @@ impl Gateway {
         for role in &described {
             write_role_line(&mut text, role);
             // Descriptions are in the text; programs get the names and paths.
-            listed.push(json!({
-                "name": role.slug,
-                "skills": role.skills,
-                "learn_path": format!("/roles/{}", role.slug),
-            }));
+            listed.push(role_json(role));
         }
         let others: Vec<&str> = roles
             .iter()
@@ -126,6 +122,15 @@ impl Gateway {
             is_error: false,
         })
     }
+}
+
+/// A role as programs read it: name, skills and learn path (the description is in the text).
+pub(super) fn role_json(role: &Role) -> serde_json::Value {
+    json!({
+        "name": role.slug,
+        "skills": role.skills,
+        "learn_path": format!("/roles/{}", role.slug),
+    })
 }
 
 /// One short line per role: what is needed to choose it, nothing more.

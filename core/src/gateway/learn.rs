@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use serde_json::{Value, json};
 
-use super::init::write_role_line;
+use super::init::{role_json, write_role_line};
 use super::path::{self, LearnPath};
 use super::schema_text;
 use super::{AgentIdentity, Gateway, GatewayError, NO_SESSION, ToolReply, code_label, denial};
@@ -73,16 +73,7 @@ impl Gateway {
                 for role in &roles {
                     write_role_line(&mut text, role);
                 }
-                let listed: Vec<Value> = roles
-                    .iter()
-                    .map(|role| {
-                        json!({
-                            "name": role.slug,
-                            "skills": role.skills,
-                            "learn_path": format!("/roles/{}", role.slug),
-                        })
-                    })
-                    .collect();
+                let listed: Vec<Value> = roles.iter().map(|role| role_json(role)).collect();
                 Ok(ToolReply::Gateway {
                     text,
                     structured: json!({ "scope": agent.scope, "roles": listed }),

@@ -157,13 +157,35 @@ async fn measure_separate(
     let mut clients = open_sessions(http, target, quota, args.concurrency).await?;
     let seconds = started.elapsed().as_secs_f64();
     clients.push(first);
+    let sessions = clients.len();
+    read_and_close(
+        pid,
+        clients,
+        sessions,
+        seconds,
+        baseline_kib,
+        args.concurrency,
+    )
+    .await
+}
+
+/// Reads the gateway's memory and open files while `clients` are open, then closes them
+/// and reads its memory again.
+async fn read_and_close(
+    pid: u32,
+    clients: Vec<Client>,
+    sessions: usize,
+    seconds: f64,
+    baseline_kib: u64,
+    concurrency: usize,
+) -> anyhow::Result<Measurement> {
     let (rss_kib, peak_kib) = harness::memory_kib(pid)?;
     let gateway_fds = open_fds(pid)?;
-    let sessions = clients.len();
-    close_all(clients, args.concurrency).await;
+    let mcp_sessions = clients.len();
+    close_all(clients, concurrency).await;
     Ok(Measurement {
         sessions,
-        mcp_sessions: sessions,
+        mcp_sessions,
         seconds,
         baseline_kib,
         rss_kib,
@@ -241,20 +263,15 @@ async fn measure_reused(
         sessions += opened;
     }
     let seconds = started.elapsed().as_secs_f64();
-    let (rss_kib, peak_kib) = harness::memory_kib(pid)?;
-    let gateway_fds = open_fds(pid)?;
-    let mcp_sessions = clients.len();
-    close_all(clients, args.concurrency).await;
-    Ok(Measurement {
+    read_and_close(
+        pid,
+        clients,
         sessions,
-        mcp_sessions,
         seconds,
         baseline_kib,
-        rss_kib,
-        peak_kib,
-        gateway_fds,
-        rss_after_close_kib: harness::memory_kib(pid)?.0,
-    })
+        args.concurrency,
+    )
+    .await
 }
 
 /// Closes the clients, `concurrency` at a time; each close deletes its MCP session.
