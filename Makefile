@@ -76,6 +76,7 @@ bench:
 	cargo build --release -p skillgate
 	cargo bench -p skillgate-core --bench decide
 	target/release/skillgate dev load
+	target/release/skillgate dev load --rate 500
 	target/release/skillgate dev context-cost
 	target/release/skillgate dev memory
 

@@ -24,9 +24,10 @@ use crate::cli::{Cli, Command};
 
 fn init_tracing() {
     // Logs go to stderr: stdout carries the MCP stream of `demo-upstream` and the one-time
-    // secrets that `serve` and `key create` print.
+    // secrets that `serve` and `key create` print. rmcp logs every service it starts at
+    // info, and a stateless `/mcp` starts one per request.
     let filter = EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,tower_sessions=warn"));
+        .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,tower_sessions=warn,rmcp=warn"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

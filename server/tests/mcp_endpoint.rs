@@ -550,3 +550,145 @@ async fn concurrent_refunds_never_pass_a_cap_that_only_some_of_them_fit_under() 
     assert_eq!((allowed, violations), (2, 4), "{replies:?}");
     assert_eq!(first.executed("process_refund").len(), 2);
 }
+
+/// A raw JSON-RPC POST to `url`, with the connection label echoed when given; returns the
+/// status, the label the response carries, and the JSON-RPC message (if any).
+async fn raw_post(
+    url: &str,
+    key: &str,
+    label: Option<&str>,
+    body: Value,
+) -> (StatusCode, Option<String>, Option<Value>) {
+    let mut request = reqwest::Client::new()
+        .post(url)
+        .header(CONTENT_TYPE, "application/json")
+        .header(ACCEPT, "application/json, text/event-stream")
+        .header(AUTHORIZATION, format!("Bearer {key}"))
+        .header("mcp-protocol-version", "2025-06-18")
+        .body(body.to_string());
+    if let Some(label) = label {
+        request = request.header("mcp-session-id", label);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status();
+    let issued = response
+        .headers()
+        .get("mcp-session-id")
+        .map(|value| value.to_str().unwrap().to_owned());
+    let text = response.text().await.unwrap();
+    let message = (status == StatusCode::OK).then(|| json_rpc(&text));
+    (status, issued, message)
+}
+
+fn tool_call(id: u64, tool: &str, arguments: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+           "params": {"name": tool, "arguments": arguments}})
+}
+
+#[tokio::test]
+async fn one_mcp_connection_is_served_by_either_replica_without_sticky_routing() {
+    let first = Server::start();
+    let second = first.replica();
+    let key = first.support_key.clone();
+    let (status, label, _) = raw_post(
+        &first.mcp_url(),
+        &key,
+        None,
+        serde_json::from_str(&initialize_body("2025-06-18")).unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let label = label.expect("initialize hands out a connection label");
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let (status, _, _) = raw_post(&second.mcp_url(), &key, Some(&label), initialized).await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+
+    // Every request below omits session_id and goes to a different process than the last:
+    // the connection's newest session is found through the label alone.
+    let init = tool_call(2, "init_skilder", json!({}));
+    let (status, _, init) = raw_post(&second.mcp_url(), &key, Some(&label), init).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(init.unwrap()["result"]["structuredContent"]["session_id"].is_string());
+    let learn = tool_call(3, "learn", json!({"path": "/roles/tier-1-support"}));
+    let (_, _, learned) = raw_post(&first.mcp_url(), &key, Some(&label), learn).await;
+    let learned = learned.unwrap();
+    assert_eq!(learned["result"]["isError"], json!(false), "{learned}");
+    let eligibility = tool_call(
+        4,
+        "call_tool",
+        json!({"tool": "check_refund_eligibility",
+               "arguments": {"customer_id": "C-1003", "order_id": "O-5005"}}),
+    );
+    let (_, _, called) = raw_post(&second.mcp_url(), &key, Some(&label), eligibility).await;
+    let called = called.unwrap();
+    assert_eq!(called["result"]["isError"], json!(false), "{called}");
+    assert_eq!(first.executed("check_refund_eligibility").len(), 1);
+}
+
+#[tokio::test]
+async fn without_a_session_id_each_connection_of_a_shared_key_uses_its_own_newest_session() {
+    let server = Server::start();
+    let one = server.connect(&server.support_key).await;
+    let other = server.connect(&server.support_key).await;
+    init(&one).await;
+    init(&other).await;
+    let learned = platform(&one, "learn", json!({"path": "/roles/tier-1-support"})).await;
+    assert_allowed(&learned);
+
+    let eligibility = json!({"tool": "check_refund_eligibility",
+                             "arguments": {"customer_id": "C-1003", "order_id": "O-5005"}});
+    // The other connection's newest session has learned nothing: its call is denied.
+    let denied = platform(&other, "call_tool", eligibility.clone()).await;
+    assert_denied(&denied, "ACCESS DENIED", "ACCESS_DENIED");
+    assert_allowed(&platform(&one, "call_tool", eligibility).await);
+    assert_eq!(server.executed("check_refund_eligibility").len(), 1);
+}
+
+#[tokio::test]
+async fn a_malformed_connection_label_is_a_bad_request_and_delete_frees_nothing() {
+    let server = Server::start();
+    let key = server.support_key.clone();
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}});
+    let (status, _, _) = raw_post(&server.mcp_url(), &key, Some("has space"), list).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+
+    let client = server.connect(&key).await;
+    let (session, _) = init(&client).await;
+    let delete = reqwest::Client::new()
+        .delete(server.mcp_url())
+        .header(AUTHORIZATION, format!("Bearer {key}"))
+        .header("mcp-session-id", "some-connection")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(delete.status(), StatusCode::ACCEPTED);
+    // The governance session lives on in the database, usable from any connection.
+    let again = server.connect(&key).await;
+    assert_allowed(&learn(&again, &session, "/roles/tier-1-support").await);
+}
+
+#[tokio::test]
+async fn discovery_of_the_sessionless_revision_gets_no_connection_label() {
+    let server = Server::start();
+    let discover = json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {}}}});
+    let response = reqwest::Client::new()
+        .post(server.mcp_url())
+        .header(CONTENT_TYPE, "application/json")
+        .header(ACCEPT, "application/json, text/event-stream")
+        .header(AUTHORIZATION, format!("Bearer {}", server.support_key))
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "server/discover")
+        .body(discover.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert!(!response.headers().contains_key("mcp-session-id"));
+    let message = json_rpc(&response.text().await.unwrap());
+    assert!(
+        message["result"]["supportedVersions"].is_array(),
+        "{message}"
+    );
+}

@@ -1,5 +1,12 @@
 //! `skillgate dev load`: governed calls through `/mcp` against direct calls to the demo
 //! upstream, with the same number of concurrent MCP clients, in one run.
+//!
+//! By default every client calls again as soon as its answer arrives (closed loop), which
+//! finds the most calls per second each path sustains; latency there is mostly time spent
+//! queueing. `--rate` offers both paths the same fixed load instead (open loop), so the
+//! difference in latency is what the gateway adds to a call, not how long the queue is.
+//! Each call's latency counts from when it was due, not from when it was sent, so a slow
+//! answer that delays the next call is not hidden (no coordinated omission).
 
 use std::time::{Duration, Instant};
 
@@ -22,6 +29,10 @@ pub struct LoadArgs {
     /// Seconds of calls before measuring, per phase.
     #[arg(long, default_value_t = 2.0)]
     pub warmup: f64,
+    /// Offer this many calls per second in all, spread evenly over the sessions, instead
+    /// of calling as fast as answers come back.
+    #[arg(long)]
+    pub rate: Option<f64>,
     /// The role each governed session learns.
     #[arg(long, default_value = "tier-1-support")]
     pub role: String,
@@ -88,6 +99,14 @@ pub async fn run(args: LoadArgs) -> anyhow::Result<()> {
         args.duration > 0.0 && args.warmup >= 0.0,
         "--duration must be positive and --warmup not negative"
     );
+    anyhow::ensure!(
+        args.rate.is_none_or(|rate| rate.is_finite() && rate > 0.0),
+        "--rate must be a positive number of calls per second"
+    );
+    // Each session is due for its next call one interval after its last one was due.
+    let interval = args
+        .rate
+        .map(|rate| Duration::from_secs_f64(args.sessions as f64 / rate));
     let stack = Stack::start().await?;
     eprintln!(
         "gateway {} (pid {:?}), demo upstream {}; logs in {}",
@@ -104,7 +123,7 @@ pub async fn run(args: LoadArgs) -> anyhow::Result<()> {
         direct.push((harness::connect(&stack.upstream_url, None).await?, None));
     }
     let pids = stack.pids()?;
-    let direct = drive("direct", direct, warmup, duration, pids).await?;
+    let direct = drive("direct", direct, warmup, duration, interval, pids).await?;
 
     let mut governed = Vec::with_capacity(args.sessions);
     for _ in 0..args.sessions {
@@ -112,9 +131,13 @@ pub async fn run(args: LoadArgs) -> anyhow::Result<()> {
         let session = harness::init_and_learn(&client, &args.role).await?;
         governed.push((client, Some(session)));
     }
-    let governed = drive("governed", governed, warmup, duration, pids).await?;
+    let governed = drive("governed", governed, warmup, duration, interval, pids).await?;
 
-    let report = Report { direct, governed };
+    let report = Report {
+        rate: args.rate,
+        direct,
+        governed,
+    };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report.to_json())?);
     } else {
@@ -135,12 +158,15 @@ fn request(session: Option<&str>) -> (&'static str, Value) {
     }
 }
 
-/// Every client calls in a loop until the deadline; calls started after the warm-up count.
+/// Every client calls in a loop until the deadline; calls due after the warm-up count.
+/// With an `interval`, a client's calls are due that far apart (the clients staggered
+/// evenly within one interval); without, each is due when the previous answer arrives.
 async fn drive(
     name: &'static str,
     clients: Vec<(Client, Option<String>)>,
     warmup: Duration,
     duration: Duration,
+    interval: Option<Duration>,
     (gateway, upstream): (u32, u32),
 ) -> anyhow::Result<Phase> {
     let sessions = clients.len();
@@ -158,13 +184,21 @@ async fn drive(
     let measure_from = start + warmup;
     let end = measure_from + duration;
     let mut workers = Vec::with_capacity(sessions);
-    for (client, session) in clients {
+    for (index, (client, session)) in clients.into_iter().enumerate() {
+        let mut due = interval.map(|step| start + step.mul_f64(index as f64 / sessions as f64));
         workers.push(tokio::spawn(async move {
             let (tool, arguments) = request(session.as_deref());
             let mut latencies = Vec::new();
             let mut errors = 0usize;
             loop {
-                let sent = Instant::now();
+                let sent = match (due, interval) {
+                    (Some(at), Some(step)) => {
+                        tokio::time::sleep_until(at.into()).await;
+                        due = Some(at + step);
+                        at
+                    }
+                    _ => Instant::now(),
+                };
                 if sent >= end {
                     break;
                 }
@@ -213,6 +247,8 @@ async fn drive(
 }
 
 pub struct Report {
+    /// The offered calls per second of an open-loop run.
+    pub rate: Option<f64>,
     pub direct: Phase,
     pub governed: Phase,
 }
@@ -229,6 +265,7 @@ impl Report {
     fn to_json(&self) -> Value {
         json!({
             "tool": TOOL,
+            "offered_calls_per_s": self.rate,
             "direct": self.direct.to_json(),
             "governed": self.governed.to_json(),
             "throughput_ratio_governed_over_direct": round(self.ratio(), 3),
@@ -238,7 +275,15 @@ impl Report {
     }
 
     pub fn markdown(&self) -> String {
-        let mut out = String::from(
+        let mut out = match self.rate {
+            Some(rate) => format!(
+                "Open loop: {rate} calls/s offered to each path; latency counts from when each call was due.\n\n"
+            ),
+            None => {
+                String::from("Closed loop: each session calls again as soon as it is answered.\n\n")
+            }
+        };
+        out.push_str(
             "| path | sessions | calls | errors | calls/s | p50 ms | p90 ms | p99 ms | max ms | CPU s gateway / upstream |\n\
              | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
         );

@@ -9,6 +9,7 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use skillgate_core::gateway::{AgentIdentity, Gateway, GatewayError, ToolReply};
 
 use super::auth::AgentCaller;
+use super::connection::MCP_SESSION_ID;
 use super::tools::{self, ParseError, PlatformCall};
 
 const INSTRUCTIONS: &str = "Skillgate governs which tools you may use. Call init_skilder first: \
@@ -16,10 +17,7 @@ it returns a session_id and the roles your key may learn. Learn the role your ta
 learn (path /roles/<role>) to read its instructions and unlock its tools, then run them with \
 call_tool. Denials explain why and what is available.";
 
-/// The MCP session id header of the streamable HTTP transport.
-const MCP_SESSION_ID: &str = "mcp-session-id";
-
-/// One per MCP session (or per request, for stateless clients); all state is in the gateway.
+/// Made afresh for every request (`/mcp` is stateless); all state is in the gateway.
 #[derive(Clone)]
 pub struct McpHandler {
     gateway: Gateway,
@@ -59,7 +57,7 @@ impl McpHandler {
     }
 }
 
-/// The caller admitted by the auth middleware, and the MCP session of the connection.
+/// The caller admitted by the auth middleware, and the label of its MCP connection.
 fn identity(context: &RequestContext<RoleServer>) -> Result<AgentIdentity, McpError> {
     let parts = context.extensions.get::<http::request::Parts>();
     let caller = parts.and_then(|parts| parts.extensions.get::<AgentCaller>());

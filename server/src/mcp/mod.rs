@@ -1,7 +1,9 @@
-//! The enforcing MCP endpoint at `/mcp`: rmcp's streamable HTTP transport behind our own
-//! host, origin and agent-key checks, serving the gateway's four platform tools.
+//! The enforcing MCP endpoint at `/mcp`: rmcp's streamable HTTP transport, served
+//! statelessly behind our own host, origin and agent-key checks, with the gateway's four
+//! platform tools.
 
 pub(crate) mod auth;
+mod connection;
 mod handler;
 mod tools;
 
@@ -9,7 +11,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Router;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use skillgate_core::gateway::Gateway;
 use skillgate_core::keys::AgentKeys;
@@ -76,20 +78,27 @@ fn is_origin(text: &str) -> bool {
 ///
 /// Host, Origin and agent key are checked by our middleware on every request; rmcp's own
 /// Host and Origin checks are turned off so there is one policy, and its body limit is set
-/// to ours.
+/// to ours. rmcp runs without sessions (no worker per client) and answers plain JSON where
+/// it can; [`connection`] gives clients the connection label the gateway's fallback needs.
 pub fn router(gateway: Gateway, keys: AgentKeys, options: McpOptions) -> Router {
     let config = StreamableHttpServerConfig::default()
         .disable_allowed_hosts()
         .disable_allowed_origins()
+        .with_legacy_session_mode(false)
+        .with_json_response(true)
         .with_max_request_body_bytes(options.max_body_bytes);
     let mcp = StreamableHttpService::new(
         move || Ok(McpHandler::new(gateway.clone())),
-        Arc::new(LocalSessionManager::default()),
+        Arc::new(NeverSessionManager::default()),
         config,
     );
     let admission = admission(keys, &options);
     Router::new()
         .route_service(MCP_PATH, mcp)
+        .route_layer(axum::middleware::from_fn_with_state(
+            options.max_body_bytes,
+            connection::label,
+        ))
         .route_layer(RequestBodyLimitLayer::new(options.max_body_bytes))
         .route_layer(axum::middleware::from_fn_with_state(admission, auth::admit))
 }
