@@ -49,13 +49,7 @@ pub async fn label(State(max_body_bytes): State<usize>, request: Request, next: 
             let (parts, body) = request.into_parts();
             let bytes = match axum::body::to_bytes(body, max_body_bytes).await {
                 Ok(bytes) => bytes,
-                Err(_) => {
-                    return (
-                        StatusCode::PAYLOAD_TOO_LARGE,
-                        "Payload Too Large: the request body exceeds the endpoint's limit",
-                    )
-                        .into_response();
-                }
+                Err(error) => return unreadable_body(error),
             };
             let opens_connection = is_initialize(&bytes);
             let mut response = next
@@ -67,6 +61,26 @@ pub async fn label(State(max_body_bytes): State<usize>, request: Request, next: 
             response
         }
         _ => next.run(request).await,
+    }
+}
+
+fn unreadable_body(error: axum::Error) -> Response {
+    // The limit error may come from `to_bytes` or from the body-limit layer below, wrapped.
+    let too_large = std::iter::successors(std::error::Error::source(&error), |e| e.source())
+        .any(|source| source.is::<http_body_util::LengthLimitError>());
+    if too_large {
+        (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "Payload Too Large: the request body exceeds the endpoint's limit",
+        )
+            .into_response()
+    } else {
+        tracing::debug!(%error, "an MCP request body could not be read");
+        (
+            StatusCode::BAD_REQUEST,
+            "Bad Request: the request body could not be read",
+        )
+            .into_response()
     }
 }
 
@@ -126,6 +140,21 @@ mod tests {
         let batch = br#"[{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}]"#;
         assert!(!is_initialize(batch));
         assert!(!is_initialize(b"{not json"));
+    }
+
+    #[tokio::test]
+    async fn a_body_over_the_limit_is_413_and_other_read_failures_are_400() {
+        let over = axum::body::to_bytes(Body::from(vec![b'x'; 2048]), 1024).await;
+        let response = unreadable_body(over.unwrap_err());
+        assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
+        let broken = Body::from_stream(futures::stream::iter([Err::<axum::body::Bytes, _>(
+            std::io::Error::other("connection reset"),
+        )]));
+        let failed = axum::body::to_bytes(broken, 1024).await;
+        assert_eq!(
+            unreadable_body(failed.unwrap_err()).status(),
+            StatusCode::BAD_REQUEST
+        );
     }
 
     #[test]
