@@ -253,7 +253,8 @@ async fn measure_reused(
     .await
 }
 
-/// Closes the clients, `concurrency` at a time; each close deletes its MCP session.
+/// Closes the clients, `concurrency` at a time (each sends a `DELETE`, which the gateway
+/// answers without anything to free).
 async fn close_all(clients: Vec<Client>, concurrency: usize) {
     futures::stream::iter(clients)
         .for_each_concurrent(concurrency, |client| async move {

@@ -24,13 +24,16 @@ use serde::Deserialize;
 /// The header that carries the connection label (the transport's session id header).
 pub const MCP_SESSION_ID: &str = "mcp-session-id";
 
+/// The request header of revision 2026-07-28 that repeats the JSON-RPC method.
+const MCP_METHOD: &str = "mcp-method";
+
 /// The spec allows visible ASCII only; the bound keeps the label column small.
 const MAX_LABEL_LEN: usize = 128;
 
 /// Issues connection labels at `initialize`, checks echoed ones, and answers `DELETE`.
 ///
 /// `max_body_bytes` bounds the buffering of an unlabelled POST, which is read once here to
-/// see whether it is an `initialize` request.
+/// see whether it is an `initialize` request (unless its `Mcp-Method` header says not).
 pub async fn label(State(max_body_bytes): State<usize>, request: Request, next: Next) -> Response {
     let echoed = request.headers().get(MCP_SESSION_ID).cloned();
     if let Some(label) = &echoed
@@ -45,6 +48,9 @@ pub async fn label(State(max_body_bytes): State<usize>, request: Request, next: 
     match (request.method(), echoed) {
         // Nothing is held per connection, so ending one frees nothing and always succeeds.
         (&Method::DELETE, Some(_)) => StatusCode::ACCEPTED.into_response(),
+        // Revision 2026-07-28 names the method in a header (checked against the body by
+        // rmcp): a request that says it is not an `initialize` is passed on unread.
+        (&Method::POST, None) if names_other_method(request.headers()) => next.run(request).await,
         (&Method::POST, None) => {
             let (parts, body) = request.into_parts();
             let bytes = match axum::body::to_bytes(body, max_body_bytes).await {
@@ -62,6 +68,13 @@ pub async fn label(State(max_body_bytes): State<usize>, request: Request, next: 
         }
         _ => next.run(request).await,
     }
+}
+
+/// The `Mcp-Method` header, when present, names a method other than `initialize`.
+fn names_other_method(headers: &http::HeaderMap) -> bool {
+    headers
+        .get(MCP_METHOD)
+        .is_some_and(|method| method.as_bytes() != b"initialize")
 }
 
 fn unreadable_body(error: axum::Error) -> Response {
@@ -140,6 +153,16 @@ mod tests {
         let batch = br#"[{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}]"#;
         assert!(!is_initialize(batch));
         assert!(!is_initialize(b"{not json"));
+    }
+
+    #[test]
+    fn only_a_request_that_names_another_method_skips_the_initialize_check() {
+        let mut headers = http::HeaderMap::new();
+        assert!(!names_other_method(&headers));
+        headers.insert(MCP_METHOD, HeaderValue::from_static("initialize"));
+        assert!(!names_other_method(&headers));
+        headers.insert(MCP_METHOD, HeaderValue::from_static("tools/call"));
+        assert!(names_other_method(&headers));
     }
 
     #[tokio::test]
