@@ -11,6 +11,7 @@ pub mod compliance;
 pub mod demo;
 pub mod gateway;
 pub mod keys;
+pub mod metrics;
 pub mod model;
 pub mod policy;
 pub mod revisions;

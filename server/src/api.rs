@@ -16,6 +16,7 @@ use http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use skillgate_core::keys::AgentKeys;
+use skillgate_core::metrics::Metrics;
 use skillgate_core::policy::CatalogHandle;
 use skillgate_core::revisions::{Proposal, RevisionError, Revisions};
 use skillgate_core::store::StoreError;
@@ -152,13 +153,14 @@ pub fn router(
     catalog: Arc<CatalogHandle>,
     keys: AgentKeys,
     options: &McpOptions,
+    metrics: Arc<Metrics>,
 ) -> Router {
     Router::new()
         .route("/api/v1/skills/{skill}/candidates", post(propose))
         .with_state(ApiState { revisions, catalog })
         .route_layer(RequestBodyLimitLayer::new(options.max_body_bytes))
         .route_layer(axum::middleware::from_fn_with_state(
-            admission(keys, options),
+            admission(keys, options, metrics),
             admit,
         ))
 }

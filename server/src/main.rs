@@ -11,6 +11,7 @@ mod export;
 mod health;
 mod key_cmd;
 mod mcp;
+mod metrics_http;
 mod serve;
 mod upstream_sync;
 mod user_cmd;

@@ -31,7 +31,9 @@ use tower_sessions::{Expiry, SessionManagerLayer};
 use tower_sessions_sqlx_store::SqliteStore;
 
 use crate::cli::ServeArgs;
-use crate::{api, compliance_http, console_auth, export, health, key_cmd, mcp, upstream_sync};
+use crate::{
+    api, compliance_http, console_auth, export, health, key_cmd, mcp, metrics_http, upstream_sync,
+};
 
 /// Console sessions end after this long without a request.
 const CONSOLE_IDLE_TIMEOUT: time::Duration = time::Duration::hours(8);
@@ -121,11 +123,13 @@ pub async fn build(database_url: &str, args: &ServeArgs) -> anyhow::Result<Route
         max_body_bytes: mcp::DEFAULT_MAX_BODY_BYTES,
     };
     mcp_options.validate()?;
+    let metrics = gateway.metrics().clone();
     let api_router = api::router(
         revisions.clone(),
         catalog.clone(),
         AgentKeys::new(store.clone()),
         &mcp_options,
+        metrics.clone(),
     );
     let mcp_router = mcp::router(gateway, AgentKeys::new(store.clone()), mcp_options);
 
@@ -184,6 +188,7 @@ pub async fn build(database_url: &str, args: &ServeArgs) -> anyhow::Result<Route
         // Merged after the console layers: /mcp authenticates agent keys, not cookies.
         .merge(mcp_router)
         .merge(api_router)
+        .merge(metrics_http::router(metrics))
         .layer(TraceLayer::new_for_http());
     Ok(router)
 }

@@ -263,6 +263,12 @@ async fn billing_admin_is_not_learnable_in_the_support_scope() {
     assert!(server.executed("update_payment_method").is_empty());
 }
 
+/// `process_refund` arguments for the demo's order O-5005.
+fn refund(amount: u32) -> Value {
+    json!({"customer_id": "C-1003", "order_id": "O-5005", "amount": amount,
+           "reason": "Premium support not delivered"})
+}
+
 #[tokio::test]
 async fn tier_one_support_is_stopped_above_its_refund_cap_and_refunds_within_it() {
     let server = Server::start();
@@ -270,10 +276,6 @@ async fn tier_one_support_is_stopped_above_its_refund_cap_and_refunds_within_it(
     let (session, _) = init(&client).await;
     assert_allowed(&learn(&client, &session, "/roles/tier-1-support").await);
 
-    let refund = |amount: u32| {
-        json!({"customer_id": "C-1003", "order_id": "O-5005", "amount": amount,
-               "reason": "Premium support not delivered"})
-    };
     let over = call(&client, &session, "process_refund", refund(1200)).await;
     assert_denied(&over, "GOVERNANCE VIOLATION", "GOVERNANCE_VIOLATION");
     assert!(server.executed("process_refund").is_empty());
@@ -490,10 +492,6 @@ async fn a_second_server_process_on_the_same_database_continues_a_session_and_sh
     let (session, _) = init(&on_first).await;
     assert_allowed(&learn(&on_first, &session, "/roles/tier-1-support").await);
 
-    let refund = |amount: u32| {
-        json!({"customer_id": "C-1003", "order_id": "O-5005", "amount": amount,
-               "reason": "Premium support not delivered"})
-    };
     // The learned role and the eligibility check made through one process count in the other.
     assert_allowed(
         &call(
@@ -691,4 +689,89 @@ async fn discovery_of_the_sessionless_revision_gets_no_connection_label() {
         message["result"]["supportedVersions"].is_array(),
         "{message}"
     );
+}
+
+/// The value of the first exposition line that starts with `series` (name and labels).
+fn metric(text: &str, series: &str) -> f64 {
+    text.lines()
+        .find(|line| line.starts_with(series) && line[series.len()..].starts_with(' '))
+        .and_then(|line| line.rsplit(' ').next())
+        .and_then(|value| value.parse().ok())
+        .unwrap_or_else(|| panic!("no series {series} in:\n{text}"))
+}
+
+#[tokio::test]
+async fn the_metrics_page_counts_decisions_refusals_and_times_each_phase_of_a_call() {
+    let server = Server::start();
+    let client = server.connect(&server.support_key).await;
+    let (session, _) = init(&client).await;
+    assert_allowed(&learn(&client, &session, "/roles/tier-1-support").await);
+    let over = call(&client, &session, "process_refund", refund(1200)).await;
+    assert_denied(&over, "GOVERNANCE VIOLATION", "GOVERNANCE_VIOLATION");
+    let eligibility = json!({"customer_id": "C-1003", "order_id": "O-5005"});
+    assert_allowed(&call(&client, &session, "check_refund_eligibility", eligibility).await);
+    assert_allowed(&call(&client, &session, "process_refund", refund(400)).await);
+    let refused = raw_initialize(&server, Some("not-a-key"), "2025-06-18")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), StatusCode::UNAUTHORIZED);
+
+    let http = reqwest::Client::new();
+    let response = http
+        .get(format!("{}/metrics", server.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert!(
+        response.headers()[CONTENT_TYPE]
+            .to_str()
+            .unwrap()
+            .starts_with("application/openmetrics-text")
+    );
+    let text = response.text().await.unwrap();
+    let decisions = |word: &str| {
+        metric(
+            &text,
+            &format!(r#"skillgate_call_decisions_total{{decision="{word}"}}"#),
+        )
+    };
+    assert_eq!(decisions("allowed"), 2.0);
+    assert_eq!(decisions("governance_violation"), 1.0);
+    let phase = |name: &str| {
+        metric(
+            &text,
+            &format!(r#"skillgate_call_phase_seconds_count{{phase="{name}"}}"#),
+        )
+    };
+    // Three calls: each read its session, was decided and had its decision audited; the
+    // two allowed ones reached the upstream and had their result audited.
+    assert_eq!(phase("session"), 3.0);
+    assert_eq!(phase("decide"), 3.0);
+    assert_eq!(phase("audit_decision"), 3.0);
+    assert_eq!(phase("upstream"), 2.0);
+    assert_eq!(phase("audit_result"), 2.0);
+    // Only the refund is under a cumulative cap, so only it stored a reservation.
+    assert_eq!(phase("reserve"), 1.0);
+    assert!(phase("auth") >= 5.0, "every keyed request checks its key");
+    assert!(
+        metric(
+            &text,
+            r#"skillgate_call_phase_seconds_sum{phase="upstream"}"#
+        ) > 0.0
+    );
+    assert_eq!(
+        metric(&text, r#"skillgate_mcp_refusals_total{status="401"}"#),
+        1.0
+    );
+    assert!(metric(&text, "skillgate_admitted_request_seconds_count") >= 5.0);
+
+    let proxied = http
+        .get(format!("{}/metrics", server.base))
+        .header("x-forwarded-for", "203.0.113.9")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(proxied.status(), StatusCode::FORBIDDEN);
 }

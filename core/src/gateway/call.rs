@@ -5,6 +5,7 @@
 //! answer, so no executed call is ever missing from the audit log.
 
 use std::collections::BTreeMap;
+use std::time::Instant;
 
 use rmcp::model::ContentBlock;
 use serde_json::{Value, json};
@@ -12,6 +13,7 @@ use sha2::{Digest, Sha256};
 
 use super::{AgentIdentity, Gateway, GatewayError, ToolReply, code_label, denial};
 use crate::audit::{CallOutcome, NewEvent, redact_sensitive};
+use crate::metrics::{Outcome, Phase};
 use crate::model::Limit;
 use crate::model::UpstreamKind;
 use crate::policy::{CallRequest, CompiledCatalog, Decision, DenyCode, SessionView, decide};
@@ -34,6 +36,8 @@ impl Gateway {
         arguments: Value,
     ) -> Result<ToolReply, GatewayError> {
         let now = Self::now();
+        let metrics = &self.metrics;
+        let timer = Instant::now();
         // Only the id here: the session is loaded once, under its lock, below.
         let sid = match session_id.filter(|id| !id.is_empty()) {
             Some(id) => id,
@@ -43,6 +47,7 @@ impl Gateway {
                 .await?
                 .unwrap_or_default(),
         };
+        let mut session_time = timer.elapsed();
         let catalog = self.catalog.load();
         let sensitive = catalog
             .tool(tool)
@@ -53,25 +58,36 @@ impl Gateway {
 
         // Decide and reserve under the session's lock; the revision check on save makes
         // the reservation exact across processes too.
+        // Waiting for another call on the same session counts as session time.
+        let timer = Instant::now();
         let _guard = self.locks.lock(&sid).await;
+        session_time += timer.elapsed();
         let mut attempts = 0;
         let (role, view) = loop {
+            let timer = Instant::now();
             let current = if sid.is_empty() {
                 None
             } else {
                 self.store.load_session(&sid).await?
             };
+            session_time += timer.elapsed();
             let request = CallRequest {
                 session_id: &sid,
                 key_id: &key_id,
                 tool,
                 arguments: &arguments,
             };
-            match decide(&catalog, current.as_ref().map(|s| &s.view), &request, now) {
+            let timer = Instant::now();
+            let decision = decide(&catalog, current.as_ref().map(|s| &s.view), &request, now);
+            metrics.observe(Phase::Decide, timer.elapsed());
+            match decision {
                 decision @ Decision::Deny { .. } => {
                     let Decision::Deny { code, rule, .. } = &decision else {
                         unreachable!()
                     };
+                    metrics.observe(Phase::Session, session_time);
+                    metrics.count_decision(Outcome::Denied(*code));
+                    let timer = Instant::now();
                     self.audit
                         .append(NewEvent::call_denied(
                             &sid,
@@ -82,6 +98,7 @@ impl Gateway {
                             Some(rule),
                         ))
                         .await?;
+                    metrics.observe(Phase::AuditDecision, timer.elapsed());
                     return Ok(ToolReply::Gateway {
                         text: decision.to_string(),
                         structured: serde_json::to_value(&decision).expect("a decision serializes"),
@@ -97,11 +114,13 @@ impl Gateway {
                         break (role, stored.view);
                     }
                     stored.view.reserve(&reservation);
-                    if self
+                    let timer = Instant::now();
+                    let saved = self
                         .store
                         .save_session_state(&stored.view, stored.revision)
-                        .await?
-                    {
+                        .await?;
+                    metrics.observe(Phase::Reserve, timer.elapsed());
+                    if saved {
                         break (role, stored.view);
                     }
                     attempts += 1;
@@ -116,7 +135,10 @@ impl Gateway {
                 }
             }
         };
+        metrics.observe(Phase::Session, session_time);
+        metrics.count_decision(Outcome::Allowed);
 
+        let timer = Instant::now();
         self.audit
             .append(NewEvent::call_allowed(
                 &sid,
@@ -127,6 +149,7 @@ impl Gateway {
                 &learned_versions(&view, &role),
             ))
             .await?;
+        metrics.observe(Phase::AuditDecision, timer.elapsed());
 
         let upstream = catalog
             .tool(tool)
@@ -136,7 +159,7 @@ impl Gateway {
             Value::Object(map) => map,
             _ => Default::default(), // unreachable: decide checked the object schema
         };
-        let started = std::time::Instant::now();
+        let started = Instant::now();
         // A built-in upstream learns who is calling (the curator's proposer identity);
         // outside upstreams never see the agent's key name.
         let builtin = catalog
@@ -158,6 +181,8 @@ impl Gateway {
             }
             Err(error) => Err(error),
         };
+        metrics.observe(Phase::Upstream, started.elapsed());
+        let timer = Instant::now();
         match outcome {
             Ok(outcome) => {
                 let audited = if outcome.is_error {
@@ -180,6 +205,7 @@ impl Gateway {
                         &audited,
                     ))
                     .await?;
+                metrics.observe(Phase::AuditResult, timer.elapsed());
                 // Step-order guards only ask whether a tool ever succeeded: record it once.
                 if !outcome.is_error && !view.usage.has_succeeded(tool) {
                     self.record_success(&sid, tool).await?;
@@ -200,6 +226,7 @@ impl Gateway {
                         },
                     ))
                     .await?;
+                metrics.observe(Phase::AuditResult, timer.elapsed());
                 Ok(ToolReply::Gateway {
                     text: format!(
                         "UPSTREAM ERROR: `{tool}` was allowed but did not complete: {message}"

@@ -25,6 +25,7 @@ pub use path::{LEARN_PATH_HELP, LearnPath};
 use chrono::{DateTime, Utc};
 
 use crate::audit::{AuditError, AuditLog};
+use crate::metrics::Metrics;
 use crate::policy::{CatalogHandle, Decision, DenyCode};
 use crate::slug::Slug;
 use crate::store::sessions::StoredSession;
@@ -96,6 +97,7 @@ pub struct Gateway {
     upstreams: Arc<UpstreamPool>,
     options: GatewayOptions,
     locks: locks::SessionLocks,
+    metrics: Arc<Metrics>,
 }
 
 impl Gateway {
@@ -113,7 +115,19 @@ impl Gateway {
             upstreams,
             options,
             locks: locks::SessionLocks::default(),
+            metrics: Arc::new(Metrics::new()),
         }
+    }
+
+    /// Records into `metrics` (shared with the HTTP layer, which adds the key check and
+    /// whole-request times) instead of a registry of its own.
+    pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Self {
+        self.metrics = metrics;
+        self
+    }
+
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
     }
 
     pub fn catalog(&self) -> &CatalogHandle {

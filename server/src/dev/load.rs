@@ -14,7 +14,10 @@ use anyhow::{Context as _, bail};
 use clap::Args;
 use serde_json::{Value, json};
 
+use super::breakdown::{Breakdown, Snapshot};
 use super::harness::{self, Client, Stack};
+use crate::mcp::MCP_PATH;
+use crate::metrics_http::METRICS_PATH;
 
 const TOOL: &str = "lookup_customer";
 
@@ -54,6 +57,8 @@ pub struct Phase {
     pub upstream_cpu: f64,
     /// Latencies of the measured calls, sorted, in nanoseconds.
     latencies: Vec<u64>,
+    /// The gateway's own timing of the window, when the path goes through it.
+    pub breakdown: Option<Breakdown>,
 }
 
 impl Phase {
@@ -123,7 +128,7 @@ pub async fn run(args: LoadArgs) -> anyhow::Result<()> {
         direct.push((harness::connect(&stack.upstream_url, None).await?, None));
     }
     let pids = stack.pids()?;
-    let direct = drive("direct", direct, warmup, duration, interval, pids).await?;
+    let direct = drive("direct", direct, warmup, duration, interval, pids, None).await?;
 
     let mut governed = Vec::with_capacity(args.sessions);
     for _ in 0..args.sessions {
@@ -131,7 +136,21 @@ pub async fn run(args: LoadArgs) -> anyhow::Result<()> {
         let session = harness::init_and_learn(&client, &args.role).await?;
         governed.push((client, Some(session)));
     }
-    let governed = drive("governed", governed, warmup, duration, interval, pids).await?;
+    let metrics_url = format!(
+        "{}{}",
+        stack.gateway_url.trim_end_matches(MCP_PATH),
+        METRICS_PATH
+    );
+    let governed = drive(
+        "governed",
+        governed,
+        warmup,
+        duration,
+        interval,
+        pids,
+        Some(&metrics_url),
+    )
+    .await?;
 
     let report = Report {
         rate: args.rate,
@@ -168,6 +187,7 @@ async fn drive(
     duration: Duration,
     interval: Option<Duration>,
     (gateway, upstream): (u32, u32),
+    metrics_url: Option<&str>,
 ) -> anyhow::Result<Phase> {
     let sessions = clients.len();
     // Prove the path works before timing it.
@@ -223,9 +243,19 @@ async fn drive(
         harness::cpu_seconds(gateway)?,
         harness::cpu_seconds(upstream)?,
     );
+    let metrics_before = match metrics_url {
+        Some(url) => Some(Snapshot::scrape(url).await?),
+        None => None,
+    };
     tokio::time::sleep_until(end.into()).await;
     let gateway_cpu = harness::cpu_seconds(gateway)? - cpu_before.0;
     let upstream_cpu = harness::cpu_seconds(upstream)? - cpu_before.1;
+    let breakdown = match (metrics_url, metrics_before) {
+        (Some(url), Some(before)) => {
+            Some(Breakdown::between(&before, &Snapshot::scrape(url).await?))
+        }
+        _ => None,
+    };
     let mut latencies = Vec::new();
     let mut errors = 0;
     for worker in workers {
@@ -243,6 +273,7 @@ async fn drive(
         gateway_cpu,
         upstream_cpu,
         latencies,
+        breakdown,
     })
 }
 
@@ -271,6 +302,7 @@ impl Report {
             "throughput_ratio_governed_over_direct": round(self.ratio(), 3),
             "gateway_added_p50_ms": round(self.added_ms(0.50), 3),
             "gateway_added_p99_ms": round(self.added_ms(0.99), 3),
+            "gateway_breakdown": self.governed.breakdown.as_ref().map(Breakdown::to_json),
         })
     }
 
@@ -312,6 +344,9 @@ impl Report {
             self.added_ms(0.50),
             self.added_ms(0.99),
         ));
+        if let Some(breakdown) = &self.governed.breakdown {
+            out.push_str(&breakdown.markdown());
+        }
         out
     }
 }

@@ -1,6 +1,7 @@
 //! `skillgate dev …`: measurement tools for developers: a load generator for the governed
 //! endpoint, the context-cost study and a memory probe. See BENCHMARKS.md.
 
+mod breakdown;
 mod context_cost;
 mod harness;
 mod load;

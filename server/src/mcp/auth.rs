@@ -15,6 +15,7 @@ use http::{HeaderMap, HeaderValue, StatusCode, header};
 use serde_json::json;
 use skillgate_core::gateway::AgentIdentity;
 use skillgate_core::keys::{AgentKeys, KeyError};
+use skillgate_core::metrics::{Metrics, Phase};
 use skillgate_core::slug::Slug;
 
 /// The key id of agents admitted without a key into the anonymous scope.
@@ -47,6 +48,8 @@ pub struct Admission {
     pub loopback_bind: bool,
     pub allowed_origins: Vec<String>,
     pub anonymous_scope: Option<Slug>,
+    /// Where the key check's time, refusals and whole-request times are recorded.
+    pub metrics: Arc<Metrics>,
 }
 
 const LOOPBACK_NAMES: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
@@ -136,14 +139,46 @@ pub async fn admit(
     mut request: Request,
     next: Next,
 ) -> Response {
-    let headers = request.headers();
-    if admission.loopback_bind && !host_is_loopback(headers, request.uri()) {
+    match check(&admission, request.headers(), request.uri()).await {
+        Ok(caller) => {
+            tracing::debug!(key = %caller.key_name, scope = %caller.scope, "admitted");
+            request.extensions_mut().insert(caller);
+            let started = std::time::Instant::now();
+            let response = next.run(request).await;
+            admission.metrics.observe_request(started.elapsed());
+            response
+        }
+        Err(refusal) => {
+            admission
+                .metrics
+                .count_refusal(status_word(refusal.status()));
+            refusal
+        }
+    }
+}
+
+fn status_word(status: StatusCode) -> &'static str {
+    match status {
+        StatusCode::UNAUTHORIZED => "401",
+        StatusCode::FORBIDDEN => "403",
+        StatusCode::SERVICE_UNAVAILABLE => "503",
+        _ => "other",
+    }
+}
+
+/// The caller a request is admitted as, or the refusal to answer with.
+async fn check(
+    admission: &Admission,
+    headers: &HeaderMap,
+    uri: &http::Uri,
+) -> Result<AgentCaller, Response> {
+    if admission.loopback_bind && !host_is_loopback(headers, uri) {
         tracing::warn!("refused /mcp request with a non-loopback Host (DNS rebinding?)");
-        return refuse(
+        return Err(refuse(
             StatusCode::FORBIDDEN,
             "forbidden",
             "the Host header is not allowed",
-        );
+        ));
     }
     if let Some(origin) = headers.get(header::ORIGIN) {
         let allowed = origin
@@ -151,11 +186,11 @@ pub async fn admit(
             .is_ok_and(|origin| admission.origin_is_allowed(origin));
         if !allowed {
             tracing::warn!(origin = ?origin, "refused /mcp request from a disallowed Origin");
-            return refuse(
+            return Err(refuse(
                 StatusCode::FORBIDDEN,
                 "forbidden",
                 "the Origin header is not allowed",
-            );
+            ));
         }
     }
     let caller = match headers.get(header::AUTHORIZATION) {
@@ -167,15 +202,18 @@ pub async fn admit(
             },
             None => {
                 tracing::debug!("refused /mcp request without an agent key");
-                return unauthorized();
+                return Err(unauthorized());
             }
         },
         Some(value) => {
             let Ok(token) = bearer_token(value) else {
                 tracing::debug!("refused /mcp request with a malformed Authorization header");
-                return unauthorized();
+                return Err(unauthorized());
             };
-            match admission.keys.authenticate(token, Utc::now()).await {
+            let started = std::time::Instant::now();
+            let checked = admission.keys.authenticate(token, Utc::now()).await;
+            admission.metrics.observe(Phase::Auth, started.elapsed());
+            match checked {
                 Ok(info) => AgentCaller {
                     key_id: info.id,
                     key_name: info.name,
@@ -183,22 +221,20 @@ pub async fn admit(
                 },
                 Err(KeyError::Store(error)) => {
                     tracing::error!(%error, "cannot check an agent key");
-                    return refuse(
+                    return Err(refuse(
                         StatusCode::SERVICE_UNAVAILABLE,
                         "unavailable",
                         "agent keys cannot be checked right now; try again",
-                    );
+                    ));
                 }
                 Err(_) => {
                     tracing::info!("refused /mcp request with an invalid, revoked or expired key");
-                    return unauthorized();
+                    return Err(unauthorized());
                 }
             }
         }
     };
-    tracing::debug!(key = %caller.key_name, scope = %caller.scope, "admitted");
-    request.extensions_mut().insert(caller);
-    next.run(request).await
+    Ok(caller)
 }
 
 #[cfg(test)]
@@ -236,6 +272,7 @@ mod tests {
 
     fn admission(keys: &AgentKeys, loopback_bind: bool) -> Admission {
         Admission {
+            metrics: Arc::new(Metrics::new()),
             keys: keys.clone(),
             loopback_bind,
             allowed_origins: vec!["https://console.example.com".into()],

@@ -15,6 +15,7 @@ use rmcp::transport::streamable_http_server::session::never::NeverSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use skillgate_core::gateway::Gateway;
 use skillgate_core::keys::AgentKeys;
+use skillgate_core::metrics::Metrics;
 use skillgate_core::slug::Slug;
 use tower_http::limit::RequestBodyLimitLayer;
 
@@ -81,6 +82,7 @@ fn is_origin(text: &str) -> bool {
 /// to ours. rmcp runs without sessions (no worker per client) and answers plain JSON where
 /// it can; [`connection`] gives clients the connection label the gateway's fallback needs.
 pub fn router(gateway: Gateway, keys: AgentKeys, options: McpOptions) -> Router {
+    let gateway_metrics = gateway.metrics().clone();
     let config = StreamableHttpServerConfig::default()
         .disable_allowed_hosts()
         .disable_allowed_origins()
@@ -92,7 +94,7 @@ pub fn router(gateway: Gateway, keys: AgentKeys, options: McpOptions) -> Router 
         Arc::new(NeverSessionManager::default()),
         config,
     );
-    let admission = admission(keys, &options);
+    let admission = admission(keys, &options, gateway_metrics);
     Router::new()
         .route_service(MCP_PATH, mcp)
         .route_layer(axum::middleware::from_fn_with_state(
@@ -104,8 +106,13 @@ pub fn router(gateway: Gateway, keys: AgentKeys, options: McpOptions) -> Router 
 }
 
 /// The admission checks of `/mcp` (Host, Origin, agent key), shared with `/api/v1`.
-pub(crate) fn admission(keys: AgentKeys, options: &McpOptions) -> Arc<auth::Admission> {
+pub(crate) fn admission(
+    keys: AgentKeys,
+    options: &McpOptions,
+    metrics: Arc<Metrics>,
+) -> Arc<auth::Admission> {
     Arc::new(auth::Admission {
+        metrics,
         keys,
         loopback_bind: options.bind.ip().is_loopback(),
         allowed_origins: options.allowed_origins.clone(),
