@@ -775,3 +775,54 @@ async fn the_metrics_page_counts_decisions_refusals_and_times_each_phase_of_a_ca
         .unwrap();
     assert_eq!(proxied.status(), StatusCode::FORBIDDEN);
 }
+
+#[tokio::test]
+async fn a_call_whose_reservation_keeps_conflicting_is_denied_audited_and_never_executed() {
+    let server = Server::start();
+    let client = server.connect(&server.support_key).await;
+    let (session, _) = init(&client).await;
+    assert_allowed(&learn(&client, &session, "/roles/tier-1-support").await);
+    let eligibility = json!({"customer_id": "C-1003", "order_id": "O-5005"});
+    assert_allowed(&call(&client, &session, "check_refund_eligibility", eligibility).await);
+
+    // Another writer that always gets there first, made real with SQLite itself: every
+    // save of a session's usage now changes no row, as when a replica saved in between.
+    let db = sqlx::SqlitePool::connect(&server.database_url())
+        .await
+        .unwrap();
+    sqlx::query(
+        "CREATE TRIGGER always_conflicting BEFORE UPDATE ON governance_sessions
+         BEGIN SELECT RAISE(IGNORE); END",
+    )
+    .execute(&db)
+    .await
+    .unwrap();
+
+    let busy = call(&client, &session, "process_refund", refund(400)).await;
+    assert_denied(&busy, "ACCESS DENIED", "ACCESS_DENIED");
+    assert!(busy.text.contains("too busy"), "{}", busy.text);
+    assert!(server.executed("process_refund").is_empty());
+
+    let export = server.cli(&["audit", "export", "--format", "jsonl"]);
+    assert!(export.status.success());
+    let last: Value = String::from_utf8_lossy(&export.stdout)
+        .lines()
+        .last()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .unwrap();
+    assert_eq!(last["kind"], "call_denied", "{last}");
+    assert_eq!(last["payload"]["tool"], "process_refund", "{last}");
+    let metrics = reqwest::get(format!("{}/metrics", server.base))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(
+        metric(
+            &metrics,
+            r#"skillgate_call_decisions_total{decision="access_denied"}"#
+        ),
+        1.0
+    );
+}

@@ -125,12 +125,24 @@ impl Gateway {
                     }
                     attempts += 1;
                     if attempts >= SAVE_ATTEMPTS {
-                        return Ok(denial(
-                            DenyCode::AccessDenied,
-                            "the session is too busy to reserve this call safely; try again"
-                                .to_owned(),
-                            Vec::new(),
-                        ));
+                        // A decision like any other: it is counted and audited.
+                        let code = DenyCode::AccessDenied;
+                        let rule = "the session is too busy to reserve this call safely; try again";
+                        metrics.observe(Phase::Session, session_time);
+                        metrics.count_decision(Outcome::Denied(code));
+                        let timer = Instant::now();
+                        self.audit
+                            .append(NewEvent::call_denied(
+                                &sid,
+                                &agent.key_name,
+                                tool,
+                                audited_arguments,
+                                &code_label(code),
+                                Some(rule),
+                            ))
+                            .await?;
+                        metrics.observe(Phase::AuditDecision, timer.elapsed());
+                        return Ok(denial(code, rule.to_owned(), Vec::new()));
                     }
                 }
             }
