@@ -1,6 +1,7 @@
 //! The gateway's own account of where a governed call's time went, for `dev load`: its
 //! `/metrics` page is read before and after the measured window, and the difference of
-//! each phase's histogram sum and count gives that phase's mean over the window.
+//! each phase's histogram (sum, count, buckets) gives that phase's mean and p99 over the
+//! window.
 
 use std::collections::BTreeMap;
 
@@ -21,38 +22,121 @@ const PHASES: [(&str, &str); 7] = [
 const PHASE_SERIES: &str = "skillgate_call_phase_seconds";
 const REQUEST_SERIES: &str = "skillgate_admitted_request_seconds";
 
-/// The snapshot key of a `_sum` or `_count` series and whether it is the sum; `None` for
+/// Which line of a histogram a series is.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Part {
+    Sum,
+    Count,
+    /// A cumulative bucket with this upper bound (`+Inf` for the last).
+    Bucket(f64),
+}
+
+/// The snapshot key (`phase` label, or `request`) and part of a timing series; `None` for
 /// every other line.
-fn series_key(series: &str) -> Option<(String, bool)> {
+fn series_key(series: &str) -> Option<(String, Part)> {
     let (name, labels) = match series.split_once('{') {
-        Some((name, labels)) => (name, Some(labels)),
-        None => (series, None),
+        Some((name, labels)) => (name, labels.strip_suffix('}')?),
+        None => (series, ""),
     };
-    let (base, is_sum) = if let Some(base) = name.strip_suffix("_sum") {
-        (base, true)
-    } else {
-        (name.strip_suffix("_count")?, false)
-    };
-    match (base, labels) {
-        (PHASE_SERIES, Some(labels)) => {
-            let phase = labels.strip_prefix("phase=\"")?.strip_suffix("\"}")?;
-            Some((phase.to_owned(), is_sum))
+    let mut phase = None;
+    let mut le = None;
+    for pair in labels.split(',').filter(|pair| !pair.is_empty()) {
+        let (key, value) = pair.split_once('=')?;
+        let value = value.strip_prefix('"')?.strip_suffix('"')?;
+        match key {
+            "phase" => phase = Some(value),
+            "le" => le = Some(value),
+            _ => return None,
         }
-        (REQUEST_SERIES, None) => Some(("request".to_owned(), is_sum)),
+    }
+    let (base, part) = if let Some(base) = name.strip_suffix("_sum") {
+        (base, Part::Sum)
+    } else if let Some(base) = name.strip_suffix("_count") {
+        (base, Part::Count)
+    } else {
+        let base = name.strip_suffix("_bucket")?;
+        let bound = match le? {
+            "+Inf" => f64::INFINITY,
+            bound => bound.parse().ok()?,
+        };
+        (base, Part::Bucket(bound))
+    };
+    match (base, phase) {
+        (PHASE_SERIES, Some(phase)) => Some((phase.to_owned(), part)),
+        (REQUEST_SERIES, None) => Some(("request".to_owned(), part)),
         _ => None,
     }
 }
 
-/// Sums and counts of the timing histograms, by series key (`phase` label or `request`).
+/// One histogram as read: sum, count and cumulative buckets in ascending bound order.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Histogram {
+    sum: f64,
+    count: f64,
+    buckets: Vec<(f64, f64)>,
+}
+
+impl Histogram {
+    /// `self - earlier`: the observations made in between.
+    fn since(&self, earlier: &Histogram) -> Histogram {
+        let buckets = self
+            .buckets
+            .iter()
+            .map(|&(bound, cumulative)| {
+                let before = earlier
+                    .buckets
+                    .iter()
+                    .find(|(b, _)| *b == bound)
+                    .map_or(0.0, |(_, c)| *c);
+                (bound, cumulative - before)
+            })
+            .collect();
+        Histogram {
+            sum: self.sum - earlier.sum,
+            count: self.count - earlier.count,
+            buckets,
+        }
+    }
+
+    /// The `q` quantile in seconds, interpolated linearly inside its bucket as
+    /// Prometheus's `histogram_quantile` does. `Err(bound)` when it lies beyond the last
+    /// finite bound; `None` without observations.
+    fn quantile(&self, q: f64) -> Option<Result<f64, f64>> {
+        let total = self.buckets.last()?.1;
+        if total <= 0.0 {
+            return None;
+        }
+        let rank = q * total;
+        let mut lower = (0.0, 0.0);
+        for &(bound, cumulative) in &self.buckets {
+            if cumulative >= rank {
+                if bound.is_infinite() {
+                    return Some(Err(lower.0));
+                }
+                let inside = cumulative - lower.1;
+                let fraction = if inside > 0.0 {
+                    (rank - lower.1) / inside
+                } else {
+                    1.0
+                };
+                return Some(Ok(lower.0 + (bound - lower.0) * fraction));
+            }
+            lower = (bound, cumulative);
+        }
+        None
+    }
+}
+
+/// The timing histograms, by series key (`phase` label or `request`).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Snapshot {
-    totals: BTreeMap<String, (f64, f64)>,
+    histograms: BTreeMap<String, Histogram>,
 }
 
 impl Snapshot {
-    /// Parses the `_sum` and `_count` lines of the exposition text.
+    /// Parses the `_sum`, `_count` and `_bucket` lines of the exposition text.
     pub fn parse(text: &str) -> Self {
-        let mut totals: BTreeMap<String, (f64, f64)> = BTreeMap::new();
+        let mut histograms: BTreeMap<String, Histogram> = BTreeMap::new();
         for line in text.lines().filter(|line| !line.starts_with('#')) {
             let Some((series, value)) = line.rsplit_once(' ') else {
                 continue;
@@ -60,17 +144,17 @@ impl Snapshot {
             let Ok(value) = value.parse::<f64>() else {
                 continue;
             };
-            let Some((key, is_sum)) = series_key(series) else {
+            let Some((key, part)) = series_key(series) else {
                 continue;
             };
-            let entry = totals.entry(key).or_default();
-            if is_sum {
-                entry.0 = value;
-            } else {
-                entry.1 = value;
+            let histogram = histograms.entry(key).or_default();
+            match part {
+                Part::Sum => histogram.sum = value,
+                Part::Count => histogram.count = value,
+                Part::Bucket(bound) => histogram.buckets.push((bound, value)),
             }
         }
-        Self { totals }
+        Self { histograms }
     }
 
     /// The gateway's `/metrics`, read over plain HTTP from the same host.
@@ -85,27 +169,64 @@ impl Snapshot {
         Ok(Self::parse(&text))
     }
 
-    fn get(&self, key: &str) -> (f64, f64) {
-        self.totals.get(key).copied().unwrap_or_default()
+    fn get(&self, key: &str) -> Histogram {
+        self.histograms.get(key).cloned().unwrap_or_default()
     }
 }
 
-/// One row: how often a phase ran in the window and its mean time.
+/// A p99 read from histogram buckets: interpolated inside its bucket, or beyond the last
+/// finite bound.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Estimate {
+    Ms(f64),
+    Above(f64),
+    NoData,
+}
+
+impl Estimate {
+    fn of(histogram: &Histogram, q: f64) -> Self {
+        match histogram.quantile(q) {
+            Some(Ok(seconds)) => Estimate::Ms(seconds * 1e3),
+            Some(Err(bound)) => Estimate::Above(bound * 1e3),
+            None => Estimate::NoData,
+        }
+    }
+
+    fn text(self) -> String {
+        match self {
+            Estimate::Ms(ms) => format!("{ms:.3}"),
+            Estimate::Above(ms) => format!("> {ms:.1}"),
+            Estimate::NoData => "–".to_owned(),
+        }
+    }
+
+    fn to_json(self) -> Value {
+        match self {
+            Estimate::Ms(ms) => json!((ms * 1e3).round() / 1e3),
+            Estimate::Above(ms) => json!(format!("> {ms}")),
+            Estimate::NoData => Value::Null,
+        }
+    }
+}
+
+/// One row: how often a phase ran in the window, its mean and its p99.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
     pub phase: &'static str,
     pub label: &'static str,
     pub count: f64,
     pub mean_ms: f64,
+    pub p99: Estimate,
 }
 
 /// The window between two snapshots.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Breakdown {
     pub rows: Vec<Row>,
-    /// Requests admitted in the window, and their mean time after the key check.
+    /// Requests admitted in the window, and their mean and p99 after the key check.
     pub requests: f64,
     pub request_mean_ms: f64,
+    pub request_p99: Estimate,
     /// Mean request time per request not spent in any timed phase inside it: rmcp's
     /// HTTP and JSON-RPC handling, argument parsing, serialising the answer.
     pub rest_ms: f64,
@@ -117,35 +238,33 @@ fn mean_ms(sum: f64, count: f64) -> f64 {
 
 impl Breakdown {
     pub fn between(before: &Snapshot, after: &Snapshot) -> Self {
-        let delta = |key: &str| {
-            let (sum0, count0) = before.get(key);
-            let (sum1, count1) = after.get(key);
-            (sum1 - sum0, count1 - count0)
-        };
+        let delta = |key: &str| after.get(key).since(&before.get(key));
         let rows: Vec<Row> = PHASES
             .iter()
             .map(|(phase, label)| {
-                let (sum, count) = delta(phase);
+                let window = delta(phase);
                 Row {
                     phase,
                     label,
-                    count,
-                    mean_ms: mean_ms(sum, count),
+                    count: window.count,
+                    mean_ms: mean_ms(window.sum, window.count),
+                    p99: Estimate::of(&window, 0.99),
                 }
             })
             .collect();
-        let (request_sum, requests) = delta("request");
+        let request = delta("request");
         // The key check runs before the request timer starts; every other phase inside it.
         let inside: f64 = PHASES
             .iter()
             .filter(|(phase, _)| *phase != "auth")
-            .map(|(phase, _)| delta(phase).0)
+            .map(|(phase, _)| delta(phase).sum)
             .sum();
         Self {
             rows,
-            requests,
-            request_mean_ms: mean_ms(request_sum, requests),
-            rest_ms: mean_ms(request_sum - inside, requests),
+            requests: request.count,
+            request_mean_ms: mean_ms(request.sum, request.count),
+            request_p99: Estimate::of(&request, 0.99),
+            rest_ms: mean_ms(request.sum - inside, request.count),
         }
     }
 
@@ -156,7 +275,11 @@ impl Breakdown {
             .map(|row| {
                 (
                     row.phase.to_owned(),
-                    json!({"count": row.count, "mean_ms": (row.mean_ms * 1e3).round() / 1e3}),
+                    json!({
+                        "count": row.count,
+                        "mean_ms": (row.mean_ms * 1e3).round() / 1e3,
+                        "p99_ms": row.p99.to_json(),
+                    }),
                 )
             })
             .collect();
@@ -164,25 +287,35 @@ impl Breakdown {
             "phases": phases,
             "requests": self.requests,
             "request_mean_ms": (self.request_mean_ms * 1e3).round() / 1e3,
+            "request_p99_ms": self.request_p99.to_json(),
             "rest_ms": (self.rest_ms * 1e3).round() / 1e3,
         })
     }
 
     pub fn markdown(&self) -> String {
         let mut out = String::from(
-            "\nWhere a governed call's time goes, as the gateway measures it (means over the measured window):\n\n\
-             | phase | count | mean ms |\n| --- | ---: | ---: |\n",
+            "\nWhere a governed call's time goes, as the gateway measures it over the measured \
+             window (p99 estimated from histogram buckets, as Prometheus would):\n\n\
+             | phase | count | mean ms | p99 ms |\n| --- | ---: | ---: | ---: |\n",
         );
         for row in &self.rows {
             out.push_str(&format!(
-                "| {} (`{}`) | {:.0} | {:.3} |\n",
-                row.label, row.phase, row.count, row.mean_ms
+                "| {} (`{}`) | {:.0} | {:.3} | {} |\n",
+                row.label,
+                row.phase,
+                row.count,
+                row.mean_ms,
+                row.p99.text()
             ));
         }
         out.push_str(&format!(
-            "| rest of the request: rmcp, JSON, HTTP (per request) | {:.0} | {:.3} |\n\
-             | whole request after the key check | {:.0} | {:.3} |\n",
-            self.requests, self.rest_ms, self.requests, self.request_mean_ms
+            "| rest of the request: rmcp, JSON, HTTP (per request) | {:.0} | {:.3} | |\n\
+             | whole request after the key check | {:.0} | {:.3} | {} |\n",
+            self.requests,
+            self.rest_ms,
+            self.requests,
+            self.request_mean_ms,
+            self.request_p99.text()
         ));
         out
     }
@@ -242,10 +375,62 @@ mod tests {
     fn lines_of_other_series_and_malformed_lines_are_ignored() {
         let text = "skillgate_call_decisions_total{decision=\"allowed\"} 5\n\
             skillgate_call_phase_seconds_sum{phase=\"decide\"} not-a-number\n\
+            skillgate_call_phase_seconds_bucket{phase=\"decide\"} 3\n\
+            skillgate_call_phase_seconds_count{phase=\"decide\",tool=\"x\"} 3\n\
             garbage\n\
             skillgate_call_phase_seconds_sum{phase=\"decide\"} 0.25\n";
         let snapshot = Snapshot::parse(text);
-        assert_eq!(snapshot.get("decide"), (0.25, 0.0));
-        assert_eq!(snapshot.totals.len(), 1);
+        let decide = snapshot.get("decide");
+        assert_eq!((decide.sum, decide.count), (0.25, 0.0));
+        assert!(decide.buckets.is_empty(), "a bucket needs its `le`");
+        assert_eq!(snapshot.histograms.len(), 1);
+    }
+
+    /// Buckets as prometheus-client writes them: `le` first, then the family's labels.
+    fn buckets(phase: &str, counts: &[(&str, u32)]) -> String {
+        counts
+            .iter()
+            .map(|(le, n)| {
+                format!(
+                    "skillgate_call_phase_seconds_bucket{{le=\"{le}\",phase=\"{phase}\"}} {n}\n"
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_window_p99_is_interpolated_in_the_bucket_that_holds_it() {
+        // Before: 50 fast observations. In the window: 100 more, 90 of them under 1 ms and
+        // 10 between 1 and 2 ms, so the 99th of the window's 100 lies 90 % into (1, 2] ms.
+        let before = buckets("upstream", &[("0.001", 50), ("0.002", 50), ("+Inf", 50)]);
+        let after = buckets("upstream", &[("0.001", 140), ("0.002", 150), ("+Inf", 150)]);
+        let breakdown = Breakdown::between(&Snapshot::parse(&before), &Snapshot::parse(&after));
+        let upstream = breakdown
+            .rows
+            .iter()
+            .find(|r| r.phase == "upstream")
+            .unwrap();
+        let Estimate::Ms(p99) = upstream.p99 else {
+            panic!("{:?}", upstream.p99)
+        };
+        assert!((p99 - 1.9).abs() < 1e-9, "{p99}");
+        let decide = breakdown.rows.iter().find(|r| r.phase == "decide").unwrap();
+        assert_eq!(decide.p99, Estimate::NoData);
+    }
+
+    #[test]
+    fn a_p99_beyond_the_last_finite_bucket_is_reported_as_above_it() {
+        let after = buckets(
+            "audit_result",
+            &[("0.001", 90), ("0.002", 95), ("+Inf", 100)],
+        );
+        let breakdown = Breakdown::between(&Snapshot::default(), &Snapshot::parse(&after));
+        let row = breakdown
+            .rows
+            .iter()
+            .find(|r| r.phase == "audit_result")
+            .unwrap();
+        assert_eq!(row.p99, Estimate::Above(2.0));
+        assert_eq!(row.p99.text(), "> 2.0");
     }
 }
