@@ -150,7 +150,7 @@ impl Metrics {
         let refusals = Family::<StatusLabel, Counter>::default();
         registry.register(
             "mcp_refusals",
-            "/mcp requests refused before reaching the gateway, by HTTP status",
+            "Requests to /mcp and /api/v1 refused at admission, by HTTP status",
             refusals.clone(),
         );
         Self {
@@ -182,7 +182,7 @@ impl Metrics {
             .inc();
     }
 
-    /// Counts a refused `/mcp` request; `status` is the HTTP status code as text.
+    /// Counts a request refused at admission (`/mcp`, `/api/v1`); `status` is the HTTP status code as text.
     pub fn count_refusal(&self, status: &'static str) {
         self.refusals.get_or_create(&StatusLabel { status }).inc();
     }
