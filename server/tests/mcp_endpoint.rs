@@ -263,6 +263,14 @@ async fn billing_admin_is_not_learnable_in_the_support_scope() {
     assert!(server.executed("update_payment_method").is_empty());
 }
 
+/// A connection of the demo support key with a session that learned `tier-1-support`.
+async fn tier_one_session(server: &Server) -> (common::Client, String) {
+    let client = server.connect(&server.support_key).await;
+    let (session, _) = init(&client).await;
+    assert_allowed(&learn(&client, &session, "/roles/tier-1-support").await);
+    (client, session)
+}
+
 /// `process_refund` arguments for the demo's order O-5005.
 fn refund(amount: u32) -> Value {
     json!({"customer_id": "C-1003", "order_id": "O-5005", "amount": amount,
@@ -272,9 +280,7 @@ fn refund(amount: u32) -> Value {
 #[tokio::test]
 async fn tier_one_support_is_stopped_above_its_refund_cap_and_refunds_within_it() {
     let server = Server::start();
-    let client = server.connect(&server.support_key).await;
-    let (session, _) = init(&client).await;
-    assert_allowed(&learn(&client, &session, "/roles/tier-1-support").await);
+    let (client, session) = tier_one_session(&server).await;
 
     let over = call(&client, &session, "process_refund", refund(1200)).await;
     assert_denied(&over, "GOVERNANCE VIOLATION", "GOVERNANCE_VIOLATION");
@@ -333,9 +339,7 @@ async fn the_retention_desk_refunds_only_after_ticket_extension_and_credit() {
 #[tokio::test]
 async fn learning_security_fraud_mid_session_guards_flagging_behind_an_investigation() {
     let server = Server::start();
-    let client = server.connect(&server.support_key).await;
-    let (session, _) = init(&client).await;
-    assert_allowed(&learn(&client, &session, "/roles/tier-1-support").await);
+    let (client, session) = tier_one_session(&server).await;
     assert_allowed(&learn(&client, &session, "/roles/security-fraud").await);
 
     let flag = json!({"customer_id": "C-1006", "reason": "Login from a new country after failed resets",
@@ -361,9 +365,7 @@ async fn learning_security_fraud_mid_session_guards_flagging_behind_an_investiga
 #[tokio::test]
 async fn near_miss_tool_names_are_denied_and_never_reach_the_upstream() {
     let server = Server::start();
-    let client = server.connect(&server.support_key).await;
-    let (session, _) = init(&client).await;
-    assert_allowed(&learn(&client, &session, "/roles/tier-1-support").await);
+    let (client, session) = tier_one_session(&server).await;
     for name in ["Process_Refund", "process_refund ", "process-refund"] {
         let denied = call(
             &client,
@@ -418,9 +420,7 @@ async fn a_session_id_of_another_key_is_access_denied() {
 #[tokio::test]
 async fn arguments_that_are_not_an_object_are_invalid_arguments() {
     let server = Server::start();
-    let client = server.connect(&server.support_key).await;
-    let (session, _) = init(&client).await;
-    assert_allowed(&learn(&client, &session, "/roles/tier-1-support").await);
+    let (client, session) = tier_one_session(&server).await;
     let reply = call(&client, &session, "lookup_customer", json!(["C-1001"])).await;
     assert_denied(&reply, "INVALID ARGUMENTS", "INVALID_ARGUMENTS");
     // Wrong shapes of the platform tool's own arguments are caught by the adapter.
@@ -435,9 +435,7 @@ async fn arguments_that_are_not_an_object_are_invalid_arguments() {
 #[tokio::test]
 async fn the_audit_chain_verifies_after_a_scenario() {
     let server = Server::start();
-    let client = server.connect(&server.support_key).await;
-    let (session, _) = init(&client).await;
-    assert_allowed(&learn(&client, &session, "/roles/tier-1-support").await);
+    let (client, session) = tier_one_session(&server).await;
     let denied = call(
         &client,
         &session,
@@ -703,9 +701,7 @@ fn metric(text: &str, series: &str) -> f64 {
 #[tokio::test]
 async fn the_metrics_page_counts_decisions_refusals_and_times_each_phase_of_a_call() {
     let server = Server::start();
-    let client = server.connect(&server.support_key).await;
-    let (session, _) = init(&client).await;
-    assert_allowed(&learn(&client, &session, "/roles/tier-1-support").await);
+    let (client, session) = tier_one_session(&server).await;
     let over = call(&client, &session, "process_refund", refund(1200)).await;
     assert_denied(&over, "GOVERNANCE VIOLATION", "GOVERNANCE_VIOLATION");
     let eligibility = json!({"customer_id": "C-1003", "order_id": "O-5005"});
@@ -779,9 +775,7 @@ async fn the_metrics_page_counts_decisions_refusals_and_times_each_phase_of_a_ca
 #[tokio::test]
 async fn a_call_whose_reservation_keeps_conflicting_is_denied_audited_and_never_executed() {
     let server = Server::start();
-    let client = server.connect(&server.support_key).await;
-    let (session, _) = init(&client).await;
-    assert_allowed(&learn(&client, &session, "/roles/tier-1-support").await);
+    let (client, session) = tier_one_session(&server).await;
     let eligibility = json!({"customer_id": "C-1003", "order_id": "O-5005"});
     assert_allowed(&call(&client, &session, "check_refund_eligibility", eligibility).await);
 

@@ -5,7 +5,7 @@
 //! answer, so no executed call is ever missing from the audit log.
 
 use std::collections::BTreeMap;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rmcp::model::ContentBlock;
 use serde_json::{Value, json};
@@ -85,20 +85,14 @@ impl Gateway {
                     let Decision::Deny { code, rule, .. } = &decision else {
                         unreachable!()
                     };
-                    metrics.observe(Phase::Session, session_time);
-                    metrics.count_decision(Outcome::Denied(*code));
-                    let timer = Instant::now();
-                    self.audit
-                        .append(NewEvent::call_denied(
-                            &sid,
-                            &agent.key_name,
-                            tool,
-                            audited_arguments,
-                            &code_label(*code),
-                            Some(rule),
-                        ))
+                    let denied = Denied {
+                        sid: &sid,
+                        code: *code,
+                        rule,
+                        session_time,
+                    };
+                    self.record_denial(agent, tool, audited_arguments, denied)
                         .await?;
-                    metrics.observe(Phase::AuditDecision, timer.elapsed());
                     return Ok(ToolReply::Gateway {
                         text: decision.to_string(),
                         structured: serde_json::to_value(&decision).expect("a decision serializes"),
@@ -128,20 +122,14 @@ impl Gateway {
                         // A decision like any other: it is counted and audited.
                         let code = DenyCode::AccessDenied;
                         let rule = "the session is too busy to reserve this call safely; try again";
-                        metrics.observe(Phase::Session, session_time);
-                        metrics.count_decision(Outcome::Denied(code));
-                        let timer = Instant::now();
-                        self.audit
-                            .append(NewEvent::call_denied(
-                                &sid,
-                                &agent.key_name,
-                                tool,
-                                audited_arguments,
-                                &code_label(code),
-                                Some(rule),
-                            ))
+                        let denied = Denied {
+                            sid: &sid,
+                            code,
+                            rule,
+                            session_time,
+                        };
+                        self.record_denial(agent, tool, audited_arguments, denied)
                             .await?;
-                        metrics.observe(Phase::AuditDecision, timer.elapsed());
                         return Ok(denial(code, rule.to_owned(), Vec::new()));
                     }
                 }
@@ -256,6 +244,31 @@ impl Gateway {
         }
     }
 
+    /// Counts a denial and makes its `call_denied` event durable.
+    async fn record_denial(
+        &self,
+        agent: &AgentIdentity,
+        tool: &str,
+        audited_arguments: Value,
+        denied: Denied<'_>,
+    ) -> Result<(), GatewayError> {
+        self.metrics.observe(Phase::Session, denied.session_time);
+        self.metrics.count_decision(Outcome::Denied(denied.code));
+        let timer = Instant::now();
+        self.audit
+            .append(NewEvent::call_denied(
+                denied.sid,
+                &agent.key_name,
+                tool,
+                audited_arguments,
+                &code_label(denied.code),
+                Some(denied.rule),
+            ))
+            .await?;
+        self.metrics.observe(Phase::AuditDecision, timer.elapsed());
+        Ok(())
+    }
+
     /// Marks `tool` as having succeeded in the session, for step-order guards.
     async fn record_success(&self, sid: &str, tool: &str) -> Result<(), GatewayError> {
         for _ in 0..SAVE_ATTEMPTS {
@@ -278,6 +291,14 @@ impl Gateway {
         );
         Ok(())
     }
+}
+
+/// A denial as `record_denial` counts and audits it.
+struct Denied<'a> {
+    sid: &'a str,
+    code: DenyCode,
+    rule: &'a str,
+    session_time: Duration,
 }
 
 /// True when a limit of `role` caps the sum or count of `tool`, so its usage must be kept.
