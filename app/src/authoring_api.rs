@@ -70,6 +70,10 @@ pub struct ScopeEditor {
     pub description: String,
     pub roles: Vec<String>,
     pub all_roles: Vec<Choice>,
+    /// Limits that bind every call of the scope's sessions, under every role.
+    pub guardrails: Vec<LimitView>,
+    /// The tools the scope's roles grant: what a guardrail may name.
+    pub tools: Vec<ToolChoice>,
     pub can_edit: bool,
 }
 
@@ -268,80 +272,6 @@ pub async fn save_role(
         .map_err(ssr::authoring_error)
 }
 
-/// The fields of the add-limit form, posted as `limit[kind]`, `limit[tool]`, …
-/// Which ones matter depends on `kind`: `bound` (tool, arg, op, value), `one_of` (tool,
-/// arg, value: comma-separated), `max_length` (tool, arg, value), `sum_cap` (tool, arg,
-/// value), `count_cap` (tool, value), `requires` (tool, after).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LimitFields {
-    pub kind: String,
-    pub tool: String,
-    pub arg: Option<String>,
-    pub op: Option<String>,
-    pub value: Option<String>,
-    pub after: Checked,
-}
-
-/// Adds one limit to a role.
-#[server(prefix = "/console/api", endpoint = "add_limit")]
-pub async fn add_limit(
-    role: String,
-    revision: i64,
-    limit: LimitFields,
-) -> Result<i64, ConsoleError> {
-    use skillgate_core::users::ConsoleRole;
-    let user = crate::api::ssr::require(ConsoleRole::Admin).await?;
-    let ctx = crate::api::ssr::context();
-    let mut stored = ssr::stored_role(&ctx, &role).await?;
-    stored.limits.push(ssr::parse_limit(limit)?);
-    ctx.authoring
-        .update_role(&user.name, &stored, revision)
-        .await
-        .map_err(ssr::authoring_error)
-}
-
-/// Replaces the limit at `index` with a new bound `op value` (the quick edit of a number).
-#[server(prefix = "/console/api", endpoint = "edit_limit_value")]
-pub async fn edit_limit_value(
-    role: String,
-    revision: i64,
-    index: usize,
-    value: String,
-) -> Result<i64, ConsoleError> {
-    use skillgate_core::users::ConsoleRole;
-    let user = crate::api::ssr::require(ConsoleRole::Admin).await?;
-    let ctx = crate::api::ssr::context();
-    let mut stored = ssr::stored_role(&ctx, &role).await?;
-    let Some(limit) = stored.limits.get_mut(index) else {
-        return Err(ConsoleError::Invalid(
-            "That limit no longer exists; reload the page.".into(),
-        ));
-    };
-    ssr::set_limit_value(limit, &value)?;
-    ctx.authoring
-        .update_role(&user.name, &stored, revision)
-        .await
-        .map_err(ssr::authoring_error)
-}
-
-#[server(prefix = "/console/api", endpoint = "remove_limit")]
-pub async fn remove_limit(role: String, revision: i64, index: usize) -> Result<i64, ConsoleError> {
-    use skillgate_core::users::ConsoleRole;
-    let user = crate::api::ssr::require(ConsoleRole::Admin).await?;
-    let ctx = crate::api::ssr::context();
-    let mut stored = ssr::stored_role(&ctx, &role).await?;
-    if index >= stored.limits.len() {
-        return Err(ConsoleError::Invalid(
-            "That limit no longer exists; reload the page.".into(),
-        ));
-    }
-    stored.limits.remove(index);
-    ctx.authoring
-        .update_role(&user.name, &stored, revision)
-        .await
-        .map_err(ssr::authoring_error)
-}
-
 /// Markdown to sanitized HTML, for the live preview of an editor.
 #[server(prefix = "/console/api", endpoint = "preview_markdown")]
 pub async fn preview_markdown(text: String) -> Result<String, ConsoleError> {
@@ -363,17 +293,20 @@ pub async fn get_scope_editor(slug: String) -> Result<Option<ScopeEditor>, Conso
     let Some(stored) = scopes.into_iter().find(|s| s.value.slug.as_str() == slug) else {
         return Ok(None);
     };
+    let live = ctx.authoring.live();
     Ok(Some(ScopeEditor {
         slug: stored.value.slug.as_str().to_owned(),
         revision: stored.revision,
-        description: stored.value.description,
+        description: stored.value.description.clone(),
         roles: stored
             .value
             .roles
             .iter()
             .map(|r| r.as_str().to_owned())
             .collect(),
-        all_roles: ssr::role_choices(&ctx.authoring.live()),
+        all_roles: ssr::role_choices(&live),
+        guardrails: ssr::limit_views(&stored.value.guardrails),
+        tools: ssr::scope_tools(&live, &stored.value),
         can_edit: user.role.allows(ConsoleRole::Admin),
     }))
 }
@@ -400,6 +333,7 @@ pub async fn create_scope(
         slug: ssr::slug_field("slug", &slug)?,
         description: description.trim().to_owned(),
         roles: ssr::checked_slugs("roles", roles)?,
+        guardrails: Vec::new(),
     };
     crate::api::ssr::context()
         .authoring
@@ -420,13 +354,18 @@ pub async fn save_scope(
     use skillgate_core::model::Scope;
     use skillgate_core::users::ConsoleRole;
     let user = crate::api::ssr::require(ConsoleRole::Admin).await?;
+    let ctx = crate::api::ssr::context();
+    // The form edits description and roles; the guardrails have their own editor and
+    // are kept as stored.
+    let slug = ssr::slug_field("slug", &slug)?;
+    let guardrails = ssr::stored_scope(&ctx, &slug).await?.guardrails;
     let scope = Scope {
-        slug: ssr::slug_field("slug", &slug)?,
+        slug,
         description: description.trim().to_owned(),
         roles: ssr::checked_slugs("roles", roles)?,
+        guardrails,
     };
-    crate::api::ssr::context()
-        .authoring
+    ctx.authoring
         .update_scope(&user.name, &scope, revision)
         .await
         .map_err(ssr::authoring_error)
@@ -789,7 +728,7 @@ pub async fn change_log(kind: String, name: String) -> Result<Vec<ChangeRow>, Co
 }
 
 #[cfg(feature = "ssr")]
-mod ssr {
+pub(crate) mod ssr {
     use std::collections::BTreeMap;
 
     use leptos::serde_json::{self, Value};
@@ -797,21 +736,21 @@ mod ssr {
     use skillgate_core::audit::AuditEvent;
     use skillgate_core::catalog_service::AuthoringError;
     use skillgate_core::model::{
-        ArgCheck, CatalogError, CmpOp, Limit, Resource, Role, SkillVersion, ToolSpec,
+        CatalogError, Limit, Resource, Role, Scope, SkillVersion, ToolSpec,
     };
     use skillgate_core::policy::CompiledCatalog;
     use skillgate_core::slug::Slug;
 
     use super::{
-        ArgChoice, ChangeRow, Checked, Choice, LimitFields, LimitView, ResourceEdit, RoleEditor,
-        SkillEditor, ToolChoice, VersionRow,
+        ArgChoice, ChangeRow, Checked, Choice, LimitView, ResourceEdit, RoleEditor, SkillEditor,
+        ToolChoice, VersionRow,
     };
     use crate::api::ConsoleError;
     use crate::api::ssr::{ConsoleContext, internal};
 
     const STAMP: &str = "%Y-%m-%d %H:%M:%S UTC";
 
-    fn field(field: &str, message: impl Into<String>) -> ConsoleError {
+    pub(crate) fn field(field: &str, message: impl Into<String>) -> ConsoleError {
         ConsoleError::Field {
             field: field.to_owned(),
             message: message.into(),
@@ -848,6 +787,9 @@ mod ssr {
             CatalogError::EmptyLimit { .. } | CatalogError::NegativeCap { .. } => "value",
             CatalogError::InvalidSchema { .. } | CatalogError::UnknownUpstream(_) => "form",
             CatalogError::Duplicate(_) => "form",
+            CatalogError::InvalidPointer { .. } | CatalogError::ResultValueTooLong { .. } => {
+                "result"
+            }
         }
     }
 
@@ -871,6 +813,17 @@ mod ssr {
         }
     }
 
+    pub async fn stored_scope(ctx: &ConsoleContext, slug: &Slug) -> Result<Scope, ConsoleError> {
+        ctx.authoring
+            .scopes()
+            .await
+            .map_err(internal)?
+            .into_iter()
+            .map(|s| s.value)
+            .find(|s| s.slug == *slug)
+            .ok_or_else(|| ConsoleError::Invalid(format!("There is no scope `{slug}`.")))
+    }
+
     pub async fn stored_role(ctx: &ConsoleContext, slug: &str) -> Result<Role, ConsoleError> {
         let slug = slug_field("slug", slug)?;
         ctx.authoring
@@ -879,127 +832,6 @@ mod ssr {
             .map_err(internal)?
             .map(|r| r.value)
             .ok_or_else(|| ConsoleError::Invalid(format!("There is no role `{slug}`.")))
-    }
-
-    fn decimal(name: &str, text: Option<&str>) -> Result<rust_decimal::Decimal, ConsoleError> {
-        let text = text.map(str::trim).unwrap_or_default();
-        if text.is_empty() {
-            return Err(field(name, "Enter a number."));
-        }
-        text.parse()
-            .map_err(|_| field(name, format!("`{text}` is not a number.")))
-    }
-
-    fn count(name: &str, text: Option<&str>) -> Result<u32, ConsoleError> {
-        let text = text.map(str::trim).unwrap_or_default();
-        text.parse().map_err(|_| {
-            field(
-                name,
-                format!("`{text}` is not a whole number of 0 or more."),
-            )
-        })
-    }
-
-    fn op(text: Option<&str>) -> Result<CmpOp, ConsoleError> {
-        Ok(match text.unwrap_or("<=") {
-            "<" => CmpOp::Lt,
-            "<=" => CmpOp::Le,
-            ">" => CmpOp::Gt,
-            ">=" => CmpOp::Ge,
-            "==" => CmpOp::Eq,
-            other => return Err(field("op", format!("`{other}` is not a comparison."))),
-        })
-    }
-
-    pub fn parse_limit(fields: LimitFields) -> Result<Limit, ConsoleError> {
-        let LimitFields {
-            kind,
-            tool,
-            arg,
-            op: op_text,
-            value,
-            after,
-        } = fields;
-        if tool.trim().is_empty() {
-            return Err(field("tool", "Pick the tool the limit bounds."));
-        }
-        let arg = || {
-            arg.clone()
-                .map(|a| a.trim().to_owned())
-                .filter(|a| !a.is_empty())
-                .ok_or_else(|| field("arg", "Pick the argument the limit reads."))
-        };
-        let value = value.as_deref();
-        Ok(match kind.as_str() {
-            "bound" => Limit::ArgBound {
-                tool,
-                arg: arg()?,
-                check: ArgCheck::Compare {
-                    op: op(op_text.as_deref())?,
-                    value: decimal("value", value)?,
-                },
-            },
-            "one_of" => Limit::ArgBound {
-                tool,
-                arg: arg()?,
-                check: ArgCheck::OneOf {
-                    values: value
-                        .unwrap_or_default()
-                        .split(',')
-                        .map(str::trim)
-                        .filter(|v| !v.is_empty())
-                        .map(|v| {
-                            serde_json::from_str::<Value>(v)
-                                .unwrap_or_else(|_| Value::String(v.to_owned()))
-                        })
-                        .collect(),
-                },
-            },
-            "max_length" => Limit::ArgBound {
-                tool,
-                arg: arg()?,
-                check: ArgCheck::MaxLength {
-                    max: count("value", value)? as usize,
-                },
-            },
-            "sum_cap" => Limit::SumCap {
-                tool,
-                arg: arg()?,
-                max: decimal("value", value)?,
-            },
-            "count_cap" => Limit::CountCap {
-                tool,
-                max: count("value", value)?,
-            },
-            "requires" => Limit::Requires {
-                tool,
-                after: after.unwrap_or_default().into_keys().collect(),
-            },
-            other => return Err(field("kind", format!("`{other}` is not a kind of limit."))),
-        })
-    }
-
-    /// Sets the number a limit compares against; limits without one cannot be quick-edited.
-    pub fn set_limit_value(limit: &mut Limit, text: &str) -> Result<(), ConsoleError> {
-        match limit {
-            Limit::ArgBound {
-                check: ArgCheck::Compare { value, .. },
-                ..
-            } => *value = decimal("value", Some(text))?,
-            Limit::ArgBound {
-                check: ArgCheck::MaxLength { max },
-                ..
-            } => *max = count("value", Some(text))? as usize,
-            Limit::SumCap { max, .. } => *max = decimal("value", Some(text))?,
-            Limit::CountCap { max, .. } => *max = count("value", Some(text))?,
-            _ => {
-                return Err(field(
-                    "value",
-                    "This limit has no single number; remove it and add a new one.",
-                ));
-            }
-        }
-        Ok(())
     }
 
     /// Markdown to HTML. Raw HTML in the source becomes text and links may only use safe
@@ -1114,16 +946,7 @@ mod ssr {
             slug: role.slug.as_str().to_owned(),
             revision,
             instructions_html: markdown_html(&role.instructions),
-            limits: role
-                .limits
-                .iter()
-                .enumerate()
-                .map(|(index, l)| LimitView {
-                    index,
-                    sentence: l.sentence(),
-                    rule: l.to_string(),
-                })
-                .collect(),
+            limits: limit_views(&role.limits),
             skills: role.skills.iter().map(|s| s.as_str().to_owned()).collect(),
             all_skills: skill_choices(compiled),
             title: role.title,
@@ -1132,6 +955,38 @@ mod ssr {
             tools,
             can_edit,
         }
+    }
+
+    /// Limits as the editor lists them: the sentence an agent reads and the compact rule.
+    pub fn limit_views(limits: &[Limit]) -> Vec<LimitView> {
+        limits
+            .iter()
+            .enumerate()
+            .map(|(index, l)| LimitView {
+                index,
+                sentence: l.sentence(),
+                rule: l.to_string(),
+            })
+            .collect()
+    }
+
+    /// Every tool some role of the scope grants, with its arguments, in name order.
+    pub fn scope_tools(compiled: &CompiledCatalog, scope: &Scope) -> Vec<ToolChoice> {
+        let catalog = compiled.catalog();
+        let names: std::collections::BTreeSet<String> = scope
+            .roles
+            .iter()
+            .filter_map(|r| catalog.role(r.as_str()))
+            .flat_map(|role| catalog.role_tools(role))
+            .collect();
+        names
+            .iter()
+            .filter_map(|name| catalog.tool(name))
+            .map(|t| ToolChoice {
+                name: t.spec.name.clone(),
+                args: arg_choices(&t.spec),
+            })
+            .collect()
     }
 
     pub fn resource_edits(resources: &[Resource]) -> Vec<ResourceEdit> {

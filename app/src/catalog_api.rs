@@ -128,6 +128,8 @@ pub struct ScopeRow {
     pub slug: String,
     pub description: String,
     pub roles: Vec<String>,
+    /// Each guardrail as the sentence an agent reads.
+    pub guardrails: Vec<String>,
 }
 
 /// An agent key as the console lists it: never the key itself, only its display prefix.
@@ -303,6 +305,7 @@ pub async fn scopes_and_keys(
             slug: s.slug.as_str().to_owned(),
             description: s.description.clone(),
             roles: s.roles.iter().map(|r| r.as_str().to_owned()).collect(),
+            guardrails: s.guardrail_sentences(),
         }),
         keys: ssr::page_of(&keys, key_page, ssr::key_row),
     })

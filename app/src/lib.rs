@@ -13,6 +13,7 @@ pub mod catalog_api;
 pub mod compliance_api;
 pub mod flash;
 mod layout;
+pub mod limits_api;
 mod pages;
 pub mod revisions_api;
 pub mod users_api;

@@ -10,18 +10,20 @@
 //! catalog: tightening a limit or removing a role from a scope must bite at once for every
 //! session, because an agent that learned a looser rule yesterday has no claim to it today.
 //!
-//! The audit event is appended after the store commits: a refused save leaves no event,
-//! and a failed append is reported to the admin (the change itself stays saved).
+//! The change and its audit event commit in one transaction through the audit writer: a
+//! refused save leaves no event, and no change is ever stored without its event.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
+use futures::future::BoxFuture;
 use rand::RngCore;
 use rand::rngs::OsRng;
 use serde::Serialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
+use sqlx::SqliteConnection;
 use tokio::sync::Mutex;
 
 use crate::audit::{AuditError, AuditEvent, AuditLog, NewEvent};
@@ -29,7 +31,7 @@ use crate::keys::{AgentKeyInfo, AgentKeys, KeyError, NewAgentKey};
 use crate::model::{CatalogError, Role, Scope, Skill, SkillVersion, Upstream, UpstreamKind};
 use crate::policy::{CatalogHandle, CompiledCatalog};
 use crate::slug::Slug;
-use crate::store::catalog::Revised;
+use crate::store::catalog::{self, Revised};
 use crate::store::{Store, StoreError};
 use crate::upstream::{CredentialSummary, Secret, UpstreamCredentials};
 
@@ -131,7 +133,6 @@ fn snapshot(value: &impl Serialize, revision: i64) -> Value {
 pub struct CatalogService {
     store: Store,
     audit: AuditLog,
-    keys: AgentKeys,
     catalog: Arc<CatalogHandle>,
     /// Serializes reload-and-swap so two saves cannot swap their snapshots out of order.
     swap: Mutex<()>,
@@ -146,7 +147,6 @@ impl std::fmt::Debug for CatalogService {
 impl CatalogService {
     pub fn new(store: Store, audit: AuditLog, catalog: Arc<CatalogHandle>) -> Self {
         Self {
-            keys: AgentKeys::new(store.clone()),
             store,
             audit,
             catalog,
@@ -171,34 +171,45 @@ impl CatalogService {
         Ok(())
     }
 
-    async fn record(
+    /// Commits a catalog change and its `admin_change` event in one transaction through the
+    /// audit writer (no change without its event, no event for a change that failed), then
+    /// swaps the live snapshot. `change` runs inside the transaction and returns the value
+    /// to hand back with the event's `before` and `after`.
+    async fn save<T, C>(
         &self,
         actor: &str,
-        action: &str,
-        target: &str,
-        before: Value,
-        after: Value,
-    ) -> Result<(), AuthoringError> {
-        self.audit
-            .append(NewEvent::admin_change(actor, action, target, before, after))
-            .await?;
-        Ok(())
-    }
-
-    /// Stores, audits, and swaps: the tail every catalog save shares.
-    async fn commit(
-        &self,
-        actor: &str,
-        action: &str,
-        target: &str,
-        before: Value,
-        after: Value,
-    ) -> Result<(), AuthoringError> {
-        // Swap first: the change is committed, so the gateway must see it even when the
-        // audit append fails afterwards.
-        let swapped = self.reload().await;
-        self.record(actor, action, target, before, after).await?;
-        swapped
+        action: &'static str,
+        target: String,
+        change: C,
+    ) -> Result<T, AuthoringError>
+    where
+        T: Send + 'static,
+        C: for<'c> FnOnce(
+                &'c mut SqliteConnection,
+            ) -> BoxFuture<'c, Result<(T, Value, Value), StoreError>>
+            + Send
+            + 'static,
+    {
+        let actor = actor.to_owned();
+        let committed = self
+            .audit
+            .commit(move |conn| {
+                Box::pin(async move {
+                    let (value, before, after) = change(conn).await?;
+                    let event = NewEvent::admin_change(&actor, action, &target, before, after);
+                    Ok(Some((value, vec![event])))
+                })
+            })
+            .await
+            .map_err(|error| match error {
+                AuditError::Store(store) => AuthoringError::from(store),
+                other => AuthoringError::Audit(other),
+            })?;
+        let value = committed.ok_or_else(|| {
+            AuthoringError::Conflict("the change was not applied; reload and try again".into())
+        })?;
+        self.reload().await?;
+        Ok(value)
     }
 
     /// Roles with their revisions, in slug order.
@@ -212,16 +223,15 @@ impl CatalogService {
 
     #[tracing::instrument(skip(self, role), fields(role = %role.slug))]
     pub async fn create_role(&self, actor: &str, role: &Role) -> Result<i64, AuthoringError> {
-        let revision = self.store.create_role(role).await?;
-        self.commit(
-            actor,
-            "role.create",
-            &target("role", role.slug.as_str()),
-            Value::Null,
-            snapshot(role, revision),
-        )
-        .await?;
-        Ok(revision)
+        let role = role.clone();
+        let target = target("role", role.slug.as_str());
+        self.save(actor, "role.create", target, move |conn| {
+            Box::pin(async move {
+                let revision = catalog::create_role_on(conn, &role).await?;
+                Ok((revision, Value::Null, snapshot(&role, revision)))
+            })
+        })
+        .await
     }
 
     /// Saves `role` if nobody saved it since `expected_revision`; returns the new revision.
@@ -232,21 +242,21 @@ impl CatalogService {
         role: &Role,
         expected_revision: i64,
     ) -> Result<i64, AuthoringError> {
-        let before = self
-            .store
-            .get_role(&role.slug)
-            .await?
-            .ok_or_else(|| AuthoringError::NotFound(format!("role `{}`", role.slug)))?;
-        let revision = self.store.update_role(role, expected_revision).await?;
-        self.commit(
-            actor,
-            "role.update",
-            &target("role", role.slug.as_str()),
-            snapshot(&before.value, before.revision),
-            snapshot(role, revision),
-        )
-        .await?;
-        Ok(revision)
+        let role = role.clone();
+        let target = target("role", role.slug.as_str());
+        self.save(actor, "role.update", target, move |conn| {
+            Box::pin(async move {
+                let before = catalog::list_roles(conn)
+                    .await?
+                    .into_iter()
+                    .find(|r| r.value.slug == role.slug)
+                    .ok_or_else(|| StoreError::NotFound(format!("role `{}`", role.slug)))?;
+                let revision = catalog::update_role_on(conn, &role, expected_revision).await?;
+                let before = snapshot(&before.value, before.revision);
+                Ok((revision, before, snapshot(&role, revision)))
+            })
+        })
+        .await
     }
 
     pub async fn scopes(&self) -> Result<Vec<Revised<Scope>>, AuthoringError> {
@@ -255,16 +265,15 @@ impl CatalogService {
 
     #[tracing::instrument(skip(self, scope), fields(scope = %scope.slug))]
     pub async fn create_scope(&self, actor: &str, scope: &Scope) -> Result<i64, AuthoringError> {
-        let revision = self.store.create_scope(scope).await?;
-        self.commit(
-            actor,
-            "scope.create",
-            &target("scope", scope.slug.as_str()),
-            Value::Null,
-            snapshot(scope, revision),
-        )
-        .await?;
-        Ok(revision)
+        let scope = scope.clone();
+        let target = target("scope", scope.slug.as_str());
+        self.save(actor, "scope.create", target, move |conn| {
+            Box::pin(async move {
+                let revision = catalog::create_scope_on(conn, &scope).await?;
+                Ok((revision, Value::Null, snapshot(&scope, revision)))
+            })
+        })
+        .await
     }
 
     #[tracing::instrument(skip(self, scope), fields(scope = %scope.slug))]
@@ -274,22 +283,21 @@ impl CatalogService {
         scope: &Scope,
         expected_revision: i64,
     ) -> Result<i64, AuthoringError> {
-        let before = self
-            .scopes()
-            .await?
-            .into_iter()
-            .find(|s| s.value.slug == scope.slug)
-            .ok_or_else(|| AuthoringError::NotFound(format!("scope `{}`", scope.slug)))?;
-        let revision = self.store.update_scope(scope, expected_revision).await?;
-        self.commit(
-            actor,
-            "scope.update",
-            &target("scope", scope.slug.as_str()),
-            snapshot(&before.value, before.revision),
-            snapshot(scope, revision),
-        )
-        .await?;
-        Ok(revision)
+        let scope = scope.clone();
+        let target = target("scope", scope.slug.as_str());
+        self.save(actor, "scope.update", target, move |conn| {
+            Box::pin(async move {
+                let before = catalog::list_scopes(conn)
+                    .await?
+                    .into_iter()
+                    .find(|s| s.value.slug == scope.slug)
+                    .ok_or_else(|| StoreError::NotFound(format!("scope `{}`", scope.slug)))?;
+                let revision = catalog::update_scope_on(conn, &scope, expected_revision).await?;
+                let before = snapshot(&before.value, before.revision);
+                Ok((revision, before, snapshot(&scope, revision)))
+            })
+        })
+        .await
     }
 
     /// Current skill versions with their revisions.
@@ -307,16 +315,16 @@ impl CatalogService {
         actor: &str,
         skill: &Skill,
     ) -> Result<Revised<SkillVersion>, AuthoringError> {
-        let saved = self.store.create_skill(skill).await?;
-        self.commit(
-            actor,
-            "skill.create",
-            &target("skill", skill.slug.as_str()),
-            Value::Null,
-            snapshot(&saved.value, saved.revision),
-        )
-        .await?;
-        Ok(saved)
+        let skill = skill.clone();
+        let target = target("skill", skill.slug.as_str());
+        self.save(actor, "skill.create", target, move |conn| {
+            Box::pin(async move {
+                let saved = catalog::create_skill_on(conn, &skill).await?;
+                let after = snapshot(&saved.value, saved.revision);
+                Ok((saved, Value::Null, after))
+            })
+        })
+        .await
     }
 
     /// Saves a new version of a skill and makes it current.
@@ -327,22 +335,18 @@ impl CatalogService {
         skill: &Skill,
         expected_revision: i64,
     ) -> Result<Revised<SkillVersion>, AuthoringError> {
-        let before = self
-            .skills()
-            .await?
-            .into_iter()
-            .find(|s| s.value.skill.slug == skill.slug)
-            .ok_or_else(|| AuthoringError::NotFound(format!("skill `{}`", skill.slug)))?;
-        let saved = self.store.update_skill(skill, expected_revision).await?;
-        self.commit(
-            actor,
-            "skill.update",
-            &target("skill", skill.slug.as_str()),
-            snapshot(&before.value, before.revision),
-            snapshot(&saved.value, saved.revision),
-        )
-        .await?;
-        Ok(saved)
+        let skill = skill.clone();
+        let target = target("skill", skill.slug.as_str());
+        self.save(actor, "skill.update", target, move |conn| {
+            Box::pin(async move {
+                let before = current_skill(conn, &skill.slug).await?;
+                let saved = catalog::update_skill_on(conn, &skill, expected_revision).await?;
+                let before = snapshot(&before.value, before.revision);
+                let after = snapshot(&saved.value, saved.revision);
+                Ok((saved, before, after))
+            })
+        })
+        .await
     }
 
     /// Makes an earlier version current again; returns the new revision.
@@ -354,25 +358,22 @@ impl CatalogService {
         version: u32,
         expected_revision: i64,
     ) -> Result<i64, AuthoringError> {
-        let before = self
-            .skills()
-            .await?
-            .into_iter()
-            .find(|s| s.value.skill.slug == *slug)
-            .ok_or_else(|| AuthoringError::NotFound(format!("skill `{slug}`")))?;
-        let revision = self
-            .store
-            .set_current_skill_version(slug, version, expected_revision)
-            .await?;
-        self.commit(
-            actor,
-            "skill.restore",
-            &target("skill", slug.as_str()),
-            json!({ "revision": before.revision, "current_version": before.value.version }),
-            json!({ "revision": revision, "current_version": version }),
-        )
-        .await?;
-        Ok(revision)
+        let slug = slug.clone();
+        let target = target("skill", slug.as_str());
+        self.save(actor, "skill.restore", target, move |conn| {
+            Box::pin(async move {
+                let before = current_skill(conn, &slug).await?;
+                let revision =
+                    catalog::set_current_skill_version_on(conn, &slug, version, expected_revision)
+                        .await?;
+                Ok((
+                    revision,
+                    json!({ "revision": before.revision, "current_version": before.value.version }),
+                    json!({ "revision": revision, "current_version": version }),
+                ))
+            })
+        })
+        .await
     }
 
     /// Adds or changes an upstream (its tools arrive with the next sync), and its stored
@@ -416,45 +417,49 @@ impl CatalogService {
                 "`{key}` is not an environment variable name (letters, digits and `_`, not starting with a digit)"
             )));
         }
-        let before = self
+        let upstream = upstream.clone();
+        let action = if self
             .store
             .list_upstreams()
             .await?
-            .into_iter()
-            .find(|u| u.name == upstream.name);
-        let stored = self
-            .store
-            .upstream_credentials()
-            .await?
-            .remove(upstream.name.as_str())
-            .unwrap_or_default();
-        let mut next = if credentials.clear {
-            UpstreamCredentials::default()
+            .iter()
+            .any(|u| u.name == upstream.name)
+        {
+            "upstream.update"
         } else {
-            stored.clone()
+            "upstream.create"
         };
-        if let Some(env) = credentials.env {
-            next.env = env;
-        }
-        if let Some(bearer) = credentials.bearer {
-            next.bearer = Some(bearer);
-        }
-        self.store.upsert_upstream(upstream).await?;
-        self.store
-            .set_upstream_credentials(&upstream.name, Some(&next))
-            .await?;
-        let describe = |u: &Upstream, c: &UpstreamCredentials| json!({ "upstream": u, "credentials": c.describe() });
-        self.record(
-            actor,
-            if before.is_some() {
-                "upstream.update"
-            } else {
-                "upstream.create"
-            },
-            &target("upstream", upstream.name.as_str()),
-            before.map_or(Value::Null, |b| describe(&b, &stored)),
-            describe(upstream, &next),
-        )
+        let target = target("upstream", upstream.name.as_str());
+        self.save(actor, action, target, move |conn| {
+            Box::pin(async move {
+                let before = catalog::list_upstreams(conn)
+                    .await?
+                    .into_iter()
+                    .find(|u| u.name == upstream.name);
+                let stored = catalog::upstream_credentials_on(conn)
+                    .await?
+                    .remove(upstream.name.as_str())
+                    .unwrap_or_default();
+                let mut next = if credentials.clear {
+                    UpstreamCredentials::default()
+                } else {
+                    stored.clone()
+                };
+                if let Some(env) = credentials.env {
+                    next.env = env;
+                }
+                if let Some(bearer) = credentials.bearer {
+                    next.bearer = Some(bearer);
+                }
+                catalog::upsert_upstream(conn, &upstream).await?;
+                catalog::set_upstream_credentials_on(conn, &upstream.name, Some(&next)).await?;
+                let describe = |u: &Upstream, c: &UpstreamCredentials| {
+                    json!({ "upstream": u, "credentials": c.describe() })
+                };
+                let before = before.map_or(Value::Null, |b| describe(&b, &stored));
+                Ok(((), before, describe(&upstream, &next)))
+            })
+        })
         .await
     }
 
@@ -484,14 +489,18 @@ impl CatalogService {
             .tool(tool)
             .map(|t| t.spec.sensitive_args.clone())
             .ok_or_else(|| AuthoringError::NotFound(format!("tool `{tool}`")))?;
-        self.store.set_sensitive_args(tool, args).await?;
-        self.commit(
-            actor,
-            "tool.sensitive_args",
-            &target("tool", tool),
-            json!({ "sensitive_args": before }),
-            json!({ "sensitive_args": args }),
-        )
+        let (tool, args) = (tool.to_owned(), args.to_vec());
+        let target = target("tool", &tool);
+        self.save(actor, "tool.sensitive_args", target, move |conn| {
+            Box::pin(async move {
+                catalog::set_sensitive_args_on(conn, &tool, &args).await?;
+                Ok((
+                    (),
+                    json!({ "sensitive_args": before }),
+                    json!({ "sensitive_args": args }),
+                ))
+            })
+        })
         .await
     }
 
@@ -511,19 +520,21 @@ impl CatalogService {
             .iter()
             .map(|s| s.slug.clone())
             .collect();
-        let (info, key) = self
-            .keys
-            .create(name, scope, &known, expires_at, Some(actor))
-            .await?;
-        self.record(
-            actor,
-            "agent_key.create",
-            &target("agent_key", &info.name),
-            Value::Null,
-            json!({"scope": info.scope, "prefix": info.prefix, "expires_at": info.expires_at}),
-        )
-        .await?;
-        Ok((info, key))
+        let prepared = AgentKeys::prepare(name, scope, &known, expires_at, Some(actor))?;
+        let target = target("agent_key", prepared.name());
+        let taken = name.to_owned();
+        self.save(actor, "agent_key.create", target, move |conn| {
+            Box::pin(async move {
+                let (info, key) = prepared.insert_on(conn).await?;
+                let after = json!({"scope": info.scope, "prefix": info.prefix, "expires_at": info.expires_at});
+                Ok(((info, key), Value::Null, after))
+            })
+        })
+        .await
+        .map_err(|error| match error {
+            AuthoringError::Conflict(_) => KeyError::NameTaken(taken).into(),
+            other => other,
+        })
     }
 
     #[tracing::instrument(skip(self))]
@@ -532,16 +543,21 @@ impl CatalogService {
         actor: &str,
         name: &str,
     ) -> Result<AgentKeyInfo, AuthoringError> {
-        let info = self.keys.revoke(name).await?;
-        self.record(
-            actor,
-            "agent_key.revoke",
-            &target("agent_key", &info.name),
-            json!({"scope": info.scope, "prefix": info.prefix}),
-            json!({"revoked_at": info.revoked_at}),
-        )
-        .await?;
-        Ok(info)
+        let name = name.to_owned();
+        let target = target("agent_key", &name);
+        self.save(actor, "agent_key.revoke", target, move |conn| {
+            Box::pin(async move {
+                let info = crate::store::keys::revoke_agent_key_on(conn, &name, Utc::now())
+                    .await?
+                    .ok_or_else(|| StoreError::NotFound(format!("agent key `{name}`")))?;
+                Ok((
+                    info.clone(),
+                    json!({"scope": info.scope, "prefix": info.prefix}),
+                    json!({"revoked_at": info.revoked_at}),
+                ))
+            })
+        })
+        .await
     }
 
     /// Keeps a new key's display `payload` for one later render by `user_id` (a form post
@@ -582,4 +598,16 @@ impl CatalogService {
     pub async fn history(&self, target: &str) -> Result<Vec<AuditEvent>, AuthoringError> {
         Ok(self.audit.admin_changes(target, HISTORY_LIMIT).await?)
     }
+}
+
+/// The current version of a skill with its revision, read inside a save's transaction.
+async fn current_skill(
+    conn: &mut SqliteConnection,
+    slug: &Slug,
+) -> Result<Revised<SkillVersion>, StoreError> {
+    catalog::list_skills(conn)
+        .await?
+        .into_iter()
+        .find(|s| s.value.skill.slug == *slug)
+        .ok_or_else(|| StoreError::NotFound(format!("skill `{slug}`")))
 }

@@ -50,6 +50,52 @@ impl AgentKeyInfo {
     }
 }
 
+/// A checked, generated key not yet stored ([`AgentKeys::prepare`]). Holds the secret, so
+/// it is neither `Serialize` nor `Clone`, and its `Debug` shows only the name.
+pub struct PreparedKey {
+    name: String,
+    scope: Slug,
+    key: NewAgentKey,
+    key_hash: String,
+    created_at: DateTime<Utc>,
+    created_by: Option<String>,
+    expires_at: Option<DateTime<Utc>>,
+}
+
+impl PreparedKey {
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Stores the key on `conn`; a taken name is a [`StoreError::Conflict`].
+    pub async fn insert_on(
+        self,
+        conn: &mut sqlx::SqliteConnection,
+    ) -> Result<(AgentKeyInfo, NewAgentKey), StoreError> {
+        let row = AgentKeyRow {
+            name: &self.name,
+            scope: &self.scope,
+            key_hash: &self.key_hash,
+            prefix: &self.key.expose()[..DISPLAY_PREFIX_LEN],
+            created_at: self.created_at,
+            created_by: self.created_by.as_deref(),
+            expires_at: self.expires_at,
+        };
+        let info = crate::store::keys::insert_agent_key_on(conn, &row).await?;
+        tracing::info!(key = %info.name, scope = %info.scope, prefix = %info.prefix, "agent key created");
+        Ok((info, self.key))
+    }
+}
+
+impl fmt::Debug for PreparedKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PreparedKey")
+            .field("name", &self.name)
+            .field("scope", &self.scope)
+            .finish_non_exhaustive()
+    }
+}
+
 /// A freshly created key in clear, to be shown to its creator once. Never `Serialize`,
 /// never printed by `Debug`, deliberately not `Clone`.
 pub struct NewAgentKey(String);
@@ -154,6 +200,29 @@ impl AgentKeys {
         expires_at: Option<DateTime<Utc>>,
         created_by: Option<&str>,
     ) -> Result<(AgentKeyInfo, NewAgentKey), KeyError> {
+        let prepared = Self::prepare(name, scope, known_scopes, expires_at, created_by)?;
+        let mut conn = self
+            .store
+            .pool()
+            .acquire()
+            .await
+            .map_err(StoreError::from)?;
+        prepared.insert_on(&mut conn).await.map_err(|e| match e {
+            StoreError::Conflict(_) => KeyError::NameTaken(name.to_owned()),
+            other => other.into(),
+        })
+    }
+
+    /// Checks a new key's name, scope and expiry and generates its secret, without storing
+    /// anything: [`PreparedKey::insert_on`] stores it, e.g. in the same transaction as the
+    /// audit event that records its creation.
+    pub fn prepare(
+        name: &str,
+        scope: &Slug,
+        known_scopes: &[Slug],
+        expires_at: Option<DateTime<Utc>>,
+        created_by: Option<&str>,
+    ) -> Result<PreparedKey, KeyError> {
         validate_name(name)?;
         if !known_scopes.contains(scope) {
             return Err(KeyError::UnknownScope(scope.clone()));
@@ -163,25 +232,15 @@ impl AgentKeys {
             return Err(KeyError::ExpiryInPast(expires));
         }
         let key = NewAgentKey(generate_key());
-        let row = AgentKeyRow {
-            name,
-            scope,
-            key_hash: &hash_key(key.expose()),
-            prefix: &key.expose()[..DISPLAY_PREFIX_LEN],
+        Ok(PreparedKey {
+            name: name.to_owned(),
+            scope: scope.clone(),
+            key_hash: hash_key(key.expose()),
+            key,
             created_at: now,
-            created_by,
+            created_by: created_by.map(str::to_owned),
             expires_at,
-        };
-        let info = self
-            .store
-            .insert_agent_key(&row)
-            .await
-            .map_err(|e| match e {
-                StoreError::Conflict(_) => KeyError::NameTaken(name.to_owned()),
-                other => other.into(),
-            })?;
-        tracing::info!(key = %info.name, scope = %info.scope, prefix = %info.prefix, "agent key created");
-        Ok((info, key))
+        })
     }
 
     /// Checks a presented bearer key at `now` and returns the key it belongs to.

@@ -73,6 +73,8 @@ impl Outcome {
             Outcome::Denied(DenyCode::AccessDenied) => "access_denied",
             Outcome::Denied(DenyCode::GovernanceViolation) => "governance_violation",
             Outcome::Denied(DenyCode::InvalidArguments) => "invalid_arguments",
+            Outcome::Denied(DenyCode::ToolUnusable) => "tool_unusable",
+            Outcome::Denied(DenyCode::InternalError) => "internal_error",
         }
     }
 }
@@ -102,6 +104,7 @@ pub struct Metrics {
     requests: Histogram,
     decisions: Family<DecisionLabel, Counter>,
     refusals: Family<StatusLabel, Counter>,
+    panics: Counter,
 }
 
 /// Bucket bounds in seconds: 25 µs doubling to about 0.8 s, so both a 0.1 ms store read
@@ -153,12 +156,19 @@ impl Metrics {
             "Requests to /mcp and /api/v1 refused at admission, by HTTP status",
             refusals.clone(),
         );
+        let panics = Counter::default();
+        registry.register(
+            "handler_panics",
+            "MCP requests whose handler panicked (answered as an internal error and audited)",
+            panics.clone(),
+        );
         Self {
             registry,
             phases,
             requests,
             decisions,
             refusals,
+            panics,
         }
     }
 
@@ -177,6 +187,11 @@ impl Metrics {
                 decision: outcome.as_str(),
             })
             .inc();
+    }
+
+    /// Counts an MCP request whose handler panicked.
+    pub fn count_panic(&self) {
+        self.panics.inc();
     }
 
     /// Counts a request refused at admission (`/mcp`, `/api/v1`); `status` is the HTTP status code as text.

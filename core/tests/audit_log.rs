@@ -187,7 +187,7 @@ async fn an_append_is_visible_to_a_fresh_connection_as_soon_as_it_returns() {
     let db = Db::new();
     let log = db.log().await;
     let appended = log
-        .append(NewEvent::call_allowed(
+        .append(allowed_event(
             "s1",
             "agent",
             "issue_refund",
@@ -215,14 +215,16 @@ async fn a_redacted_token_never_reaches_the_stored_payload() {
     let token = "tok_live_4f9a8c7e";
     let arguments = json!({ "customer": "c-1", "api_token": token });
     let redacted = redact_sensitive(&arguments, &["api_token".to_owned()]);
-    log.append(NewEvent::call_denied(
-        "s1",
-        "agent",
-        "charge",
-        redacted,
-        "GOVERNANCE_VIOLATION",
-        Some("max_amount"),
-    ))
+    log.append(
+        NewEvent::call_denied(
+            "agent",
+            "charge",
+            redacted,
+            "GOVERNANCE_VIOLATION",
+            Some("max_amount"),
+        )
+        .in_session("s1"),
+    )
     .await
     .unwrap();
     let payloads: Vec<String> = sqlx::query_scalar("SELECT payload FROM audit_events")
@@ -286,14 +288,9 @@ async fn a_session_timeline_lists_only_that_session_in_order() {
     ))
     .await
     .unwrap();
-    log.append(NewEvent::learn_denied(
-        "a",
-        "key-a",
-        "/roles/admin",
-        "ACCESS_DENIED",
-    ))
-    .await
-    .unwrap();
+    log.append(NewEvent::learn_denied("key-a", "/roles/admin", "ACCESS_DENIED").in_session("a"))
+        .await
+        .unwrap();
     log.append(NewEvent::admin_change(
         "alice",
         "update",
@@ -356,7 +353,7 @@ async fn every_event_of_one_session_in_one_group_counts_in_its_summary() {
         .unwrap();
     log.append_batch(vec![
         NewEvent::session_started("s1", "agent", "support", Some("refund a customer")),
-        NewEvent::call_allowed(
+        allowed_event(
             "s1",
             "agent",
             "issue_refund",
@@ -374,13 +371,13 @@ async fn every_event_of_one_session_in_one_group_counts_in_its_summary() {
             },
         ),
         NewEvent::call_denied(
-            "s1",
             "agent",
             "issue_refund",
             json!({ "amount": "900.00" }),
             "GOVERNANCE_VIOLATION",
             Some("max_amount"),
-        ),
+        )
+        .in_session("s1"),
         feedback(0),
     ])
     .await
@@ -418,4 +415,28 @@ async fn appending_after_the_whole_chain_was_pruned_continues_from_the_anchor() 
     let report = log.verify().await.unwrap();
     assert!(report.is_intact(), "{report:?}");
     assert_eq!(report.events, 1);
+}
+
+/// A `call_allowed` event as the gateway writes it for a permitted call (the typed
+/// constructor takes a policy permit; these tests exercise storage, not policy).
+fn allowed_event(
+    session_id: &str,
+    actor: &str,
+    tool: &str,
+    arguments: serde_json::Value,
+    role: &str,
+    skill_versions: &std::collections::BTreeMap<String, u32>,
+) -> NewEvent {
+    NewEvent::new(
+        skillgate_core::audit::EventKind::CallAllowed,
+        serde_json::json!({
+            "tool": tool,
+            "arguments": arguments,
+            "decision": "allowed",
+            "role": role,
+            "skill_versions": skill_versions,
+        }),
+    )
+    .in_session(session_id)
+    .by(actor)
 }

@@ -58,15 +58,18 @@ fn refunds_up_to(max: i64) -> Role {
 /// Decides a `process_refund` of `amount` for a session that learned `refund-clerk`, against
 /// whatever snapshot the handle holds right now.
 fn refund_decision(handle: &CatalogHandle, session: &SessionView, amount: i64) -> Decision {
-    let args =
-        json!({"customer_id": "C-1001", "order_id": "O-5001", "amount": amount, "reason": "late"});
+    let serde_json::Value::Object(arguments) =
+        json!({"customer_id": "C-1001", "order_id": "O-5001", "amount": amount, "reason": "late"})
+    else {
+        unreachable!("an object literal")
+    };
     let request = CallRequest {
         session_id: &session.id,
         key_id: &session.owner_key_id,
         tool: "process_refund",
-        arguments: &args,
+        arguments,
     };
-    decide(&handle.load(), Some(session), &request, Utc::now())
+    decide(&handle.load(), Some(session), request, Utc::now())
 }
 
 fn learned_clerk(handle: &CatalogHandle) -> SessionView {
@@ -87,16 +90,17 @@ async fn a_saved_limit_is_in_force_for_the_next_decision_without_a_restart() {
         slug: slug("desk"),
         description: "The refund desk.".into(),
         roles: vec![slug("refund-clerk")],
+        guardrails: Vec::new(),
     };
     f.service.create_scope("alice", &desk).await.unwrap();
     let session = learned_clerk(&f.handle);
     assert!(matches!(
         refund_decision(&f.handle, &session, 600),
-        Decision::Deny { .. }
+        Decision::Deny(_)
     ));
     assert!(matches!(
         refund_decision(&f.handle, &session, 400),
-        Decision::Allow { .. }
+        Decision::Allow(_)
     ));
 
     f.service
@@ -105,8 +109,8 @@ async fn a_saved_limit_is_in_force_for_the_next_decision_without_a_restart() {
         .unwrap();
     let decision = refund_decision(&f.handle, &session, 400);
     assert!(
-        matches!(decision, Decision::Deny { ref rule, .. } if rule.contains("at most 300")),
-        "the session that learned the 500 limit is held to the new 300: {decision}"
+        matches!(&decision, Decision::Deny(denial) if denial.rule.contains("at most 300")),
+        "the session that learned the 500 limit is held to the new 300: {decision:?}"
     );
 }
 

@@ -57,7 +57,7 @@ async fn four_sessions(log: &AuditLog) {
             "tier-1-support",
             &versions("refund-handling"),
         ),
-        NewEvent::call_allowed(
+        allowed_event(
             "s-ok",
             "support-bot",
             "issue_refund",
@@ -89,13 +89,13 @@ async fn four_sessions(log: &AuditLog) {
             &versions("refund-handling"),
         ),
         NewEvent::call_denied(
-            "s-violation",
             "support-bot",
             "issue_refund",
             json!({ "amount": 900, "card": { "sha256": "00ff" } }),
             "GOVERNANCE_VIOLATION",
             Some("max_refund_per_call"),
-        ),
+        )
+        .in_session("s-violation"),
         NewEvent::session_started(
             "s-denied",
             "billing-agent",
@@ -110,14 +110,14 @@ async fn four_sessions(log: &AuditLog) {
             &versions("billing-operations"),
         ),
         NewEvent::call_denied(
-            "s-denied",
             "billing-agent",
             "delete_account",
             json!({}),
             "ACCESS_DENIED",
             None,
-        ),
-        NewEvent::call_allowed(
+        )
+        .in_session("s-denied"),
+        allowed_event(
             "s-denied",
             "billing-agent",
             "adjust_invoice",
@@ -583,4 +583,28 @@ async fn summaries_of_events_appended_before_the_migration_are_backfilled() {
         v
     };
     assert_eq!(norm(rebuilt), norm(live));
+}
+
+/// A `call_allowed` event as the gateway writes it for a permitted call (the typed
+/// constructor takes a policy permit; these tests exercise storage, not policy).
+fn allowed_event(
+    session_id: &str,
+    actor: &str,
+    tool: &str,
+    arguments: serde_json::Value,
+    role: &str,
+    skill_versions: &std::collections::BTreeMap<String, u32>,
+) -> NewEvent {
+    NewEvent::new(
+        skillgate_core::audit::EventKind::CallAllowed,
+        serde_json::json!({
+            "tool": tool,
+            "arguments": arguments,
+            "decision": "allowed",
+            "role": role,
+            "skill_versions": skill_versions,
+        }),
+    )
+    .in_session(session_id)
+    .by(actor)
 }

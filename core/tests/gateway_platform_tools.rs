@@ -37,6 +37,7 @@ async fn fixture() -> Fixture {
             slug: Slug::parse("everything").unwrap(),
             description: String::new(),
             roles: everything,
+            guardrails: Vec::new(),
         })
         .await
         .unwrap();
@@ -108,9 +109,18 @@ async fn init_lists_only_the_roles_of_the_agents_scope_without_instructions_or_t
         ["tier-1-support", "retention-desk", "security-fraud"]
     );
     assert!(!text.contains("billing-admin") && !text.contains("system-admin"));
+    // The scope's guardrails bind every role, so init shows them; they name the tool they
+    // bound, but the roles themselves list no tools before one is learned.
+    let (roles, guardrails) = text
+        .split_once("## Guardrails of scope support")
+        .unwrap_or_else(|| panic!("init shows the scope's guardrails: {text}"));
     assert!(
-        !text.contains("process_refund"),
+        !roles.contains("process_refund"),
         "no tools before learning: {text}"
+    );
+    assert!(
+        guardrails.contains("calls in a session must add up to at most 1000"),
+        "{text}"
     );
     assert_eq!(
         structured["roles"][0]["learn_path"],

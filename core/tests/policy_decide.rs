@@ -15,47 +15,40 @@ fn code(decision: &Decision) -> Option<DenyCode> {
 }
 
 fn rule(decision: &Decision) -> &str {
-    match decision {
-        Decision::Deny { rule, .. } => rule,
-        Decision::Allow { .. } => panic!("expected a denial, got {decision:?}"),
-    }
+    &denial(decision).rule
 }
 
 fn authorizing_role(decision: &Decision) -> &str {
-    match decision {
-        Decision::Allow { role, .. } => role.as_str(),
-        Decision::Deny { .. } => panic!("expected an allow, got {decision}"),
-    }
+    permit(decision).role().as_str()
 }
 
 /// A front session that learned `small-refunds` and already checked eligibility.
 fn checked_small_session() -> SessionView {
     let mut session = session("front", &["small-refunds"]);
-    session.record_success("check");
+    session.record_success("check", None);
     session
 }
 
 #[test]
 fn a_session_the_store_does_not_know_is_access_denied_without_listing_tools() {
-    let arguments = json!({});
     let request = CallRequest {
         session_id: SESSION,
         key_id: KEY,
         tool: "check",
-        arguments: &arguments,
+        arguments: args("{}"),
     };
-    let decision = decide(&compiled(), None, &request, t0());
+    let decision = decide(&compiled(), None, request, t0());
     assert_eq!(code(&decision), Some(DenyCode::AccessDenied));
-    assert!(
-        matches!(&decision, Decision::Deny { available_tools, role: None, .. } if available_tools.is_empty())
-    );
+    let denial = denial(&decision);
+    assert!(denial.available_tools.is_empty(), "{denial}");
+    assert_eq!(denial.role, None);
+    assert_eq!(denial.guardrail_of, None);
 }
 
 #[test]
 fn expired_foreign_or_mismatched_sessions_are_access_denied_alike() {
     let catalog = compiled();
     let session = session("front", &["small-refunds"]);
-    let arguments = json!({});
     let at_expiry = session.expires_at;
     let cases: [(&str, &str, chrono::DateTime<chrono::Utc>); 4] = [
         ("expired", KEY, at_expiry),
@@ -74,9 +67,9 @@ fn expired_foreign_or_mismatched_sessions_are_access_denied_alike() {
             session_id,
             key_id: key,
             tool: "check",
-            arguments: &arguments,
+            arguments: args("{}"),
         };
-        let decision = decide(&catalog, Some(&session), &request, now);
+        let decision = decide(&catalog, Some(&session), request, now);
         assert_eq!(code(&decision), Some(DenyCode::AccessDenied), "{case}");
         rules.push(rule(&decision).to_owned());
     }
@@ -91,9 +84,9 @@ fn expired_foreign_or_mismatched_sessions_are_access_denied_alike() {
         session_id: SESSION,
         key_id: KEY,
         tool: "check",
-        arguments: &arguments,
+        arguments: args("{}"),
     };
-    assert!(decide(&catalog, Some(&session), &request, just_before).is_allowed());
+    assert!(decide(&catalog, Some(&session), request, just_before).is_allowed());
 }
 
 #[test]
@@ -107,15 +100,13 @@ fn an_unknown_tool_is_access_denied_with_the_tools_that_are_available() {
     assert_eq!(code(&decision), Some(DenyCode::AccessDenied));
     assert!(
         rule(&decision).contains("`drop_database` is not unlocked"),
-        "{decision}"
+        "{}",
+        shown(&decision)
     );
-    let Decision::Deny {
-        available_tools, ..
-    } = decision
-    else {
-        unreachable!()
-    };
-    assert_eq!(available_tools, ["check", "loose_refund", "note", "refund"]);
+    assert_eq!(
+        denial(&decision).available_tools,
+        ["check", "loose_refund", "note", "refund"]
+    );
 }
 
 #[test]
@@ -127,7 +118,11 @@ fn a_tool_of_an_unlearned_role_in_scope_is_access_denied_and_names_the_role_to_l
         "{}",
     );
     assert_eq!(code(&decision), Some(DenyCode::AccessDenied));
-    assert!(rule(&decision).contains("`/roles/retention`"), "{decision}");
+    assert!(
+        rule(&decision).contains("`/roles/retention`"),
+        "{}",
+        shown(&decision)
+    );
 }
 
 #[test]
@@ -139,7 +134,11 @@ fn a_tool_of_a_role_outside_the_scope_is_denied_without_naming_that_role() {
         "{}",
     );
     assert_eq!(code(&decision), Some(DenyCode::AccessDenied));
-    assert!(!rule(&decision).contains("outsider"), "{decision}");
+    assert!(
+        !rule(&decision).contains("outsider"),
+        "{}",
+        shown(&decision)
+    );
 }
 
 #[test]
@@ -153,7 +152,7 @@ fn a_learned_role_outside_the_session_scope_grants_nothing() {
     );
     assert_eq!(code(&decision), Some(DenyCode::AccessDenied));
     let decision = call(&compiled(), &session("ops", &["outsider"]), "lookup", "{}");
-    assert!(decision.is_allowed(), "{decision}");
+    assert!(decision.is_allowed(), "{}", shown(&decision));
 }
 
 #[test]
@@ -198,16 +197,20 @@ fn arguments_that_break_the_input_schema_are_invalid_arguments() {
             r#"{"amount": 5, "currency": "EUR"}"#,
             "currency",
         ),
-        ("not an object", r#"[500]"#, "arguments"),
     ];
     for (case, args, mentioned) in cases {
         let decision = call(&catalog, &session, "refund", args);
         assert_eq!(
             code(&decision),
             Some(DenyCode::InvalidArguments),
-            "{case}: {decision}"
+            "{case}: {}",
+            shown(&decision)
         );
-        assert!(rule(&decision).contains(mentioned), "{case}: {decision}");
+        assert!(
+            rule(&decision).contains(mentioned),
+            "{case}: {}",
+            shown(&decision)
+        );
     }
 }
 
@@ -220,21 +223,17 @@ fn a_refund_above_the_per_call_bound_is_a_governance_violation_naming_rule_and_r
         r#"{"amount": 600}"#,
     );
     assert_eq!(code(&decision), Some(DenyCode::GovernanceViolation));
-    let Decision::Deny {
-        rule,
-        role,
-        available_tools,
-        ..
-    } = &decision
-    else {
-        unreachable!()
-    };
-    assert_eq!(role.as_ref().map(|r| r.as_str()), Some("small-refunds"));
+    let denial = denial(&decision);
     assert_eq!(
-        rule,
+        denial.role.as_ref().map(|r| r.as_str()),
+        Some("small-refunds")
+    );
+    assert_eq!(denial.guardrail_of, None);
+    assert_eq!(
+        denial.rule,
         "Each call to `refund` must have `amount` at most 500. This call has `amount` = 600."
     );
-    assert!(available_tools.contains(&"refund".to_owned()));
+    assert!(denial.available_tools.contains(&"refund".to_owned()));
 }
 
 #[test]
@@ -264,7 +263,8 @@ fn per_call_bounds_compare_amounts_exactly() {
         assert_eq!(
             decision.is_allowed(),
             allowed,
-            "amount {amount}: {decision}"
+            "amount {amount}: {}",
+            shown(&decision)
         );
         if !allowed {
             assert_ne!(
@@ -302,7 +302,8 @@ fn every_comparison_operator_bounds_as_written() {
         assert_eq!(
             decision.is_allowed(),
             allowed,
-            "{op:?} {amount}: {decision}"
+            "{op:?} {amount}: {}",
+            shown(&decision)
         );
     }
 }
@@ -332,9 +333,14 @@ fn a_limit_that_cannot_be_evaluated_denies() {
         assert_eq!(
             code(&decision),
             Some(DenyCode::GovernanceViolation),
-            "{case}: {decision}"
+            "{case}: {}",
+            shown(&decision)
         );
-        assert!(rule(&decision).contains(reason), "{case}: {decision}");
+        assert!(
+            rule(&decision).contains(reason),
+            "{case}: {}",
+            shown(&decision)
+        );
     }
     assert!(call(&catalog, &session, "loose_refund", r#"{"amount": 5}"#).is_allowed());
 }
@@ -368,7 +374,12 @@ fn string_length_and_one_of_bounds_deny_what_they_do_not_list() {
     ];
     for (args, allowed) in cases {
         let decision = call(&catalog, &session, "note", args);
-        assert_eq!(decision.is_allowed(), allowed, "{args}: {decision}");
+        assert_eq!(
+            decision.is_allowed(),
+            allowed,
+            "{args}: {}",
+            shown(&decision)
+        );
     }
 }
 
@@ -384,15 +395,17 @@ fn the_session_sum_cap_stops_the_refund_that_would_cross_it() {
         rule(&decision).starts_with(
             "The `amount` of all allowed `refund` calls in a session must add up to at most 1000."
         ),
-        "{decision}"
+        "{}",
+        shown(&decision)
     );
     assert!(
         rule(&decision).contains("999.99 already used"),
-        "{decision}"
+        "{}",
+        shown(&decision)
     );
     assert!(call_and_run(&catalog, &mut session, "refund", r#"{"amount": 0.01}"#).is_allowed());
     assert_eq!(
-        session.usage.sum("small-refunds", "refund", "amount"),
+        session.usage.sum("refund", "amount"),
         "1000.00".parse().unwrap()
     );
 }
@@ -404,7 +417,7 @@ fn a_negative_amount_cannot_lower_a_session_sum() {
     assert!(call_and_run(&catalog, &mut session, "refund", r#"{"amount": 500}"#).is_allowed());
     let decision = call_and_run(&catalog, &mut session, "refund", r#"{"amount": -400}"#);
     assert_eq!(code(&decision), Some(DenyCode::GovernanceViolation));
-    assert!(rule(&decision).contains("negative"), "{decision}");
+    assert!(rule(&decision).contains("negative"), "{}", shown(&decision));
     assert!(call_and_run(&catalog, &mut session, "refund", r#"{"amount": 0}"#).is_allowed());
 }
 
@@ -419,7 +432,8 @@ fn the_call_count_cap_stops_the_call_after_the_last_allowed() {
     assert_eq!(code(&decision), Some(DenyCode::GovernanceViolation));
     assert!(
         rule(&decision).starts_with("`refund` may be called at most 3 times per session."),
-        "{decision}"
+        "{}",
+        shown(&decision)
     );
 }
 
@@ -431,16 +445,15 @@ fn a_guarded_tool_runs_only_after_its_prerequisites_succeeded() {
     assert_eq!(code(&decision), Some(DenyCode::GovernanceViolation));
     assert!(
         rule(&decision).contains("Not yet succeeded: `check`"),
-        "{decision}"
+        "{}",
+        shown(&decision)
     );
 
     // An allowed check whose upstream call failed does not satisfy the guard.
-    let Decision::Allow { reservation, .. } = call(&catalog, &session, "check", "{}") else {
-        panic!("check is allowed")
-    };
-    session.reserve(&reservation);
+    let decision = call(&catalog, &session, "check", "{}");
+    session.reserve(permit(&decision));
     assert!(!call(&catalog, &session, "refund", r#"{"amount": 10}"#).is_allowed());
-    session.record_success("check");
+    session.record_success("check", None);
     assert!(call(&catalog, &session, "refund", r#"{"amount": 10}"#).is_allowed());
 }
 
@@ -453,7 +466,8 @@ fn the_retention_refund_waits_for_ticket_extension_and_credit() {
         let decision = call(&catalog, &session, "refund", r#"{"amount": 10}"#);
         assert!(
             rule(&decision).ends_with(&format!("Not yet succeeded: {missing}.")),
-            "{decision}"
+            "{}",
+            shown(&decision)
         );
     }
     assert!(call_and_run(&catalog, &mut session, "credit", "{}").is_allowed());
@@ -488,7 +502,7 @@ fn guards_are_checked_before_bounds_and_bounds_before_caps_whatever_the_declared
 fn the_first_role_in_learn_order_whose_rules_pass_authorizes() {
     let catalog = compiled();
     let mut small_first = session("front", &["small-refunds", "big-refunds"]);
-    small_first.record_success("check");
+    small_first.record_success("check", None);
     assert_eq!(
         authorizing_role(&call(
             &catalog,
@@ -509,7 +523,7 @@ fn the_first_role_in_learn_order_whose_rules_pass_authorizes() {
     );
 
     let mut big_first = session("front", &["big-refunds", "small-refunds"]);
-    big_first.record_success("check");
+    big_first.record_success("check", None);
     assert_eq!(
         authorizing_role(&call(&catalog, &big_first, "refund", r#"{"amount": 400}"#)),
         "big-refunds"
@@ -520,19 +534,22 @@ fn the_first_role_in_learn_order_whose_rules_pass_authorizes() {
 fn when_no_granting_role_passes_the_first_in_learn_order_is_named() {
     let catalog = compiled();
     let mut session = session("front", &["small-refunds", "big-refunds"]);
-    session.record_success("check");
+    session.record_success("check", None);
     let decision = call(&catalog, &session, "refund", r#"{"amount": 6000}"#);
     assert!(
-        matches!(&decision, Decision::Deny { code: DenyCode::GovernanceViolation, role: Some(r), .. } if r.as_str() == "small-refunds"),
-        "{decision}"
+        matches!(&decision, Decision::Deny(denial) if denial.code == DenyCode::GovernanceViolation
+            && denial.role.as_ref().is_some_and(|r| r.as_str() == "small-refunds")),
+        "{}",
+        shown(&decision)
     );
 }
 
 #[test]
-fn a_cap_bounds_only_the_calls_its_role_authorized() {
+fn a_cap_counts_the_calls_every_role_authorized() {
+    // Usage is the session's: a refund another role authorised fills this role's cap too.
     let catalog = compiled();
     let mut session = session("front", &["small-refunds", "big-refunds"]);
-    session.record_success("check");
+    session.record_success("check", None);
     assert_eq!(
         authorizing_role(&call_and_run(
             &catalog,
@@ -542,10 +559,8 @@ fn a_cap_bounds_only_the_calls_its_role_authorized() {
         )),
         "big-refunds"
     );
-    assert_eq!(
-        session.usage.sum("small-refunds", "refund", "amount"),
-        0.into()
-    );
+    assert_eq!(session.usage.sum("refund", "amount"), 3000.into());
+    assert_eq!(session.usage.count("refund"), 1);
     assert_eq!(
         authorizing_role(&call_and_run(
             &catalog,
@@ -553,7 +568,20 @@ fn a_cap_bounds_only_the_calls_its_role_authorized() {
             "refund",
             r#"{"amount": 500}"#
         )),
-        "small-refunds"
+        "big-refunds",
+        "small-refunds' sum cap already counts the 3000"
+    );
+    assert_eq!(session.usage.sum("refund", "amount"), 3500.into());
+    let mut small_only = session.clone();
+    small_only
+        .learned
+        .retain(|l| l.role.as_str() == "small-refunds");
+    let decision = call(&catalog, &small_only, "refund", r#"{"amount": 1}"#);
+    assert_eq!(code(&decision), Some(DenyCode::GovernanceViolation));
+    assert!(
+        rule(&decision).contains("3500 already used"),
+        "{}",
+        shown(&decision)
     );
 }
 
@@ -565,12 +593,17 @@ fn an_allow_reserves_exactly_the_capped_amounts() {
         "refund",
         r#"{"amount": 123.45, "reason": "late"}"#,
     );
-    let Decision::Allow { role, reservation } = &decision else {
-        panic!("{decision}")
-    };
-    assert_eq!(role.as_str(), "small-refunds");
-    assert_eq!(reservation.tool(), "refund");
-    let amounts: Vec<_> = reservation
+    let permit = permit(&decision);
+    assert_eq!(permit.role().as_str(), "small-refunds");
+    assert_eq!(permit.tool(), "refund");
+    assert!(permit.reserves_usage());
+    assert!(
+        permit.reservation().counts(),
+        "small-refunds caps the count"
+    );
+    assert_eq!(permit.arguments()["reason"], "late");
+    let amounts: Vec<_> = permit
+        .reservation()
         .amounts()
         .iter()
         .map(|a| (a.arg.as_str(), a.amount.to_string()))
@@ -579,7 +612,7 @@ fn an_allow_reserves_exactly_the_capped_amounts() {
 }
 
 #[test]
-fn a_tool_whose_schema_does_not_compile_denies_every_call() {
+fn a_tool_whose_schema_does_not_compile_is_unusable_for_every_call() {
     let mut broken: Catalog = catalog();
     broken.tools[2].spec.input_schema = json!({"type": "no-such-type"});
     let catalog = CompiledCatalog::compile(broken);
@@ -592,9 +625,11 @@ fn a_tool_whose_schema_does_not_compile_denies_every_call() {
     );
     assert_eq!(
         code(&decision),
-        Some(DenyCode::InvalidArguments),
-        "{decision}"
+        Some(DenyCode::ToolUnusable),
+        "{}",
+        shown(&decision)
     );
+    assert!(rule(&decision).contains("`check`"), "{}", shown(&decision));
 }
 
 #[test]
@@ -607,7 +642,12 @@ fn a_tool_granted_by_a_skill_but_missing_from_the_catalog_is_access_denied() {
         "check",
         "{}",
     );
-    assert_eq!(code(&decision), Some(DenyCode::AccessDenied), "{decision}");
+    assert_eq!(
+        code(&decision),
+        Some(DenyCode::AccessDenied),
+        "{}",
+        shown(&decision)
+    );
 }
 
 #[test]
@@ -618,7 +658,9 @@ fn a_denial_serializes_to_the_structured_content_of_the_mcp_contract() {
         "refund",
         r#"{"amount": 600}"#,
     );
-    let json = serde_json::to_value(&decision).unwrap();
+    let refused = denial(&decision);
+    let json = serde_json::to_value(refused).unwrap();
+    assert_eq!(json, refused.to_json());
     assert_eq!(json["decision"], "denied");
     assert_eq!(json["code"], "GOVERNANCE_VIOLATION");
     assert_eq!(json["role"], "small-refunds");
@@ -627,18 +669,19 @@ fn a_denial_serializes_to_the_structured_content_of_the_mcp_contract() {
         json!(["check", "loose_refund", "note", "refund"])
     );
     assert!(json["rule"].as_str().unwrap().contains("at most 500"));
+    assert!(json.get("guardrail_of").is_none());
     let denied = decide(
         &compiled(),
         None,
-        &CallRequest {
+        CallRequest {
             session_id: SESSION,
             key_id: KEY,
             tool: "x",
-            arguments: &json!({}),
+            arguments: args("{}"),
         },
         t0(),
     );
-    let json = serde_json::to_value(&denied).unwrap();
+    let json = denial(&denied).to_json();
     assert_eq!(json["code"], "ACCESS_DENIED");
     assert!(json.get("role").is_none());
 }
@@ -652,7 +695,7 @@ fn a_denial_reads_as_label_rule_and_available_tools() {
         r#"{"amount": 600}"#,
     );
     assert_eq!(
-        decision.to_string(),
+        denial(&decision).to_string(),
         "GOVERNANCE VIOLATION (role small-refunds): Each call to `refund` must have `amount` at most 500. \
          This call has `amount` = 600. Available tools: check, loose_refund, note, refund."
     );

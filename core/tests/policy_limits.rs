@@ -5,7 +5,22 @@ mod policy_common;
 use policy_common::*;
 use rust_decimal::Decimal;
 use serde_json::json;
-use skillgate_core::model::{ArgCheck, CatalogError, CmpOp, Limit, MAX_ROLE_DESCRIPTION, Scope};
+use skillgate_core::model::{
+    ArgCheck, CatalogError, CmpOp, Limit, MAX_ROLE_DESCRIPTION, ResultCheck, Scope,
+};
+
+/// `tool` only after a success of `after` for the same `order_id` that answered `eligible: true`.
+fn bound_requires(tool: &str, after: &str) -> Limit {
+    Limit::Requires {
+        tool: tool.into(),
+        after: vec![after.into()],
+        same_args: vec!["order_id".into()],
+        result: Some(ResultCheck {
+            pointer: "/eligible".into(),
+            equals: json!(true),
+        }),
+    }
+}
 
 fn with_limit(limit: Limit) -> Result<(), CatalogError> {
     let catalog = catalog();
@@ -192,6 +207,7 @@ fn roles_and_scopes_with_dangling_or_oversized_parts_are_refused() {
         slug: slug("x"),
         description: String::new(),
         roles: vec![slug("ghost")],
+        guardrails: Vec::new(),
     };
     assert_eq!(
         catalog.validate_scope(&scope),
@@ -270,6 +286,10 @@ fn every_limit_renders_as_one_readable_sentence() {
             ),
             "`process_refund` may run only after `create_ticket`, `offer_extension` and `apply_service_credit` have succeeded earlier in the same session.",
         ),
+        (
+            bound_requires("process_refund", "check_refund_eligibility"),
+            "`process_refund` may run only after `check_refund_eligibility` has succeeded earlier in the same session for the same `order_id` with a result whose `/eligible` is true.",
+        ),
     ];
     for (limit, sentence) in cases {
         assert_eq!(limit.sentence(), sentence);
@@ -295,6 +315,10 @@ fn limits_display_in_the_compact_notation_admins_write() {
         (
             requires("process_refund", &["create_ticket", "offer_extension"]),
             "process_refund requires create_ticket, offer_extension",
+        ),
+        (
+            bound_requires("process_refund", "check_refund_eligibility"),
+            "process_refund requires check_refund_eligibility (same order_id) where /eligible == true",
         ),
     ];
     for (limit, notation) in cases {
@@ -322,6 +346,7 @@ fn limits_are_stored_as_tagged_json_with_exact_decimal_strings() {
         sum_cap("t", "a", 10),
         count_cap("t", 2),
         requires("t", &["u"]),
+        bound_requires("t", "u"),
     ];
     for limit in all {
         let text = serde_json::to_string(&limit).unwrap();

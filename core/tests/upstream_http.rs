@@ -16,7 +16,7 @@ use skillgate_core::upstream::{
     Secret, UpstreamClient, UpstreamConfig, UpstreamError, UpstreamOptions, UpstreamPool,
 };
 use tokio::task::JoinHandle;
-use upstream_common::TestUpstream;
+use upstream_common::{TestUpstream, permit};
 
 const TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -109,7 +109,7 @@ async fn a_tool_result_passes_through_unchanged() {
     let args = json!({ "amount": 500.0000001, "note": "héllo", "nested": { "list": [1, 2] } });
 
     let outcome = client(&server)
-        .call_tool("echo", arguments(args.clone()), TIMEOUT)
+        .call(permit("echo", arguments(args.clone())), None, TIMEOUT)
         .await
         .unwrap();
 
@@ -128,7 +128,7 @@ async fn a_downstream_tool_error_is_an_outcome_not_an_upstream_error() {
     let server = serve(None).await;
 
     let outcome = client(&server)
-        .call_tool("fail", Map::new(), TIMEOUT)
+        .call(permit("fail", Map::new()), None, TIMEOUT)
         .await
         .unwrap();
 
@@ -142,7 +142,7 @@ async fn an_unknown_tool_is_reported_as_the_upstreams_json_rpc_error() {
     let server = serve(None).await;
 
     let error = client(&server)
-        .call_tool("nope", Map::new(), TIMEOUT)
+        .call(permit("nope", Map::new()), None, TIMEOUT)
         .await
         .unwrap_err();
 
@@ -161,7 +161,11 @@ async fn a_slow_tool_times_out_within_the_deadline_and_the_session_survives() {
 
     let started = Instant::now();
     let error = client
-        .call_tool("slow", arguments(json!({ "ms": 30_000 })), timeout)
+        .call(
+            permit("slow", arguments(json!({ "ms": 30_000 }))),
+            None,
+            timeout,
+        )
         .await
         .unwrap_err();
     let took = started.elapsed();
@@ -175,7 +179,10 @@ async fn a_slow_tool_times_out_within_the_deadline_and_the_session_survives() {
         took >= timeout && took < timeout + Duration::from_secs(1),
         "took {took:?}"
     );
-    let outcome = client.call_tool("echo", Map::new(), TIMEOUT).await.unwrap();
+    let outcome = client
+        .call(permit("echo", Map::new()), None, TIMEOUT)
+        .await
+        .unwrap();
     assert!(!outcome.is_error);
 }
 
@@ -189,7 +196,11 @@ async fn concurrent_calls_on_one_upstream_run_at_the_same_time() {
         let client = client.clone();
         async move {
             client
-                .call_tool("gather", arguments(json!({ "n": calls })), TIMEOUT)
+                .call(
+                    permit("gather", arguments(json!({ "n": calls }))),
+                    None,
+                    TIMEOUT,
+                )
                 .await
         }
     }))
@@ -209,7 +220,10 @@ async fn the_bearer_token_is_sent_to_the_upstream() {
         UpstreamConfig::http(&server.url, Some(Secret::new("s3cret"))),
     );
 
-    let outcome = client.call_tool("echo", Map::new(), TIMEOUT).await.unwrap();
+    let outcome = client
+        .call(permit("echo", Map::new()), None, TIMEOUT)
+        .await
+        .unwrap();
 
     assert!(!outcome.is_error);
 }
@@ -221,7 +235,7 @@ async fn a_wrong_or_missing_bearer_token_is_reported_as_unauthorized() {
         let client = UpstreamClient::new("secured", UpstreamConfig::http(&server.url, bearer));
 
         let error = client
-            .call_tool("echo", Map::new(), TIMEOUT)
+            .call(permit("echo", Map::new()), None, TIMEOUT)
             .await
             .unwrap_err();
 
@@ -240,7 +254,7 @@ async fn an_unreachable_url_gives_a_clear_connect_error_without_hanging() {
     let client = UpstreamClient::new("gone", UpstreamConfig::http(&url, None));
 
     let error = client
-        .call_tool("echo", Map::new(), TIMEOUT)
+        .call(permit("echo", Map::new()), None, TIMEOUT)
         .await
         .unwrap_err();
 
@@ -264,11 +278,11 @@ async fn a_failing_upstream_is_not_retried_inside_its_backoff_window() {
     let client = UpstreamClient::with_options("gone", UpstreamConfig::http(&url, None), options);
 
     let first = client
-        .call_tool("echo", Map::new(), TIMEOUT)
+        .call(permit("echo", Map::new()), None, TIMEOUT)
         .await
         .unwrap_err();
     let second = client
-        .call_tool("echo", Map::new(), TIMEOUT)
+        .call(permit("echo", Map::new()), None, TIMEOUT)
         .await
         .unwrap_err();
 
@@ -320,7 +334,7 @@ async fn an_https_url_is_refused_clearly_while_no_tls_backend_is_built_in() {
     let client = UpstreamClient::new("tls", UpstreamConfig::http("https://127.0.0.1:1/mcp", None));
 
     let error = client
-        .call_tool("echo", Map::new(), TIMEOUT)
+        .call(permit("echo", Map::new()), None, TIMEOUT)
         .await
         .unwrap_err();
 

@@ -19,7 +19,7 @@ use std::time::Duration;
 use rmcp::ServiceExt;
 use serde_json::{Map, Value, json};
 use skillgate_core::upstream::{UpstreamClient, UpstreamConfig, UpstreamError, UpstreamOptions};
-use upstream_common::TestUpstream;
+use upstream_common::{TestUpstream, permit};
 
 const CHILD_MODE: &str = "SKILLGATE_TEST_UPSTREAM";
 const TIMEOUT: Duration = Duration::from_secs(10);
@@ -149,10 +149,17 @@ async fn lists_and_calls_tools_on_a_stdio_upstream() {
 
     let tools = client.list_tools().await.unwrap();
     let echo = client
-        .call_tool("echo", arguments(json!({ "n": 7, "s": "x" })), TIMEOUT)
+        .call(
+            permit("echo", arguments(json!({ "n": 7, "s": "x" }))),
+            None,
+            TIMEOUT,
+        )
         .await
         .unwrap();
-    let fail = client.call_tool("fail", Map::new(), TIMEOUT).await.unwrap();
+    let fail = client
+        .call(permit("fail", Map::new()), None, TIMEOUT)
+        .await
+        .unwrap();
 
     let names: Vec<_> = tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["echo", "slow", "fail", "gather"]);
@@ -173,7 +180,11 @@ async fn concurrent_calls_share_one_child_process() {
         let client = client.clone();
         async move {
             client
-                .call_tool("gather", arguments(json!({ "n": calls })), TIMEOUT)
+                .call(
+                    permit("gather", arguments(json!({ "n": calls }))),
+                    None,
+                    TIMEOUT,
+                )
                 .await
         }
     }))
@@ -186,7 +197,10 @@ async fn concurrent_calls_share_one_child_process() {
 
 async fn a_killed_child_is_restarted_by_the_next_call() {
     let client = stdio_client();
-    client.call_tool("echo", Map::new(), TIMEOUT).await.unwrap();
+    client
+        .call(permit("echo", Map::new()), None, TIMEOUT)
+        .await
+        .unwrap();
     let first_pid = client.process_id().await.unwrap();
 
     let status = std::process::Command::new("kill")
@@ -198,7 +212,10 @@ async fn a_killed_child_is_restarted_by_the_next_call() {
         !client.is_connected().await
     })
     .await;
-    let outcome = client.call_tool("echo", Map::new(), TIMEOUT).await.unwrap();
+    let outcome = client
+        .call(permit("echo", Map::new()), None, TIMEOUT)
+        .await
+        .unwrap();
 
     assert!(!outcome.is_error);
     let second_pid = client.process_id().await.unwrap();
@@ -207,11 +224,14 @@ async fn a_killed_child_is_restarted_by_the_next_call() {
 
 async fn a_call_in_flight_when_the_child_dies_fails_clearly_and_is_not_retried() {
     let client = stdio_client();
-    client.call_tool("echo", Map::new(), TIMEOUT).await.unwrap();
+    client
+        .call(permit("echo", Map::new()), None, TIMEOUT)
+        .await
+        .unwrap();
     let first_pid = client.process_id().await.unwrap();
 
     let error = client
-        .call_tool("exit_process", Map::new(), TIMEOUT)
+        .call(permit("exit_process", Map::new()), None, TIMEOUT)
         .await
         .unwrap_err();
 
@@ -224,7 +244,10 @@ async fn a_call_in_flight_when_the_child_dies_fails_clearly_and_is_not_retried()
         !client.is_connected().await
     })
     .await;
-    client.call_tool("echo", Map::new(), TIMEOUT).await.unwrap();
+    client
+        .call(permit("echo", Map::new()), None, TIMEOUT)
+        .await
+        .unwrap();
     assert_ne!(client.process_id().await.unwrap(), first_pid);
 }
 
@@ -233,7 +256,7 @@ async fn a_command_that_does_not_exist_gives_a_clear_error() {
     let client = UpstreamClient::new("missing", UpstreamConfig::stdio(command, ["--x"]));
 
     let error = client
-        .call_tool("echo", Map::new(), TIMEOUT)
+        .call(permit("echo", Map::new()), None, TIMEOUT)
         .await
         .unwrap_err();
 
@@ -253,11 +276,11 @@ async fn a_crash_looping_command_is_not_restarted_in_a_tight_loop() {
     let client = UpstreamClient::with_options("crashy", this_binary_as("crash"), options);
 
     let first = client
-        .call_tool("echo", Map::new(), TIMEOUT)
+        .call(permit("echo", Map::new()), None, TIMEOUT)
         .await
         .unwrap_err();
     let second = client
-        .call_tool("echo", Map::new(), TIMEOUT)
+        .call(permit("echo", Map::new()), None, TIMEOUT)
         .await
         .unwrap_err();
 
@@ -273,7 +296,10 @@ async fn a_crash_looping_command_is_not_restarted_in_a_tight_loop() {
 
 async fn dropping_the_client_stops_its_child_process() {
     let client = stdio_client();
-    client.call_tool("echo", Map::new(), TIMEOUT).await.unwrap();
+    client
+        .call(permit("echo", Map::new()), None, TIMEOUT)
+        .await
+        .unwrap();
     let pid = client.process_id().await.unwrap();
     let proc_dir = std::path::PathBuf::from(format!("/proc/{pid}"));
     assert!(proc_dir.exists());

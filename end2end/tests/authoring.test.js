@@ -265,6 +265,25 @@ describe('console authoring', () => {
         assert.match(again.text, /300/);
       });
 
+      it('a guardrail added to the scope binds the session whatever its role allows', async () => {
+        await open(`/scopes/${scope}`);
+        await admin.selectOption('#limit-kind', 'sum_cap');
+        await admin.selectOption('#limit-tool', 'process_refund');
+        await admin.selectOption('#limit-arg', 'amount');
+        await admin.fill('#limit-value', '450');
+        await submit(admin, js, 'button:has-text("Add guardrail")',
+          () => admin.waitForSelector('.limit-editor .sentence'));
+        assert.match(await admin.textContent('.limit-editor .sentence'), /add up to at most 450/);
+        await screenshot(admin, `authoring-guardrail-${mode}`);
+        // The 400 refunded earlier in this session counts: 100 more would make 500.
+        const over = await mcp.tool('call_tool', { tool: 'process_refund', arguments: refund(100) });
+        assert.equal(over.structured.code, 'GOVERNANCE_VIOLATION', over.text);
+        assert.equal(over.structured.guardrail_of, scope, over.text);
+        assert.match(over.text, /guardrail of scope/);
+        const init = await mcp.tool('init_skilder', {});
+        assert.match(init.text, /Guardrails of scope/);
+      });
+
       it('the role change log shows who changed the limit, before and after', async () => {
         await open(`/changes/role/${role}`);
         const entries = await admin.locator('.change').allTextContents();

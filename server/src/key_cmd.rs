@@ -4,8 +4,12 @@ use anyhow::Context;
 use chrono::{DateTime, Duration, Utc};
 use clap::Subcommand;
 use serde_json::json;
+use std::sync::Arc;
+
 use skillgate_core::audit::{AuditLog, NewEvent};
+use skillgate_core::catalog_service::CatalogService;
 use skillgate_core::keys::{AgentKeyInfo, AgentKeys, NewAgentKey};
+use skillgate_core::policy::CatalogHandle;
 use skillgate_core::slug::Slug;
 use skillgate_core::store::Store;
 
@@ -45,31 +49,18 @@ pub async fn run(database_url: &str, command: KeyCommand) -> anyhow::Result<()> 
             mcp_url,
         } => {
             let scope = Slug::parse(&scope)?;
-            let known: Vec<Slug> = store
-                .list_scopes()
-                .await
-                .context("reading the catalog's scopes")?
-                .into_iter()
-                .map(|scope| scope.value.slug)
-                .collect();
             let expires_at = expires_in_days.map(|days| Utc::now() + Duration::days(days.into()));
-            let created_by = created_by();
-            let (info, key) = keys
-                .create(&name, &scope, &known, expires_at, Some(&created_by))
+            // The same door as the console: the key and its audit event commit together.
+            let (info, key) = catalog_service(&store)
+                .await?
+                .create_key(&created_by(), &name, &scope, expires_at)
                 .await?;
-            audit_key_created(&store, &info, &created_by).await?;
             print!("{}", render_created(&info, &key, &mcp_url));
         }
         KeyCommand::Revoke { name } => {
-            let info = keys.revoke(&name).await?;
-            AuditLog::new(store.clone())
-                .append(NewEvent::admin_change(
-                    &created_by(),
-                    "agent_key.revoke",
-                    &format!("agent_key:{}", info.name),
-                    json!({"scope": info.scope, "prefix": info.prefix}),
-                    json!({"revoked_at": info.revoked_at}),
-                ))
+            let info = catalog_service(&store)
+                .await?
+                .revoke_key(&created_by(), &name)
                 .await?;
             println!(
                 "agent key `{}` ({}…, scope {}) revoked at {}; it no longer authenticates",
@@ -109,6 +100,19 @@ pub async fn audit_key_created(
         ))
         .await?;
     Ok(())
+}
+
+/// The authoring service on the database's catalog, for a one-shot command.
+async fn catalog_service(store: &Store) -> anyhow::Result<CatalogService> {
+    let compiled = store
+        .compiled_catalog()
+        .await
+        .context("reading the catalog")?;
+    Ok(CatalogService::new(
+        store.clone(),
+        AuditLog::new(store.clone()),
+        Arc::new(CatalogHandle::new(compiled)),
+    ))
 }
 
 /// Who made the key, for the listing and the audit: the local account running the CLI.

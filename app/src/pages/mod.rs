@@ -6,6 +6,7 @@ mod changes;
 mod charts;
 mod dashboard;
 mod forms;
+mod limit_editor;
 mod login;
 mod not_found;
 mod role_edit;

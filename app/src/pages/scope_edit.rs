@@ -11,11 +11,13 @@ use leptos_router::hooks::use_params_map;
 use super::ErrorNotice;
 use super::catalog::NotFoundNotice;
 use super::forms::{FieldError, FormOutcome, checkbox_group, error_for, last_error};
+use super::limit_editor::{LimitHolder, limit_form, limit_list};
 use crate::api::ConsoleError;
 use crate::authoring_api::{
     CreateKey, CreateScope, CreatedKey, KeyForm, RevokeKey, SaveScope, get_key_form,
     get_scope_editor, role_choices,
 };
+use crate::limits_api::{AddLimit, EditLimitValue, RemoveLimit};
 
 #[component]
 pub fn NewScopePage() -> impl IntoView {
@@ -78,10 +80,19 @@ pub fn ScopeEditPage() -> impl IntoView {
     let params = use_params_map();
     let slug = move || params.read().get("slug").unwrap_or_default();
     let save = ServerAction::<SaveScope>::new();
-    let editor = Resource::new(
-        move || (slug(), save.value().get().and_then(Result::ok)),
-        |(s, _)| get_scope_editor(s),
-    );
+    let add = ServerAction::<AddLimit>::new();
+    let edit = ServerAction::<EditLimitValue>::new();
+    let remove = ServerAction::<RemoveLimit>::new();
+    // Reload after a successful save only, so a refused save keeps what the admin typed.
+    let saved = move || {
+        [
+            save.value().get().and_then(Result::ok),
+            add.value().get().and_then(Result::ok),
+            edit.value().get().and_then(Result::ok),
+            remove.value().get().and_then(Result::ok),
+        ]
+    };
+    let editor = Resource::new(move || (slug(), saved()), |(s, _)| get_scope_editor(s));
     let error = last_error(save);
     let err = move |f: &'static str| Signal::derive(move || error_for(error(), f));
     view! {
@@ -101,6 +112,16 @@ pub fn ScopeEditPage() -> impl IntoView {
                             err("roles"),
                         );
                         let can_edit = scope.can_edit;
+                        let holder = LimitHolder {
+                            kind: "scope",
+                            name: scope.slug.clone(),
+                            revision: scope.revision,
+                            can_edit,
+                            limits: scope.guardrails.clone(),
+                            tools: scope.tools.clone(),
+                        };
+                        let guardrails = limit_list(&holder, edit, remove);
+                        let new_guardrail = limit_form(&holder, add);
                         view! {
                             <h1>{format!("Scope: {}", scope.slug)}</h1>
                             <p class="muted">
@@ -136,6 +157,16 @@ pub fn ScopeEditPage() -> impl IntoView {
                                     </button>
                                 </fieldset>
                             </ActionForm>
+                            <section aria-labelledby="guardrails-heading">
+                                <h2 id="guardrails-heading">"Guardrails"</h2>
+                                <p class="muted">
+                                    "Limits that bind every call of this scope's sessions, whichever role authorizes it: a role cannot lift them. Agents read them when they start a session and learn a role."
+                                </p>
+                                <FormOutcome action=edit fields=&[] saved="Guardrail changed." />
+                                <FormOutcome action=remove fields=&[] saved="Guardrail removed." />
+                                {guardrails}
+                                {new_guardrail}
+                            </section>
                         }
                             .into_any()
                     }

@@ -8,7 +8,7 @@ use leptos::server::ServerAction;
 use leptos_router::components::A;
 
 use super::ErrorNotice;
-use super::catalog::{Pager, link_list, page_param};
+use super::catalog::{Pager, inline_code, link_list, page_param};
 use super::scope_edit::{CreateKeyPanel, key_form_resource, revoke_button};
 use crate::authoring_api::RevokeKey;
 use crate::catalog_api::{KeyRow, ScopeRow, scopes_and_keys};
@@ -53,6 +53,7 @@ pub fn ScopesPage() -> impl IntoView {
                                                     <th scope="col">"Scope"</th>
                                                     <th scope="col">"Description"</th>
                                                     <th scope="col">"Roles"</th>
+                                                    <th scope="col">"Guardrails"</th>
                                                 </tr>
                                             </thead>
                                             <tbody>
@@ -134,6 +135,22 @@ fn scope_row(scope: ScopeRow) -> impl IntoView {
             </td>
             <td class="description">{scope.description}</td>
             <td>{link_list("/roles", scope.roles)}</td>
+            <td>
+                {if scope.guardrails.is_empty() {
+                    view! { <span class="muted">"none"</span> }.into_any()
+                } else {
+                    view! {
+                        <ul class="plain">
+                            {scope
+                                .guardrails
+                                .into_iter()
+                                .map(|sentence| view! { <li>{inline_code(&sentence)}</li> })
+                                .collect_view()}
+                        </ul>
+                    }
+                        .into_any()
+                }}
+            </td>
         </tr>
     }
 }

@@ -64,8 +64,8 @@ fn broken_badge(broken: bool) -> impl IntoView {
     broken.then(|| {
         view! {
             " "
-            <span class="badge danger" title="The input schema does not compile: every call is denied">
-                "schema error"
+            <span class="badge danger" title="The input schema does not compile: every call is denied as TOOL_UNUSABLE">
+                "unusable: schema error"
             </span>
         }
     })
@@ -177,8 +177,8 @@ fn tool_view(detail: ToolDetail) -> impl IntoView {
             .map(|reason| {
                 view! {
                     <div class="notice error" role="alert">
-                        <strong>"The input schema does not compile"</strong>
-                        <p>"Every call to this tool is denied until the schema is fixed: " {reason}</p>
+                        <strong>"This tool is unusable: its input schema does not compile"</strong>
+                        <p>"Every call to it is denied with TOOL_UNUSABLE until its upstream serves a schema that compiles: " {reason}</p>
                     </div>
                 }
             })}

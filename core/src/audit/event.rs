@@ -8,6 +8,9 @@ use std::str::FromStr;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::policy::Permit;
 
 /// What happened. Serialized (and stored) in snake_case, e.g. `call_allowed`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -143,31 +146,32 @@ impl NewEvent {
         .by(actor)
     }
 
-    pub fn learn_denied(session_id: &str, actor: &str, path: &str, code: &str) -> Self {
+    /// Placed in a session with [`Self::in_session`] only when the session is the caller's.
+    pub fn learn_denied(actor: &str, path: &str, code: &str) -> Self {
         Self::new(
             EventKind::LearnDenied,
             json!({ "path": path, "code": code }),
         )
-        .in_session(session_id)
         .by(actor)
     }
 
-    /// `arguments` must already be redacted with [`super::redact_sensitive`].
+    /// The decision event of an allowed call: it takes the [`Permit`], so it can only be
+    /// written for a call the policy engine allowed. `arguments` must already be redacted
+    /// with [`super::redact_sensitive`].
     pub fn call_allowed(
         session_id: &str,
         actor: &str,
-        tool: &str,
+        permit: &Permit,
         arguments: Value,
-        role: &str,
         skill_versions: &BTreeMap<String, u32>,
     ) -> Self {
         Self::new(
             EventKind::CallAllowed,
             json!({
-                "tool": tool,
+                "tool": permit.tool(),
                 "arguments": arguments,
                 "decision": "allowed",
-                "role": role,
+                "role": permit.role(),
                 "skill_versions": skill_versions,
             }),
         )
@@ -175,9 +179,22 @@ impl NewEvent {
         .by(actor)
     }
 
+    /// Records, without placing the event in it, which session a refused request named
+    /// that was not the caller's: a digest, so the victim's id is not spread through the
+    /// log, yet two refusals naming the same session can be matched.
+    pub fn naming_session(mut self, named: &str) -> Self {
+        if let Value::Object(payload) = &mut self.payload {
+            payload.insert(
+                "named_session_digest".to_owned(),
+                json!(hex::encode(Sha256::digest(named.as_bytes()))),
+            );
+        }
+        self
+    }
+
+    /// Placed in a session with [`Self::in_session`] only when the session is the caller's.
     /// `arguments` must already be redacted with [`super::redact_sensitive`].
     pub fn call_denied(
-        session_id: &str,
         actor: &str,
         tool: &str,
         arguments: Value,
@@ -194,7 +211,6 @@ impl NewEvent {
                 "rule": rule,
             }),
         )
-        .in_session(session_id)
         .by(actor)
     }
 
@@ -297,16 +313,32 @@ mod tests {
     #[test]
     fn a_denied_call_records_its_code_and_rule() {
         let event = NewEvent::call_denied(
-            "s1",
             "agent",
             "issue_refund",
             json!({}),
             "GOVERNANCE_VIOLATION",
             Some("max_refund"),
-        );
+        )
+        .in_session("s1");
         assert_eq!(event.kind, EventKind::CallDenied);
         assert_eq!(event.payload["code"], "GOVERNANCE_VIOLATION");
         assert_eq!(event.payload["rule"], "max_refund");
         assert_eq!(event.session_id.as_deref(), Some("s1"));
+    }
+
+    #[test]
+    fn a_refusal_naming_a_foreign_session_carries_its_digest_not_its_id() {
+        let event = NewEvent::call_denied(
+            "mallory",
+            "process_refund",
+            json!({}),
+            "ACCESS_DENIED",
+            None,
+        )
+        .naming_session("ses_victim");
+        assert_eq!(event.session_id, None);
+        let digest = event.payload["named_session_digest"].as_str().unwrap();
+        assert_eq!(digest.len(), 64);
+        assert!(!event.payload.to_string().contains("ses_victim"));
     }
 }

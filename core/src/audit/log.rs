@@ -3,7 +3,9 @@
 use std::io::Write;
 
 use chrono::{DateTime, SecondsFormat, Utc};
+use futures::future::BoxFuture;
 use futures::stream::{BoxStream, StreamExt, TryStreamExt};
+use sqlx::SqliteConnection;
 use tokio::sync::{mpsc, oneshot};
 
 use super::chain::{self, ChainVerifier, VerifyReport, canonical_json};
@@ -36,8 +38,21 @@ struct Prepared {
     payload: String,
 }
 
+/// A state change that commits in the same transaction as the events it returns: it runs
+/// on the writer's connection inside `BEGIN IMMEDIATE`. `Ok(None)` declines (e.g. a stale
+/// revision), and then neither the change nor any event is committed.
+pub type Change = Box<
+    dyn for<'c> FnOnce(
+            &'c mut SqliteConnection,
+        )
+            -> BoxFuture<'c, Result<Option<Vec<NewEvent>>, crate::store::StoreError>>
+        + Send,
+>;
+
 struct Job {
     events: Vec<Prepared>,
+    /// Committed alone, before its events, in their transaction.
+    change: Option<Change>,
     reply: oneshot::Sender<Result<Vec<AppendedEvent>, AuditError>>,
 }
 
@@ -79,21 +94,56 @@ impl AuditLog {
         if events.is_empty() {
             return Ok(Vec::new());
         }
-        let events = events
-            .into_iter()
-            .map(|event| Prepared {
-                kind: event.kind,
-                session_id: event.session_id,
-                actor: event.actor,
-                payload: canonical_json(&event.payload),
-            })
-            .collect();
+        let events = events.into_iter().map(prepare).collect();
         let (reply, answer) = oneshot::channel();
         self.jobs
-            .send(Job { events, reply })
+            .send(Job {
+                events,
+                change: None,
+                reply,
+            })
             .await
             .map_err(|_| AuditError::WriterStopped)?;
         answer.await.map_err(|_| AuditError::WriterStopped)?
+    }
+
+    /// Commits a state change together with the events it returns, through the one writer,
+    /// so no change is ever stored without its event nor an event without its change.
+    /// `change` returns the value to hand back and the events; `Ok(None)` (e.g. a stale
+    /// revision) commits nothing and is answered `None`.
+    pub async fn commit<T, C>(&self, change: C) -> Result<Option<T>, AuditError>
+    where
+        T: Send + 'static,
+        C: for<'c> FnOnce(
+                &'c mut SqliteConnection,
+            ) -> BoxFuture<
+                'c,
+                Result<Option<(T, Vec<NewEvent>)>, crate::store::StoreError>,
+            > + Send
+            + 'static,
+    {
+        let (value_tx, value_rx) = oneshot::channel();
+        let erased: Change = Box::new(move |conn| {
+            Box::pin(async move {
+                Ok(change(conn).await?.map(|(value, events)| {
+                    let _ = value_tx.send(value);
+                    events
+                }))
+            })
+        });
+        let (reply, answer) = oneshot::channel();
+        self.jobs
+            .send(Job {
+                events: Vec::new(),
+                change: Some(erased),
+                reply,
+            })
+            .await
+            .map_err(|_| AuditError::WriterStopped)?;
+        answer.await.map_err(|_| AuditError::WriterStopped)??;
+        // The change ran to its end before the writer answered: the value was sent if it
+        // applied, and its sender dropped unsent if it declined.
+        Ok(value_rx.await.ok())
     }
 
     /// The newest committed event (or anchor, or genesis): record it elsewhere to detect a
@@ -178,6 +228,15 @@ impl AuditLog {
     }
 }
 
+fn prepare(event: NewEvent) -> Prepared {
+    Prepared {
+        kind: event.kind,
+        session_id: event.session_id,
+        actor: event.actor,
+        payload: canonical_json(&event.payload),
+    }
+}
+
 fn timestamp(at: DateTime<Utc>) -> String {
     at.to_rfc3339_opts(SecondsFormat::Micros, true)
 }
@@ -210,11 +269,29 @@ async fn run_writer(store: Store, mut queue: mpsc::Receiver<Job>) {
     // process appending (the CLI, a replica) moves the real tip; the store notices and
     // the write falls back to reading it.
     let mut tip = None;
-    while let Some(first) = queue.recv().await {
+    // A change job met while gathering a group waits for the group to commit first, so
+    // events keep the order their callers sent them in.
+    let mut held: Option<Job> = None;
+    loop {
+        let first = match held.take() {
+            Some(job) => job,
+            None => match queue.recv().await {
+                Some(job) => job,
+                None => break,
+            },
+        };
+        if first.change.is_some() {
+            commit_change(&store, &mut tip, first).await;
+            continue;
+        }
         let mut pending = first.events.len();
         let mut group = vec![first];
         while pending < MAX_GROUP {
             match queue.try_recv() {
+                Ok(job) if job.change.is_some() => {
+                    held = Some(job);
+                    break;
+                }
                 Ok(job) => {
                     pending += job.events.len();
                     group.push(job);
@@ -224,6 +301,41 @@ async fn run_writer(store: Store, mut queue: mpsc::Receiver<Job>) {
         }
         commit_group(&store, &mut tip, group).await;
     }
+}
+
+/// Commits one change job: its state change and the events it returns, in one transaction.
+async fn commit_change(store: &Store, tip: &mut Option<Anchor>, mut job: Job) {
+    let Some(change) = job.change.take() else {
+        return;
+    };
+    let now = Utc::now();
+    let at = timestamp(now);
+    let result = store
+        .audit_append_after(change, |anchor, events: Vec<NewEvent>| {
+            let prepared: Vec<Prepared> = events.into_iter().map(prepare).collect();
+            let refs: Vec<&Prepared> = prepared.iter().collect();
+            link_all(anchor, &at, &refs)
+        })
+        .await;
+    let answer = match result {
+        Ok(Some(rows)) => {
+            if let Some(last) = rows.last() {
+                *tip = Some(Anchor {
+                    seq: last.seq,
+                    hash: last.hash.clone(),
+                });
+            }
+            Ok(appended(rows, &at, now))
+        }
+        Ok(None) => Ok(Vec::new()),
+        Err(err) => {
+            // The tip may have moved or not: read it again on the next write.
+            *tip = None;
+            tracing::error!(error = %err, "audited change failed");
+            Err(err.into())
+        }
+    };
+    let _ = job.reply.send(answer);
 }
 
 async fn commit_group(store: &Store, tip: &mut Option<Anchor>, group: Vec<Job>) {
@@ -309,16 +421,19 @@ async fn write(
         seq: row.seq,
         hash: row.hash.clone(),
     });
+    Ok(appended(rows, &at, now))
+}
+
+fn appended(rows: Vec<AuditRow>, at: &str, now: DateTime<Utc>) -> Vec<AppendedEvent> {
     // Stored `at` has microsecond precision; answer with exactly what was stored.
-    let at = DateTime::parse_from_rfc3339(&at)
+    let at = DateTime::parse_from_rfc3339(at)
         .map(|at| at.with_timezone(&Utc))
         .unwrap_or(now);
-    Ok(rows
-        .into_iter()
+    rows.into_iter()
         .map(|row| AppendedEvent {
             seq: row.seq,
             hash: row.hash,
             at,
         })
-        .collect())
+        .collect()
 }

@@ -44,7 +44,7 @@ mod redact;
 pub use chain::{BadEvent, BadReason, ChainVerifier, GENESIS_HASH, VerifyReport, canonical_json};
 pub use event::{AppendedEvent, AuditEvent, CallOutcome, EventKind, NewEvent, UnknownKind};
 pub use export::{ExportFilter, ExportFormat, verify_exported_jsonl, verify_exported_jsonl_from};
-pub use log::{AuditError, AuditLog};
+pub use log::{AuditError, AuditLog, Change};
 pub use redact::redact_sensitive;
 
 pub use crate::store::audit::{Anchor, AuditRow};

@@ -7,7 +7,7 @@ use rust_decimal::Decimal;
 
 use super::tools::tool_specs;
 use crate::model::{
-    ArgCheck, CatalogDraft, CatalogTool, CmpOp, Limit, Resource, Role, Scope, Skill,
+    ArgCheck, CatalogDraft, CatalogTool, CmpOp, Limit, Resource, ResultCheck, Role, Scope, Skill,
 };
 use crate::slug::Slug;
 
@@ -68,6 +68,31 @@ fn requires(tool: &str, after: &[&str]) -> Limit {
     Limit::Requires {
         tool: tool.to_owned(),
         after: names(after),
+        same_args: Vec::new(),
+        result: None,
+    }
+}
+
+/// A refund needs an eligibility check of the same order that answered `eligible: true`:
+/// a check of another order, or one that said no, does not open the way.
+fn refund_requires_eligible_check() -> Limit {
+    Limit::Requires {
+        tool: "process_refund".to_owned(),
+        after: names(&["check_refund_eligibility"]),
+        same_args: names(&["order_id"]),
+        result: Some(ResultCheck {
+            pointer: "/eligible".to_owned(),
+            equals: serde_json::Value::Bool(true),
+        }),
+    }
+}
+
+/// What the `support` scope refunds per session, whichever of its roles issues the refunds.
+fn support_refund_guardrail() -> Limit {
+    Limit::SumCap {
+        tool: "process_refund".to_owned(),
+        arg: "amount".to_owned(),
+        max: Decimal::from(1000),
     }
 }
 
@@ -164,16 +189,19 @@ fn roles() -> Vec<Role> {
             limits: vec![
                 refund_cap(500),
                 Limit::SumCap { tool: "process_refund".to_owned(), arg: "amount".to_owned(), max: Decimal::from(1000) },
-                requires("process_refund", &["check_refund_eligibility"]),
+                refund_requires_eligible_check(),
             ],
         },
         Role {
             slug: slug("retention-desk"),
             title: "Retention desk".to_owned(),
-            description: "Customers who want to cancel: understand why, offer an extension and a service credit, and refund only after both were offered and the case is ticketed.".to_owned(),
+            description: "Customers who want to cancel: understand why, offer an extension and a service credit, and refund (up to 500 per refund) only after both were offered and the case is ticketed.".to_owned(),
             instructions: "Your goal is to keep customers who are about to leave, honestly. The institutional policy is strict about order: open a ticket, offer an extension, apply a service credit, and only then, if the customer still wants their money back, process a refund. The gateway enforces this order; a refund attempted earlier is refused.".to_owned(),
             skills: slugs(&["customer-lookup", "retention-playbook"]),
-            limits: vec![requires("process_refund", &["create_ticket", "offer_extension", "apply_service_credit"])],
+            limits: vec![
+                refund_cap(500),
+                requires("process_refund", &["create_ticket", "offer_extension", "apply_service_credit"]),
+            ],
         },
         Role {
             slug: slug("billing-admin"),
@@ -216,21 +244,25 @@ fn scopes() -> Vec<Scope> {
             slug: slug("support"),
             description: "Customer-facing support agents.".to_owned(),
             roles: slugs(&["tier-1-support", "retention-desk", "security-fraud"]),
+            guardrails: vec![support_refund_guardrail()],
         },
         Scope {
             slug: slug("billing"),
             description: "Billing agents.".to_owned(),
             roles: slugs(&["billing-admin", "tier-1-support"]),
+            guardrails: Vec::new(),
         },
         Scope {
             slug: slug("ops"),
             description: "Internal operations agents.".to_owned(),
             roles: slugs(&["system-admin"]),
+            guardrails: Vec::new(),
         },
         Scope {
             slug: slug("curation"),
             description: "Curator agents that propose skill revisions.".to_owned(),
             roles: slugs(&["skill-curator"]),
+            guardrails: Vec::new(),
         },
     ]
 }
@@ -530,8 +562,27 @@ mod tests {
             [
                 "Each call to `process_refund` must have `amount` at most 500.",
                 "The `amount` of all allowed `process_refund` calls in a session must add up to at most 1000.",
-                "`process_refund` may run only after `check_refund_eligibility` has succeeded earlier in the same session.",
+                "`process_refund` may run only after `check_refund_eligibility` has succeeded earlier in the same session for the same `order_id` with a result whose `/eligible` is true.",
             ]
+        );
+    }
+
+    #[test]
+    fn the_support_scope_caps_refunds_per_session_under_every_role() {
+        let catalog = catalog();
+        let support = catalog.scope("support").unwrap();
+        assert_eq!(
+            support.guardrail_sentences(),
+            [
+                "The `amount` of all allowed `process_refund` calls in a session must add up to at most 1000."
+            ]
+        );
+        let desk = catalog.role("retention-desk").unwrap().limit_sentences();
+        assert!(
+            desk.contains(
+                &"Each call to `process_refund` must have `amount` at most 500.".to_owned()
+            ),
+            "{desk:?}"
         );
     }
 

@@ -7,16 +7,17 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use rmcp::model::ContentBlock;
+use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::{AgentIdentity, Gateway, GatewayError, ToolReply, code_label, denial};
+use super::{AgentIdentity, Gateway, GatewayError, Place, ToolReply, bounds, code_label, refusal};
 use crate::audit::{CallOutcome, NewEvent, redact_sensitive};
 use crate::metrics::{Outcome, Phase};
-use crate::model::Limit;
 use crate::model::UpstreamKind;
-use crate::policy::{CallRequest, CompiledCatalog, Decision, DenyCode, SessionView, decide};
+use crate::policy::{
+    Arguments, CallRequest, Decision, Denial, DenyCode, SessionView, SuccessNote, decide,
+};
 use crate::revisions::curator::{META_AGENT, META_SESSION};
 use crate::slug::Slug;
 use crate::upstream::UpstreamError;
@@ -25,9 +26,10 @@ use crate::upstream::UpstreamError;
 const SAVE_ATTEMPTS: usize = 8;
 
 impl Gateway {
-    /// `call_tool`: executes `tool` downstream only if a learned role grants it and that
-    /// role's limits pass; otherwise a denial naming the rule.
-    #[tracing::instrument(skip_all, fields(key = %agent.key_name, tool = %tool))]
+    /// `call_tool`: executes `tool` downstream only if a learned role grants it and every
+    /// limit that binds the call passes; otherwise a denial naming the rule. Every outcome,
+    /// including a refusal of the request's shape, is audited before the agent hears it.
+    #[tracing::instrument(skip_all, fields(key = %agent.key_name, tool = %bounds::audited_tool(tool)))]
     pub async fn call(
         &self,
         agent: &AgentIdentity,
@@ -38,8 +40,24 @@ impl Gateway {
         let now = Self::now();
         let metrics = &self.metrics;
         let timer = Instant::now();
+        let named = session_id.filter(|id| !id.is_empty());
+        let oversized = bounds::session_id(named.as_deref())
+            .and_then(|()| bounds::tool_name(tool))
+            .and_then(|()| bounds::arguments(&arguments));
+        if let Err(rule) = oversized {
+            // Nothing of it is looked up: the refusal stays with the caller.
+            let denied = Denied {
+                place: Place::caller_naming(named.as_deref()),
+                denial: Denial::new(DenyCode::InvalidArguments, rule),
+                session_time: timer.elapsed(),
+            };
+            let arguments = bounds::audited_arguments(arguments);
+            return self
+                .record_denial(agent, &bounds::audited_tool(tool), arguments, denied)
+                .await;
+        }
         // Only the id here: the session is loaded once, under its lock, below.
-        let sid = match session_id.filter(|id| !id.is_empty()) {
+        let sid = match named {
             Some(id) => id,
             None => self
                 .store
@@ -55,6 +73,11 @@ impl Gateway {
             .unwrap_or_default();
         let audited_arguments = redact_sensitive(&arguments, &sensitive);
         let key_id = agent.key_id.to_string();
+        // One representation from here to the upstream: the JSON object the agent sent.
+        let mut arguments: Result<Arguments, ()> = match arguments {
+            Value::Object(map) => Ok(map),
+            _ => Err(()),
+        };
 
         // Decide and reserve under the session's lock; the revision check on save makes
         // the reservation exact across processes too.
@@ -63,7 +86,7 @@ impl Gateway {
         let _guard = self.locks.lock(&sid).await;
         session_time += timer.elapsed();
         let mut attempts = 0;
-        let (role, view) = loop {
+        let (mut permit, view) = loop {
             let timer = Instant::now();
             let current = if sid.is_empty() {
                 None
@@ -71,69 +94,77 @@ impl Gateway {
                 self.store.load_session(&sid).await?
             };
             session_time += timer.elapsed();
+            let owned = current
+                .as_ref()
+                .is_some_and(|s| s.view.owner_key_id == key_id);
+            let place = Place::of(&sid, owned);
+            let Ok(args) = arguments else {
+                let denied = Denied {
+                    place,
+                    denial: Denial::new(
+                        DenyCode::InvalidArguments,
+                        "`arguments` must be a JSON object of the tool's arguments.",
+                    ),
+                    session_time,
+                };
+                return self
+                    .record_denial(agent, tool, audited_arguments, denied)
+                    .await;
+            };
             let request = CallRequest {
                 session_id: &sid,
                 key_id: &key_id,
                 tool,
-                arguments: &arguments,
+                arguments: args,
             };
             let timer = Instant::now();
-            let decision = decide(&catalog, current.as_ref().map(|s| &s.view), &request, now);
+            let decision = decide(&catalog, current.as_ref().map(|s| &s.view), request, now);
             metrics.observe(Phase::Decide, timer.elapsed());
-            match decision {
-                decision @ Decision::Deny { .. } => {
-                    let Decision::Deny { code, rule, .. } = &decision else {
-                        unreachable!()
-                    };
+            let permit = match decision {
+                Decision::Deny(denial) => {
                     let denied = Denied {
-                        sid: &sid,
-                        code: *code,
-                        rule,
+                        place,
+                        denial,
                         session_time,
                     };
-                    self.record_denial(agent, tool, audited_arguments, denied)
-                        .await?;
-                    return Ok(ToolReply::Gateway {
-                        text: decision.to_string(),
-                        structured: serde_json::to_value(&decision).expect("a decision serializes"),
-                        is_error: true,
-                    });
+                    return self
+                        .record_denial(agent, tool, audited_arguments, denied)
+                        .await;
                 }
-                Decision::Allow { role, reservation } => {
-                    let mut stored = current.expect("an allowed call has a session");
-                    // Usage that no limit of the authorizing role reads need not be stored:
-                    // skipping the write keeps unlimited tools (lookups) at two commits
-                    // per call, both of them audit group commits.
-                    if !usage_is_limited(&catalog, &role, tool) {
-                        break (role, stored.view);
-                    }
-                    stored.view.reserve(&reservation);
-                    let timer = Instant::now();
-                    let saved = self
-                        .store
-                        .save_session_state(&stored.view, stored.revision)
-                        .await?;
-                    metrics.observe(Phase::Reserve, timer.elapsed());
-                    if saved {
-                        break (role, stored.view);
-                    }
-                    attempts += 1;
-                    if attempts >= SAVE_ATTEMPTS {
-                        // A decision like any other: it is counted and audited.
-                        let code = DenyCode::AccessDenied;
-                        let rule = "the session is too busy to reserve this call safely; try again";
-                        let denied = Denied {
-                            sid: &sid,
-                            code,
-                            rule,
-                            session_time,
-                        };
-                        self.record_denial(agent, tool, audited_arguments, denied)
-                            .await?;
-                        return Ok(denial(code, rule.to_owned(), Vec::new()));
-                    }
-                }
+                Decision::Allow(permit) => permit,
+            };
+            let Some(mut stored) = current else {
+                unreachable!("decide allows only in a stored session")
+            };
+            if !permit.reserves_usage() {
+                break (permit, stored.view);
             }
+            stored.view.reserve(&permit);
+            let timer = Instant::now();
+            let saved = self
+                .store
+                .save_session_state(&stored.view, stored.revision)
+                .await?;
+            metrics.observe(Phase::Reserve, timer.elapsed());
+            if saved {
+                break (permit, stored.view);
+            }
+            attempts += 1;
+            if attempts >= SAVE_ATTEMPTS {
+                // A decision like any other: it is counted and audited.
+                let denied = Denied {
+                    place,
+                    denial: Denial::new(
+                        DenyCode::AccessDenied,
+                        "The session is too busy to reserve this call safely; try again.",
+                    ),
+                    session_time,
+                };
+                return self
+                    .record_denial(agent, tool, audited_arguments, denied)
+                    .await;
+            }
+            arguments = Ok(permit.into_arguments());
         };
         metrics.observe(Phase::Session, session_time);
         metrics.count_decision(Outcome::Allowed);
@@ -143,22 +174,19 @@ impl Gateway {
             .append(NewEvent::call_allowed(
                 &sid,
                 &agent.key_name,
-                tool,
+                &permit,
                 audited_arguments,
-                role.as_str(),
-                &learned_versions(&view, &role),
+                &learned_versions(&view, permit.role()),
             ))
             .await?;
         metrics.observe(Phase::AuditDecision, timer.elapsed());
 
+        let role = permit.role().clone();
+        let note = permit.take_note();
         let upstream = catalog
             .tool(tool)
             .map(|t| t.upstream.to_string())
             .unwrap_or_default();
-        let arguments = match arguments {
-            Value::Object(map) => map,
-            _ => Default::default(), // unreachable: decide checked the object schema
-        };
         let started = Instant::now();
         // A built-in upstream learns who is calling (the curator's proposer identity);
         // outside upstreams never see the agent's key name.
@@ -174,11 +202,7 @@ impl Gateway {
             meta
         });
         let outcome = match self.upstreams.get(&upstream) {
-            Ok(client) => {
-                client
-                    .call_tool_with_meta(tool, arguments, meta, self.options.call_timeout)
-                    .await
-            }
+            Ok(client) => client.call(permit, meta, self.options.call_timeout).await,
             Err(error) => Err(error),
         };
         metrics.observe(Phase::Upstream, started.elapsed());
@@ -206,9 +230,9 @@ impl Gateway {
                     ))
                     .await?;
                 metrics.observe(Phase::AuditResult, timer.elapsed());
-                // Step-order guards only ask whether a tool ever succeeded: record it once.
-                if !outcome.is_error && !view.usage.has_succeeded(tool) {
-                    self.record_success(&sid, tool).await?;
+                if !outcome.is_error {
+                    self.record_success(&sid, tool, &view, &note, &outcome.result)
+                        .await?;
                 }
                 Ok(ToolReply::Downstream(outcome.result))
             }
@@ -222,7 +246,7 @@ impl Gateway {
                         tool,
                         started.elapsed().as_millis() as u64,
                         &CallOutcome::Error {
-                            message: message.clone(),
+                            message: error.to_string(),
                         },
                     ))
                     .await?;
@@ -244,38 +268,61 @@ impl Gateway {
         }
     }
 
-    /// Counts a denial and makes its `call_denied` event durable.
+    /// Counts a denial, makes its `call_denied` event durable where it belongs, and answers
+    /// the agent with it.
     async fn record_denial(
         &self,
         agent: &AgentIdentity,
         tool: &str,
         audited_arguments: Value,
-        denied: Denied<'_>,
-    ) -> Result<(), GatewayError> {
-        self.metrics.observe(Phase::Session, denied.session_time);
-        self.metrics.count_decision(Outcome::Denied(denied.code));
+        denied: Denied,
+    ) -> Result<ToolReply, GatewayError> {
+        let Denied {
+            place,
+            denial,
+            session_time,
+        } = denied;
+        self.metrics.observe(Phase::Session, session_time);
+        self.metrics.count_decision(Outcome::Denied(denial.code));
         let timer = Instant::now();
-        self.audit
-            .append(NewEvent::call_denied(
-                denied.sid,
-                &agent.key_name,
-                tool,
-                audited_arguments,
-                &code_label(denied.code),
-                Some(denied.rule),
-            ))
-            .await?;
+        let event = NewEvent::call_denied(
+            &agent.key_name,
+            tool,
+            audited_arguments,
+            &code_label(denial.code),
+            Some(&bounds::audited_rule(&denial.rule)),
+        );
+        self.audit.append(place.place(event)).await?;
         self.metrics.observe(Phase::AuditDecision, timer.elapsed());
-        Ok(())
+        Ok(refusal(denial))
     }
 
-    /// Marks `tool` as having succeeded in the session, for step-order guards.
-    async fn record_success(&self, sid: &str, tool: &str) -> Result<(), GatewayError> {
+    /// Records a success for step-order guards: that `tool` succeeded once (plain guards),
+    /// and what it succeeded with when a bound guard compares against it.
+    async fn record_success(
+        &self,
+        sid: &str,
+        tool: &str,
+        view: &SessionView,
+        note: &SuccessNote,
+        result: &CallToolResult,
+    ) -> Result<(), GatewayError> {
+        let outcome = if note.is_watched() {
+            note.outcome(structured_result(result).as_ref())
+        } else {
+            None
+        };
+        // The common case, a tool already recorded and watched by no bound guard, writes nothing.
+        if outcome.is_none() && view.usage.has_succeeded(tool) {
+            return Ok(());
+        }
         for _ in 0..SAVE_ATTEMPTS {
             let Some(mut stored) = self.store.load_session(sid).await? else {
                 return Ok(());
             };
-            stored.view.record_success(tool);
+            if !stored.view.record_success(tool, outcome.clone()) {
+                return Ok(());
+            }
             if self
                 .store
                 .save_session_state(&stored.view, stored.revision)
@@ -293,21 +340,11 @@ impl Gateway {
     }
 }
 
-/// A denial as `record_denial` counts and audits it.
-struct Denied<'a> {
-    sid: &'a str,
-    code: DenyCode,
-    rule: &'a str,
+/// A denial as `record_denial` counts, places and audits it.
+struct Denied {
+    place: Place,
+    denial: Denial,
     session_time: Duration,
-}
-
-/// True when a limit of `role` caps the sum or count of `tool`, so its usage must be kept.
-fn usage_is_limited(catalog: &CompiledCatalog, role: &Slug, tool: &str) -> bool {
-    catalog.role(role.as_str()).is_some_and(|role| {
-        role.limits.iter().any(|limit| {
-            matches!(limit, Limit::SumCap { tool: t, .. } | Limit::CountCap { tool: t, .. } if t == tool)
-        })
-    })
 }
 
 fn learned_versions(view: &SessionView, role: &Slug) -> BTreeMap<String, u32> {
@@ -321,6 +358,21 @@ fn learned_versions(view: &SessionView, role: &Slug) -> BTreeMap<String, u32> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// The structured result a guard's condition reads: `structuredContent`, or else a single
+/// text block that is a JSON object (how many servers answer).
+fn structured_result(result: &CallToolResult) -> Option<Value> {
+    if let Some(structured) = &result.structured_content {
+        return Some(structured.clone());
+    }
+    match result.content.as_slice() {
+        [only] => only
+            .as_text()
+            .and_then(|t| serde_json::from_str::<Value>(&t.text).ok())
+            .filter(Value::is_object),
+        _ => None,
+    }
 }
 
 fn first_text(content: &[ContentBlock]) -> String {

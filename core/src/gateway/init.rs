@@ -107,6 +107,8 @@ impl Gateway {
                 others.join(", ")
             );
         }
+        let guardrails = catalog.guardrail_sentences(agent.scope.as_str(), None);
+        write_guardrails(&mut text, agent.scope.as_str(), &guardrails);
         let mut structured = json!({
             "session_id": id,
             "scope": agent.scope,
@@ -131,6 +133,21 @@ pub(super) fn role_json(role: &Role) -> serde_json::Value {
         "skills": role.skills,
         "learn_path": format!("/roles/{}", role.slug),
     })
+}
+
+/// A scope's guardrails, which bind every role of it: a section of `init_skilder` and
+/// `learn` results, absent when there are none.
+pub(super) fn write_guardrails(text: &mut String, scope: &str, sentences: &[String]) {
+    if sentences.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        text,
+        "\n## Guardrails of scope {scope} (they bind every role, whichever authorizes a call)"
+    );
+    for sentence in sentences {
+        let _ = writeln!(text, "- {sentence}");
+    }
 }
 
 /// One short line per role: what is needed to choose it, nothing more.

@@ -6,14 +6,17 @@ use std::fmt::Write as _;
 
 use serde_json::{Value, json};
 
-use super::init::{role_json, write_role_line};
+use super::init::{role_json, write_guardrails, write_role_line};
 use super::path::{self, LearnPath};
 use super::schema_text;
-use super::{AgentIdentity, Gateway, GatewayError, NO_SESSION, ToolReply, code_label, denial};
+use super::{
+    AgentIdentity, Gateway, GatewayError, NO_SESSION, Place, ToolReply, bounds, code_label, denial,
+};
 use crate::audit::NewEvent;
 use crate::model::SkillVersion;
 use crate::policy::{CompiledCatalog, DenyCode, SessionView};
 use crate::slug::Slug;
+use crate::store::sessions::save_session_state_on;
 
 /// How often a learn retries when another process updated the session in between.
 const SAVE_ATTEMPTS: usize = 8;
@@ -28,13 +31,34 @@ impl Gateway {
         learn_path: &str,
     ) -> Result<ToolReply, GatewayError> {
         let now = Self::now();
-        let named = session_id.clone().unwrap_or_default();
-        let Some(session) =
-            Self::usable(agent, self.resolve_session(agent, session_id).await?, now)
-        else {
+        let named = session_id.clone().filter(|id| !id.is_empty());
+        if let Err(rule) =
+            bounds::session_id(named.as_deref()).and_then(|()| bounds::learn_path(learn_path))
+        {
+            let place = Place::caller_naming(named.as_deref());
             return self
                 .refuse(
-                    &named,
+                    &place,
+                    agent,
+                    learn_path,
+                    DenyCode::InvalidArguments,
+                    rule,
+                    Vec::new(),
+                )
+                .await;
+        }
+        let resolved = self.resolve_session(agent, session_id).await?;
+        let place = match &resolved {
+            Some(stored) => Place::of(
+                &stored.view.id,
+                stored.view.owner_key_id == agent.key_id.to_string(),
+            ),
+            None => Place::caller_naming(named.as_deref()),
+        };
+        let Some(session) = Self::usable(agent, resolved, now) else {
+            return self
+                .refuse(
+                    &place,
                     agent,
                     learn_path,
                     DenyCode::AccessDenied,
@@ -44,12 +68,13 @@ impl Gateway {
                 .await;
         };
         let sid = session.view.id.clone();
+        let place = Place::Session(sid.clone());
         let parsed = match path::parse(learn_path) {
             Ok(parsed) => parsed,
             Err(message) => {
                 return self
                     .refuse(
-                        &sid,
+                        &place,
                         agent,
                         learn_path,
                         DenyCode::InvalidArguments,
@@ -92,7 +117,7 @@ impl Gateway {
                 );
                 let available = catalog.available_tools(&session.view);
                 self.refuse(
-                    &sid,
+                    &place,
                     agent,
                     learn_path,
                     DenyCode::AccessDenied,
@@ -147,7 +172,7 @@ impl Gateway {
                     );
                     return self
                         .refuse(
-                            &sid,
+                            &place,
                             agent,
                             learn_path,
                             DenyCode::InvalidArguments,
@@ -204,7 +229,7 @@ impl Gateway {
             );
             return self
                 .refuse(
-                    sid,
+                    &Place::Session(sid.to_owned()),
                     agent,
                     learn_path,
                     DenyCode::AccessDenied,
@@ -215,6 +240,10 @@ impl Gateway {
         };
 
         let skills = catalog.skill_versions_of(role.slug.as_str());
+        let versions: BTreeMap<String, u32> = skills
+            .iter()
+            .map(|s| (s.skill.to_string(), s.version))
+            .collect();
         let _guard = self.locks.lock(sid).await;
         let mut saved = None;
         for _ in 0..SAVE_ATTEMPTS {
@@ -222,35 +251,44 @@ impl Gateway {
                 break;
             };
             stored.view.learn(role.slug.clone(), skills.clone());
-            if self
-                .store
-                .save_session_state(&stored.view, stored.revision)
-                .await?
-            {
-                saved = Some(stored.view);
-                break;
-            }
-        }
-        let Some(view) = saved else {
-            return Ok(denial(
-                DenyCode::AccessDenied,
-                "the session changed too often to record the learned role; try again".to_owned(),
-                Vec::new(),
-            ));
-        };
-        let versions: BTreeMap<String, u32> = skills
-            .iter()
-            .map(|s| (s.skill.to_string(), s.version))
-            .collect();
-        self.audit
-            .append(NewEvent::learn_granted(
+            let granted = NewEvent::learn_granted(
                 sid,
                 &agent.key_name,
                 learn_path,
                 role.slug.as_str(),
                 &versions,
-            ))
-            .await?;
+            );
+            // The unlock and its event commit in one transaction: a role is never unlocked
+            // without its `learn_granted` event, nor the event written for a lost save.
+            let revision = stored.revision;
+            let view = stored.view;
+            let committed = self
+                .audit
+                .commit(move |conn| {
+                    Box::pin(async move {
+                        let applied = save_session_state_on(conn, &view, revision).await?;
+                        Ok(applied.then(|| (view, vec![granted])))
+                    })
+                })
+                .await?;
+            if let Some(view) = committed {
+                saved = Some(view);
+                break;
+            }
+        }
+        let Some(view) = saved else {
+            return self
+                .refuse(
+                    &Place::Session(sid.to_owned()),
+                    agent,
+                    learn_path,
+                    DenyCode::AccessDenied,
+                    "The session changed too often to record the learned role; try again."
+                        .to_owned(),
+                    Vec::new(),
+                )
+                .await;
+        };
 
         let unlocked: Vec<String> = catalog
             .role_tools(role.slug.as_str())
@@ -269,6 +307,10 @@ impl Gateway {
                 let _ = writeln!(text, "- {sentence}");
             }
         }
+        // The scope's guardrails on this role's tools bind it too, whatever its own limits say.
+        let guardrails = catalog
+            .guardrail_sentences(agent.scope.as_str(), catalog.role_tools(role.slug.as_str()));
+        write_guardrails(&mut text, agent.scope.as_str(), &guardrails);
         let mut skill_values = Vec::new();
         for learned in &skills {
             if let Some(skill) = catalog.catalog().skill(learned.skill.as_str()) {
@@ -306,24 +348,23 @@ impl Gateway {
 }
 
 impl Gateway {
-    /// Audits a refused learn (durably, before the agent hears of it) and builds the denial.
+    /// Audits a refused learn where it belongs (durably, before the agent hears of it) and
+    /// builds the denial.
     async fn refuse(
         &self,
-        sid: &str,
+        place: &Place,
         agent: &AgentIdentity,
         learn_path: &str,
         code: DenyCode,
         rule: String,
         available_tools: Vec<String>,
     ) -> Result<ToolReply, GatewayError> {
-        self.audit
-            .append(NewEvent::learn_denied(
-                sid,
-                &agent.key_name,
-                learn_path,
-                &code_label(code),
-            ))
-            .await?;
+        let event = NewEvent::learn_denied(
+            &agent.key_name,
+            &bounds::audited_path(learn_path),
+            &code_label(code),
+        );
+        self.audit.append(place.place(event)).await?;
         Ok(denial(code, rule, available_tools))
     }
 }

@@ -11,6 +11,7 @@ use std::time::Duration;
 use rmcp::model::CallToolResult;
 use serde_json::Value;
 
+mod bounds;
 mod call;
 mod feedback;
 mod init;
@@ -20,13 +21,14 @@ mod path;
 mod relevance;
 pub mod schema_text;
 
+pub use bounds::{MAX_ARGUMENTS_BYTES, MAX_LEARN_PATH, MAX_SESSION_ID, MAX_TOOL_NAME};
 pub use path::{LEARN_PATH_HELP, LearnPath};
 
 use chrono::{DateTime, Utc};
 
-use crate::audit::{AuditError, AuditLog};
+use crate::audit::{AuditError, AuditLog, NewEvent};
 use crate::metrics::Metrics;
-use crate::policy::{CatalogHandle, Decision, DenyCode};
+use crate::policy::{CatalogHandle, Denial, DenyCode};
 use crate::slug::Slug;
 use crate::store::sessions::StoredSession;
 use crate::store::{Store, StoreError};
@@ -164,6 +166,53 @@ impl Gateway {
         Ok(self.store.load_session(&id).await?)
     }
 
+    /// Audits a request whose handling failed unexpectedly (a panic in the gateway), under
+    /// the caller alone: the session it named may be the very thing that failed to load.
+    /// `tool` is the downstream tool of a `call_tool`, else the platform tool's name.
+    pub async fn record_internal_error(
+        &self,
+        agent: &AgentIdentity,
+        tool: &str,
+        named_session: Option<&str>,
+    ) -> Result<(), GatewayError> {
+        self.metrics.count_panic();
+        self.record_refusal(
+            agent,
+            tool,
+            named_session,
+            DenyCode::InternalError,
+            "the gateway failed while handling this request",
+        )
+        .await
+    }
+
+    /// Audits and counts a request the MCP adapter refused before any platform tool ran
+    /// (malformed arguments, an unknown platform tool), under the caller alone.
+    #[tracing::instrument(skip_all, fields(key = %agent.key_name, code = code.as_str()))]
+    pub async fn record_refusal(
+        &self,
+        agent: &AgentIdentity,
+        tool: &str,
+        named_session: Option<&str>,
+        code: DenyCode,
+        rule: &str,
+    ) -> Result<(), GatewayError> {
+        self.metrics
+            .count_decision(crate::metrics::Outcome::Denied(code));
+        let named = named_session.filter(|id| id.chars().count() <= bounds::MAX_SESSION_ID);
+        let event = NewEvent::call_denied(
+            &agent.key_name,
+            &bounds::audited_tool(tool),
+            serde_json::Value::Null,
+            code.as_str(),
+            Some(&bounds::audited_rule(rule)),
+        );
+        self.audit
+            .append(Place::caller_naming(named).place(event))
+            .await?;
+        Ok(())
+    }
+
     /// A session the agent may use now: its own and not expired.
     fn usable(
         agent: &AgentIdentity,
@@ -177,26 +226,83 @@ impl Gateway {
 
 /// A denial as the agent sees it: `CODE: rule … Available tools: …`, `isError: true`.
 pub(crate) fn denial(code: DenyCode, rule: String, available_tools: Vec<String>) -> ToolReply {
-    let decision = Decision::Deny {
-        code,
-        rule,
-        role: None,
-        available_tools,
-    };
+    refusal(Denial::new(code, rule).with_available(available_tools))
+}
+
+/// Any [`Denial`] as the tool result the agent reads.
+pub(crate) fn refusal(denial: Denial) -> ToolReply {
     ToolReply::Gateway {
-        text: decision.to_string(),
-        structured: serde_json::to_value(&decision).expect("a decision serializes"),
+        text: denial.to_string(),
+        structured: denial.to_json(),
         is_error: true,
     }
 }
 
 /// The code as `structuredContent` and the audit spell it: `ACCESS_DENIED`, …
 pub(crate) fn code_label(code: DenyCode) -> String {
-    serde_json::to_value(code)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_owned))
-        .unwrap_or_else(|| code.label().to_owned())
+    code.as_str().to_owned()
 }
 
 pub(crate) const NO_SESSION: &str =
     "The session is unknown, expired or not yours: call `init_skilder` to start a new one.";
+
+/// Where the events of one request belong: in the caller's own session, or, when the
+/// request names a session the caller does not own (or none that exists), with the caller
+/// alone, recording only a digest of the id it named. A foreign session's timeline and
+/// export never carry another key's events.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Place {
+    Session(String),
+    Caller { named: Option<String> },
+}
+
+impl Place {
+    /// `owned` says whether a stored session `sid` exists and belongs to the caller.
+    pub(crate) fn of(sid: &str, owned: bool) -> Self {
+        if owned {
+            Self::Session(sid.to_owned())
+        } else if sid.is_empty() {
+            Self::Caller { named: None }
+        } else {
+            Self::Caller {
+                named: Some(sid.to_owned()),
+            }
+        }
+    }
+
+    /// The place of a request whose named session was never looked up.
+    pub(crate) fn caller_naming(named: Option<&str>) -> Self {
+        Self::Caller {
+            named: named.filter(|id| !id.is_empty()).map(str::to_owned),
+        }
+    }
+
+    pub(crate) fn place(&self, event: NewEvent) -> NewEvent {
+        match self {
+            Self::Session(sid) => event.in_session(sid.clone()),
+            Self::Caller { named: Some(named) } => event.naming_session(named),
+            Self::Caller { named: None } => event,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn events_of_a_foreign_or_unknown_session_stay_with_the_caller() {
+        let event = || NewEvent::learn_denied("mallory", "/roles/x", "ACCESS_DENIED");
+        let own = Place::of("ses_1", true).place(event());
+        assert_eq!(own.session_id.as_deref(), Some("ses_1"));
+        let foreign = Place::of("ses_victim", false).place(event());
+        assert_eq!(foreign.session_id, None);
+        assert!(foreign.payload["named_session_digest"].is_string());
+        let none = Place::of("", false).place(event());
+        assert_eq!(none.session_id, None);
+        assert_eq!(none.payload.get("named_session_digest"), None);
+        assert_eq!(none.payload["path"], json!("/roles/x"));
+    }
+}

@@ -92,10 +92,10 @@ impl Catalog {
         if !self.upstreams.iter().any(|u| u.name == tool.upstream) {
             return Err(CatalogError::UnknownUpstream(tool.upstream.clone()));
         }
-        jsonschema::validator_for(&tool.spec.input_schema).map_err(|e| {
+        crate::policy::compile_schema(&tool.spec.input_schema).map_err(|reason| {
             CatalogError::InvalidSchema {
                 tool: tool.spec.name.clone(),
-                reason: e.to_string(),
+                reason,
             }
         })?;
         Ok(())
@@ -143,13 +143,21 @@ impl Catalog {
         Ok(())
     }
 
-    /// A scope lists known roles, each once.
+    /// A scope lists known roles, each once; its guardrails are limits on known tools.
     pub fn validate_scope(&self, scope: &Scope) -> Result<(), CatalogError> {
         no_duplicates(scope.roles.iter().map(Slug::as_str))?;
         for role in &scope.roles {
             if self.role(role.as_str()).is_none() {
                 return Err(CatalogError::UnknownRole(role.clone()));
             }
+        }
+        // A guardrail may name any tool of the catalog: it binds whichever role grants it.
+        for limit in &scope.guardrails {
+            limit.validate(
+                &scope.slug,
+                |name| self.tool(name).map(|t| &t.spec),
+                |_| true,
+            )?;
         }
         Ok(())
     }

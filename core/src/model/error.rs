@@ -34,6 +34,10 @@ pub enum CatalogError {
     NegativeCap { tool: String },
     #[error("the input schema of `{tool}` is not a valid JSON Schema: {reason}")]
     InvalidSchema { tool: String, reason: String },
+    #[error("`{pointer}` in the guard on `{tool}` is not a JSON Pointer (write `/field/sub`)")]
+    InvalidPointer { tool: String, pointer: String },
+    #[error("the result value in the guard on `{tool}` is longer than {max} characters")]
+    ResultValueTooLong { tool: String, max: usize },
     #[error("`{0}` is listed twice")]
     Duplicate(String),
 }

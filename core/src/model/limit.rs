@@ -88,7 +88,47 @@ pub enum Limit {
     /// Per session: `tool` is allowed at most `max` times.
     CountCap { tool: String, max: u32 },
     /// `tool` may run only after every tool in `after` has succeeded in the same session.
-    Requires { tool: String, after: Vec<String> },
+    /// With `same_args`, only a success whose arguments had the same values as this call's
+    /// counts; with `result`, only one whose structured result matched.
+    Requires {
+        tool: String,
+        after: Vec<String>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        same_args: Vec<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        result: Option<ResultCheck>,
+    },
+}
+
+/// A condition on a prerequisite's structured result: the value at a JSON Pointer equals
+/// `equals` (numbers compared exactly, so `1` and `1.0` match).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResultCheck {
+    pub pointer: String,
+    pub equals: Value,
+}
+
+/// Longest JSON text of a result condition's value: it is a flag or a status, not a document.
+const MAX_RESULT_VALUE: usize = 1024;
+
+impl ResultCheck {
+    /// A JSON Pointer (RFC 6901): empty, or `/`-separated tokens where `~` is only `~0` or `~1`.
+    fn pointer_is_valid(&self) -> bool {
+        let p = self.pointer.as_str();
+        if p.is_empty() {
+            return true;
+        }
+        p.starts_with('/')
+            && p.split('/').skip(1).all(|token| {
+                let mut chars = token.chars().peekable();
+                while let Some(c) = chars.next() {
+                    if c == '~' && !matches!(chars.next(), Some('0' | '1')) {
+                        return false;
+                    }
+                }
+                true
+            })
+    }
 }
 
 impl Limit {
@@ -134,13 +174,30 @@ impl Limit {
                 };
                 format!("`{tool}` may be called at most {times} per session.")
             }
-            Self::Requires { tool, after } => {
+            Self::Requires {
+                tool,
+                after,
+                same_args,
+                result,
+            } => {
                 let listed: Vec<String> = after.iter().map(|t| format!("`{t}`")).collect();
                 let verb = if after.len() == 1 { "has" } else { "have" };
-                format!(
-                    "`{tool}` may run only after {} {verb} succeeded earlier in the same session.",
+                let mut sentence = format!(
+                    "`{tool}` may run only after {} {verb} succeeded earlier in the same session",
                     join_and(&listed)
-                )
+                );
+                if !same_args.is_empty() {
+                    let args: Vec<String> = same_args.iter().map(|a| format!("`{a}`")).collect();
+                    sentence.push_str(&format!(" for the same {}", join_and(&args)));
+                }
+                if let Some(check) = result {
+                    sentence.push_str(&format!(
+                        " with a result whose `{}` is {}",
+                        check.pointer, check.equals
+                    ));
+                }
+                sentence.push('.');
+                sentence
             }
         }
     }
@@ -203,7 +260,12 @@ impl Limit {
                 }
             }
             Self::CountCap { .. } => {}
-            Self::Requires { after, .. } => {
+            Self::Requires {
+                after,
+                same_args,
+                result,
+                ..
+            } => {
                 if after.is_empty() {
                     return Err(CatalogError::EmptyLimit {
                         tool: tool.to_owned(),
@@ -216,8 +278,38 @@ impl Limit {
                             tool: tool.to_owned(),
                         });
                     }
-                    if tool_spec(required).is_none() {
+                    let Some(required_spec) = tool_spec(required) else {
                         return Err(CatalogError::UnknownTool(required.clone()));
+                    };
+                    // A bound argument must exist on both sides to be compared.
+                    for arg in same_args {
+                        if argument_kind(required_spec, arg).is_none() {
+                            return Err(CatalogError::UnknownArgument {
+                                tool: required.clone(),
+                                arg: arg.clone(),
+                            });
+                        }
+                    }
+                }
+                let mut seen = std::collections::HashSet::new();
+                for arg in same_args {
+                    arg_kind(arg)?;
+                    if !seen.insert(arg.as_str()) {
+                        return Err(CatalogError::Duplicate(arg.clone()));
+                    }
+                }
+                if let Some(check) = result {
+                    if !check.pointer_is_valid() {
+                        return Err(CatalogError::InvalidPointer {
+                            tool: tool.to_owned(),
+                            pointer: check.pointer.clone(),
+                        });
+                    }
+                    if check.equals.to_string().len() > MAX_RESULT_VALUE {
+                        return Err(CatalogError::ResultValueTooLong {
+                            tool: tool.to_owned(),
+                            max: MAX_RESULT_VALUE,
+                        });
                     }
                 }
             }
@@ -242,7 +334,21 @@ impl fmt::Display for Limit {
             },
             Self::SumCap { tool, arg, max } => write!(f, "sum({tool}.{arg}) <= {max}"),
             Self::CountCap { tool, max } => write!(f, "count({tool}) <= {max}"),
-            Self::Requires { tool, after } => write!(f, "{tool} requires {}", after.join(", ")),
+            Self::Requires {
+                tool,
+                after,
+                same_args,
+                result,
+            } => {
+                write!(f, "{tool} requires {}", after.join(", "))?;
+                if !same_args.is_empty() {
+                    write!(f, " (same {})", same_args.join(", "))?;
+                }
+                if let Some(check) = result {
+                    write!(f, " where {} == {}", check.pointer, check.equals)?;
+                }
+                Ok(())
+            }
         }
     }
 }

@@ -1,19 +1,47 @@
 //! The immutable catalog snapshot `decide` reads, and the handle that swaps it atomically.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
+use serde_json::Value;
 
 use super::rules::ToolRules;
 use super::{LearnedSkill, SessionView};
-use crate::model::{Catalog, CatalogTool, Role, Scope};
+use crate::model::{Catalog, CatalogTool, Limit, Role, Scope};
 use crate::slug::Slug;
 
 pub(crate) struct CompiledTool {
     pub index: usize,
     /// `Err` holds why the schema did not compile; such a tool denies every call.
     pub validator: Result<jsonschema::Validator, String>,
+}
+
+/// Which usage of one tool some cap of the catalog reads, so an allowed call must store it:
+/// usage is the session's, so a cap of any role or guardrail counts every allowed call.
+#[derive(Debug, Default)]
+pub(crate) struct Tracked {
+    pub count: bool,
+    pub sums: BTreeSet<String>,
+}
+
+/// What bound step-order guards compare against a success of one prerequisite tool.
+#[derive(Debug, Default)]
+pub(crate) struct Watched {
+    pub args: BTreeSet<String>,
+    pub pointers: BTreeSet<String>,
+}
+
+/// Compiles a tool's input schema. Whatever an upstream advertises, compiling must not take
+/// the catalog down: a schema the validator rejects, or one that makes it panic, leaves
+/// only that tool unusable, with the reason.
+pub fn compile_schema(schema: &Value) -> Result<jsonschema::Validator, String> {
+    match catch_unwind(AssertUnwindSafe(|| jsonschema::validator_for(schema))) {
+        Ok(Ok(validator)) => Ok(validator),
+        Ok(Err(error)) => Err(error.to_string()),
+        Err(_) => Err("the schema validator could not compile it".to_owned()),
+    }
 }
 
 pub(crate) struct CompiledRole {
@@ -32,7 +60,11 @@ pub struct CompiledCatalog {
     tools: HashMap<String, CompiledTool>,
     roles: HashMap<String, CompiledRole>,
     scopes: HashMap<String, HashSet<String>>,
+    /// Per scope, its guardrails grouped per tool.
+    guardrails: HashMap<String, HashMap<String, ToolRules>>,
     grants: HashMap<String, Vec<Slug>>,
+    tracked: HashMap<String, Tracked>,
+    watched: HashMap<String, Watched>,
 }
 
 impl CompiledCatalog {
@@ -42,8 +74,7 @@ impl CompiledCatalog {
             .iter()
             .enumerate()
             .map(|(index, tool)| {
-                let validator =
-                    jsonschema::validator_for(&tool.spec.input_schema).map_err(|e| e.to_string());
+                let validator = compile_schema(&tool.spec.input_schema);
                 (tool.spec.name.clone(), CompiledTool { index, validator })
             })
             .collect();
@@ -87,12 +118,65 @@ impl CompiledCatalog {
                 )
             })
             .collect();
+        let guardrails = catalog
+            .scopes
+            .iter()
+            .map(|scope| {
+                let mut rules: HashMap<String, ToolRules> = HashMap::new();
+                for limit in &scope.guardrails {
+                    rules
+                        .entry(limit.tool().to_owned())
+                        .or_default()
+                        .push(limit.clone());
+                }
+                (scope.slug.as_str().to_owned(), rules)
+            })
+            .collect();
+        let every_limit = catalog
+            .roles
+            .iter()
+            .flat_map(|r| r.limits.iter())
+            .chain(catalog.scopes.iter().flat_map(|s| s.guardrails.iter()));
+        let mut tracked: HashMap<String, Tracked> = HashMap::new();
+        let mut watched: HashMap<String, Watched> = HashMap::new();
+        for limit in every_limit {
+            match limit {
+                Limit::SumCap { tool, arg, .. } => {
+                    tracked
+                        .entry(tool.clone())
+                        .or_default()
+                        .sums
+                        .insert(arg.clone());
+                }
+                Limit::CountCap { tool, .. } => {
+                    tracked.entry(tool.clone()).or_default().count = true
+                }
+                Limit::Requires {
+                    after,
+                    same_args,
+                    result,
+                    ..
+                } if !same_args.is_empty() || result.is_some() => {
+                    for prerequisite in after {
+                        let watch = watched.entry(prerequisite.clone()).or_default();
+                        watch.args.extend(same_args.iter().cloned());
+                        watch
+                            .pointers
+                            .extend(result.iter().map(|r| r.pointer.clone()));
+                    }
+                }
+                Limit::Requires { .. } | Limit::ArgBound { .. } => {}
+            }
+        }
         Self {
             catalog,
             tools,
             roles,
             scopes,
+            guardrails,
             grants,
+            tracked,
+            watched,
         }
     }
 
@@ -202,6 +286,37 @@ impl CompiledCatalog {
 
     pub(crate) fn compiled_tool(&self, name: &str) -> Option<&CompiledTool> {
         self.tools.get(name)
+    }
+
+    /// The guardrails a scope places on a tool.
+    pub(crate) fn guardrails_on(&self, scope: &str, tool: &str) -> Option<&ToolRules> {
+        self.guardrails.get(scope)?.get(tool)
+    }
+
+    /// Sentences of a scope's guardrails on the given tools (all of them for `None`), in
+    /// declaration order: what `init_skilder` and `learn` show.
+    pub fn guardrail_sentences(
+        &self,
+        scope: &str,
+        tools: Option<&BTreeSet<String>>,
+    ) -> Vec<String> {
+        self.scope(scope)
+            .map(|s| {
+                s.guardrails
+                    .iter()
+                    .filter(|limit| tools.is_none_or(|tools| tools.contains(limit.tool())))
+                    .map(Limit::sentence)
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    pub(crate) fn tracked(&self, tool: &str) -> Option<&Tracked> {
+        self.tracked.get(tool)
+    }
+
+    pub(crate) fn watched(&self, tool: &str) -> Option<&Watched> {
+        self.watched.get(tool)
     }
 }
 

@@ -1,21 +1,29 @@
 //! `decide`: whether one tool call may run, as a pure function of catalog, session and time.
 
-use chrono::{DateTime, Utc};
-use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+use super::amount::decimal_from_json;
+use super::digest::value_digest;
 use super::rules::Failure;
-use super::{CompiledCatalog, Decision, DenyCode, Reservation, SessionView};
-use crate::slug::Slug;
+use super::{
+    Arguments, CompiledCatalog, Decision, Denial, DenyCode, Permit, Reservation, ReservedAmount,
+    SessionView, SuccessNote,
+};
 
 /// One `call_tool` request, after the MCP layer resolved the session it names.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug)]
 pub struct CallRequest<'a> {
     /// The session the call names (or the connection's newest session when it names none).
     pub session_id: &'a str,
     /// The agent key that authenticated the request.
     pub key_id: &'a str,
     pub tool: &'a str,
-    pub arguments: &'a Value,
+    /// Moved into the permit on `Allow`, so the upstream gets exactly what was decided on.
+    pub arguments: Arguments,
 }
 
 /// Decides one call. `session` is `None` when the store knows no session by that id.
@@ -23,128 +31,206 @@ pub struct CallRequest<'a> {
 /// The order is fixed (DESIGN.md, "The policy engine") and each step fails closed:
 /// 1. unknown, expired or foreign session → `ACCESS_DENIED`, revealing nothing more;
 /// 2. no learned, in-scope role grants the tool → `ACCESS_DENIED` with the available tools;
+///    a granted tool whose schema cannot be compiled → `TOOL_UNUSABLE`;
 /// 3. arguments that do not match the tool's schema → `INVALID_ARGUMENTS`;
-/// 4. each granting role in learn order: step-order guards, per-call bounds, cumulative
+/// 4. the scope's guardrails on the tool → `GOVERNANCE_VIOLATION` naming the guardrail;
+/// 5. each granting role in learn order: step-order guards, per-call bounds, cumulative
 ///    caps; the first role whose rules all pass authorizes, else `GOVERNANCE_VIOLATION`
 ///    naming the first role's failed rule;
-/// 5. allow, with that role and the usage to reserve.
+/// 6. allow, with a permit naming that role and the session usage to reserve (every cap
+///    counts the session's calls of the tool, whichever role authorised them); an amount a
+///    cap must count that is not an exact number → `INVALID_ARGUMENTS`.
 pub fn decide(
     catalog: &CompiledCatalog,
     session: Option<&SessionView>,
-    request: &CallRequest<'_>,
+    request: CallRequest<'_>,
     now: DateTime<Utc>,
 ) -> Decision {
-    let Some(session) = session.filter(|s| {
-        s.id == request.session_id && s.owner_key_id == request.key_id && now < s.expires_at
-    }) else {
-        return deny(
+    let CallRequest {
+        session_id,
+        key_id,
+        tool,
+        arguments,
+    } = request;
+    let Some(session) =
+        session.filter(|s| s.id == session_id && s.owner_key_id == key_id && now < s.expires_at)
+    else {
+        return deny(Denial::new(
             DenyCode::AccessDenied,
-            "The session is unknown, expired or not yours: call `init_skilder` to start a new one."
-                .to_owned(),
-            None,
-            Vec::new(),
-        );
+            "The session is unknown, expired or not yours: call `init_skilder` to start a new one.",
+        ));
     };
 
     let mut granting = catalog
         .effective_roles(session)
-        .filter(|(_, role)| role.tools.contains(request.tool))
+        .filter(|(_, role)| role.tools.contains(tool))
         .peekable();
     if granting.peek().is_none() {
         return deny(
-            DenyCode::AccessDenied,
-            not_unlocked(catalog, session, request.tool),
-            None,
-            catalog.available_tools(session),
+            Denial::new(DenyCode::AccessDenied, not_unlocked(catalog, session, tool))
+                .with_available(catalog.available_tools(session)),
         );
     }
 
-    let Some(tool) = catalog.compiled_tool(request.tool) else {
+    let Some(compiled) = catalog.compiled_tool(tool) else {
         // Granted by a skill but gone from the upstream's tool list: nothing to execute.
         return deny(
-            DenyCode::AccessDenied,
-            format!("`{}` is not provided by any upstream.", request.tool),
-            None,
-            catalog.available_tools(session),
+            Denial::new(
+                DenyCode::AccessDenied,
+                format!("`{tool}` is not provided by any upstream."),
+            )
+            .with_available(catalog.available_tools(session)),
         );
     };
-    let validator = match &tool.validator {
+    let validator = match &compiled.validator {
         Ok(validator) => validator,
         Err(reason) => {
-            let rule = format!(
-                "The input schema of `{}` is invalid ({reason}), so no call can be checked.",
-                request.tool
-            );
-            return deny(DenyCode::InvalidArguments, rule, None, Vec::new());
+            return deny(Denial::new(
+                DenyCode::ToolUnusable,
+                format!(
+                    "`{tool}` cannot be used: its input schema is invalid ({reason}), so no call of it can be checked. An admin must fix the tool."
+                ),
+            ));
         }
     };
-    // `is_valid` short-circuits without building errors, so the common valid call stays cheap.
-    if !validator.is_valid(request.arguments) {
-        let detail = match validator.iter_errors(request.arguments).next() {
-            Some(error) => {
-                let at = error.instance_path.to_string();
-                let place = if at.is_empty() {
-                    "arguments".to_owned()
-                } else {
-                    format!("`{}`", at.trim_start_matches('/'))
-                };
-                format!("{place}: {error}")
-            }
-            None => "arguments".to_owned(),
-        };
-        let rule = format!(
-            "The arguments do not match the input schema of `{}`: {detail}.",
-            request.tool
-        );
-        return deny(DenyCode::InvalidArguments, rule, None, Vec::new());
+    let arguments = Value::Object(arguments);
+    if let Err(detail) = schema_check(validator, &arguments) {
+        return deny(Denial::new(
+            DenyCode::InvalidArguments,
+            format!("The arguments do not match the input schema of `{tool}`: {detail}."),
+        ));
     }
-    let empty = Map::new();
-    let args = match request.arguments {
-        Value::Object(args) => args,
-        // A schema that accepts non-objects still gets no argument to satisfy a limit with.
-        _ => &empty,
+    let Value::Object(args) = arguments else {
+        unreachable!("built as an object above")
     };
 
-    let mut first_failure: Option<(&Slug, Failure)> = None;
+    if let Some(rules) = catalog.guardrails_on(session.scope.as_str(), tool)
+        && let Err(Failure { rule }) = rules.check(tool, &args, &session.usage)
+    {
+        return deny(
+            Denial::new(DenyCode::GovernanceViolation, rule)
+                .by_guardrail(session.scope.clone())
+                .with_available(catalog.available_tools(session)),
+        );
+    }
+
+    let mut authorized = None;
+    let mut first_failure = None;
     for (slug, role) in granting {
-        let outcome = match role.rules.get(request.tool) {
-            None => Ok(Vec::new()),
-            Some(rules) => rules.check(slug.as_str(), request.tool, args, &session.usage),
+        let outcome = match role.rules.get(tool) {
+            None => Ok(()),
+            Some(rules) => rules.check(tool, &args, &session.usage),
         };
         match outcome {
-            Ok(amounts) => {
-                let reservation = Reservation::new(slug.clone(), request.tool.to_owned(), amounts);
-                return Decision::Allow {
-                    role: slug.clone(),
-                    reservation,
-                };
+            Ok(()) => {
+                authorized = Some(slug.clone());
+                break;
             }
             Err(failure) => {
                 first_failure.get_or_insert((slug, failure));
             }
         }
     }
-    let (role, failure) = first_failure.expect("at least one granting role was evaluated");
-    deny(
-        DenyCode::GovernanceViolation,
-        failure.rule,
-        Some(role.clone()),
-        catalog.available_tools(session),
-    )
+    let Some(role) = authorized else {
+        let Some((role, failure)) = first_failure else {
+            unreachable!("at least one granting role was evaluated")
+        };
+        return deny(
+            Denial::new(DenyCode::GovernanceViolation, failure.rule)
+                .by_role(role.clone())
+                .with_available(catalog.available_tools(session)),
+        );
+    };
+
+    let reservation = match reservation(catalog, tool, &args) {
+        Ok(reservation) => reservation,
+        Err(rule) => return deny(Denial::new(DenyCode::InvalidArguments, rule)),
+    };
+    let note = success_note(catalog, tool, &args);
+    Decision::Allow(Permit::new(tool.to_owned(), role, args, reservation, note))
 }
 
-fn deny(
-    code: DenyCode,
-    rule: String,
-    role: Option<Slug>,
-    available_tools: Vec<String>,
-) -> Decision {
-    Decision::Deny {
-        code,
-        rule,
-        role,
-        available_tools,
+fn deny(denial: Denial) -> Decision {
+    Decision::Deny(denial)
+}
+
+/// Validates against the compiled schema, naming the first failing place. A validator that
+/// panics on some input denies instead of taking the request down.
+fn schema_check(validator: &jsonschema::Validator, arguments: &Value) -> Result<(), String> {
+    let checked = catch_unwind(AssertUnwindSafe(|| {
+        // `is_valid` short-circuits without building errors: the common valid call stays cheap.
+        if validator.is_valid(arguments) {
+            return Ok(());
+        }
+        Err(match validator.iter_errors(arguments).next() {
+            Some(error) => {
+                let at = error.instance_path().to_string();
+                // The place is made of the agent's own keys: bounded like the message.
+                let place = if at.is_empty() {
+                    "arguments".to_owned()
+                } else {
+                    format!("`{}`", bounded(at.trim_start_matches('/')))
+                };
+                format!("{place}: {}", bounded(&error.to_string()))
+            }
+            None => "arguments".to_owned(),
+        })
+    }));
+    checked.unwrap_or_else(|_| Err("the arguments could not be checked".to_owned()))
+}
+
+/// A validator's message quotes the offending value: keep it short.
+fn bounded(text: &str) -> String {
+    const MAX: usize = 300;
+    if text.chars().count() <= MAX {
+        text.to_owned()
+    } else {
+        let head: String = text.chars().take(MAX).collect();
+        format!("{head}…")
     }
+}
+
+/// The usage this call adds to the session: what every cap of the catalog on the tool reads.
+fn reservation(
+    catalog: &CompiledCatalog,
+    tool: &str,
+    args: &Arguments,
+) -> Result<Reservation, String> {
+    let Some(tracked) = catalog.tracked(tool) else {
+        return Ok(Reservation::default());
+    };
+    let mut amounts = Vec::with_capacity(tracked.sums.len());
+    for arg in &tracked.sums {
+        let Some(value) = args.get(arg) else { continue };
+        let amount = decimal_from_json(value).map_err(|e| {
+            format!("`{arg}` {e}, so it cannot be counted toward the session's caps on `{tool}`.")
+        })?;
+        // A negative amount would lower a sum another role's cap reads: it counts as nothing.
+        if amount.is_sign_positive() && !amount.is_zero() {
+            amounts.push(ReservedAmount {
+                arg: arg.clone(),
+                amount,
+            });
+        }
+    }
+    Ok(Reservation::new(tracked.count, amounts))
+}
+
+/// What a success of this call must leave for bound guards that compare against `tool`.
+fn success_note(catalog: &CompiledCatalog, tool: &str, args: &Arguments) -> SuccessNote {
+    let Some(watched) = catalog.watched(tool) else {
+        return SuccessNote::default();
+    };
+    let digests: BTreeMap<String, String> = watched
+        .args
+        .iter()
+        .filter_map(|arg| Some((arg.clone(), value_digest(args.get(arg)?))))
+        .collect();
+    SuccessNote::new(
+        tool.to_owned(),
+        digests,
+        watched.pointers.iter().cloned().collect(),
+    )
 }
 
 /// Names a role in the session's scope that would unlock the tool, if one exists; says

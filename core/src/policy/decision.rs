@@ -1,11 +1,18 @@
-//! What `decide` returns: an allow carrying the usage to reserve, or a denial naming the rule.
+//! What `decide` answers: a [`Permit`] that only the policy engine can mint, or a [`Denial`].
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 use rust_decimal::Decimal;
 use serde::Serialize;
+use serde_json::{Map, Value};
 
+use super::Outcome;
+use super::digest::value_digest;
 use crate::slug::Slug;
+
+/// The arguments of a downstream call: one JSON object from the MCP adapter to the upstream.
+pub type Arguments = Map<String, Value>;
 
 /// Why a call was denied, in the codes the MCP `structuredContent` carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -14,6 +21,11 @@ pub enum DenyCode {
     AccessDenied,
     GovernanceViolation,
     InvalidArguments,
+    /// The tool exists but cannot be governed (its input schema does not compile), so no
+    /// call of it can run until an admin fixes it.
+    ToolUnusable,
+    /// The gateway itself failed while handling the request; nothing further ran.
+    InternalError,
 }
 
 impl DenyCode {
@@ -23,41 +35,49 @@ impl DenyCode {
             Self::AccessDenied => "ACCESS DENIED",
             Self::GovernanceViolation => "GOVERNANCE VIOLATION",
             Self::InvalidArguments => "INVALID ARGUMENTS",
+            Self::ToolUnusable => "TOOL UNUSABLE",
+            Self::InternalError => "INTERNAL ERROR",
+        }
+    }
+
+    /// The code as `structuredContent` and the audit spell it: `ACCESS_DENIED`, …
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::AccessDenied => "ACCESS_DENIED",
+            Self::GovernanceViolation => "GOVERNANCE_VIOLATION",
+            Self::InvalidArguments => "INVALID_ARGUMENTS",
+            Self::ToolUnusable => "TOOL_UNUSABLE",
+            Self::InternalError => "INTERNAL_ERROR",
         }
     }
 }
 
 /// An amount a call adds to a cumulative cap.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReservedAmount {
     pub arg: String,
     pub amount: Decimal,
 }
 
-/// The usage an allowed call takes. Only the policy engine creates one, so an `Allow`
-/// cannot be forged outside it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// The session usage a permitted call takes: a count, amounts, or nothing at all when no cap
+/// of the catalog reads this tool's usage (then nothing needs storing before the call).
+#[derive(Debug, PartialEq, Eq, Default)]
 pub struct Reservation {
-    role: Slug,
-    tool: String,
+    count: bool,
     amounts: Vec<ReservedAmount>,
 }
 
 impl Reservation {
-    pub(super) fn new(role: Slug, tool: String, amounts: Vec<ReservedAmount>) -> Self {
-        Self {
-            role,
-            tool,
-            amounts,
-        }
+    pub(super) fn new(count: bool, amounts: Vec<ReservedAmount>) -> Self {
+        Self { count, amounts }
     }
 
-    pub fn role(&self) -> &Slug {
-        &self.role
+    pub fn is_empty(&self) -> bool {
+        !self.count && self.amounts.is_empty()
     }
 
-    pub fn tool(&self) -> &str {
-        &self.tool
+    pub fn counts(&self) -> bool {
+        self.count
     }
 
     pub fn amounts(&self) -> &[ReservedAmount] {
@@ -65,67 +85,219 @@ impl Reservation {
     }
 }
 
-/// The outcome of [`super::decide`]. Serializes to the `structuredContent` of a result:
-/// `{"decision":"denied","code":"ACCESS_DENIED",…}` or `{"decision":"allowed",…}`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "decision")]
-pub enum Decision {
-    #[serde(rename = "allowed")]
-    Allow {
-        role: Slug,
-        reservation: Reservation,
-    },
-    #[serde(rename = "denied")]
-    Deny {
-        code: DenyCode,
-        /// A sentence naming the rule that denied, for the model and the audit.
-        rule: String,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        role: Option<Slug>,
-        available_tools: Vec<String>,
-    },
+/// What a permitted call must remember when it succeeds, for bound step-order guards:
+/// digests of the arguments guards compare, and the result pointers they read.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct SuccessNote {
+    tool: String,
+    args: BTreeMap<String, String>,
+    pointers: Vec<String>,
 }
 
-impl Decision {
-    pub fn is_allowed(&self) -> bool {
-        matches!(self, Self::Allow { .. })
+impl SuccessNote {
+    pub(super) fn new(tool: String, args: BTreeMap<String, String>, pointers: Vec<String>) -> Self {
+        Self {
+            tool,
+            args,
+            pointers,
+        }
     }
 
-    pub fn deny_code(&self) -> Option<DenyCode> {
-        match self {
-            Self::Deny { code, .. } => Some(*code),
-            Self::Allow { .. } => None,
+    pub fn tool(&self) -> &str {
+        &self.tool
+    }
+
+    /// Whether a bound guard compares against successes of this call's tool.
+    pub fn is_watched(&self) -> bool {
+        !self.args.is_empty() || !self.pointers.is_empty()
+    }
+
+    /// The outcome to store, given the downstream's structured result; `None` when no
+    /// bound guard compares against this tool.
+    pub fn outcome(&self, result: Option<&Value>) -> Option<Outcome> {
+        if !self.is_watched() {
+            return None;
         }
+        let results = self
+            .pointers
+            .iter()
+            .filter_map(|pointer| {
+                let value = result?.pointer(pointer)?;
+                Some((pointer.clone(), value_digest(value)))
+            })
+            .collect();
+        Some(Outcome {
+            args: self.args.clone(),
+            results,
+        })
+    }
+}
+
+/// Permission to execute one downstream call, minted only by [`super::decide`]. It owns the
+/// call's arguments, names the role that authorised it and the usage to reserve; the
+/// reservation, the `call_allowed` event and the upstream call each take it, and the
+/// upstream call consumes it, so one permit runs at most one call.
+pub struct Permit {
+    tool: String,
+    role: Slug,
+    arguments: Arguments,
+    reservation: Reservation,
+    note: SuccessNote,
+}
+
+impl Permit {
+    pub(super) fn new(
+        tool: String,
+        role: Slug,
+        arguments: Arguments,
+        reservation: Reservation,
+        note: SuccessNote,
+    ) -> Self {
+        Self {
+            tool,
+            role,
+            arguments,
+            reservation,
+            note,
+        }
+    }
+
+    pub fn tool(&self) -> &str {
+        &self.tool
+    }
+
+    /// The learned role whose limits authorised the call.
+    pub fn role(&self) -> &Slug {
+        &self.role
+    }
+
+    pub fn arguments(&self) -> &Arguments {
+        &self.arguments
+    }
+
+    pub fn reservation(&self) -> &Reservation {
+        &self.reservation
+    }
+
+    /// Whether the session must be saved with this permit's usage before the call runs.
+    pub fn reserves_usage(&self) -> bool {
+        !self.reservation.is_empty()
+    }
+
+    /// Gives the arguments back without executing, e.g. to decide again after another
+    /// process changed the session in between.
+    pub fn into_arguments(self) -> Arguments {
+        self.arguments
+    }
+
+    /// Takes what a success of this call must leave for bound guards; the caller keeps it
+    /// while the permit goes to the upstream.
+    pub fn take_note(&mut self) -> SuccessNote {
+        std::mem::take(&mut self.note)
+    }
+
+    /// Splits the permit for execution: the tool and arguments go to the upstream.
+    pub fn into_call(self) -> (String, Arguments, SuccessNote) {
+        (self.tool, self.arguments, self.note)
+    }
+}
+
+/// Arguments may be personal data: a permit's debug output names only tool and role.
+impl fmt::Debug for Permit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Permit")
+            .field("tool", &self.tool)
+            .field("role", &self.role)
+            .field("reservation", &self.reservation)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A refused call. Serializes to the `structuredContent` of the result:
+/// `{"decision":"denied","code":"ACCESS_DENIED","rule":…,"available_tools":[…]}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Denial {
+    decision: &'static str,
+    pub code: DenyCode,
+    /// A sentence naming the rule that denied, for the model and the audit.
+    pub rule: String,
+    /// The learned role whose rule denied, when one did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub role: Option<Slug>,
+    /// The scope whose guardrail denied, when one did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub guardrail_of: Option<Slug>,
+    pub available_tools: Vec<String>,
+}
+
+impl Denial {
+    pub fn new(code: DenyCode, rule: impl Into<String>) -> Self {
+        Self {
+            decision: "denied",
+            code,
+            rule: rule.into(),
+            role: None,
+            guardrail_of: None,
+            available_tools: Vec::new(),
+        }
+    }
+
+    pub fn with_available(mut self, tools: Vec<String>) -> Self {
+        self.available_tools = tools;
+        self
+    }
+
+    pub fn by_role(mut self, role: Slug) -> Self {
+        self.role = Some(role);
+        self
+    }
+
+    pub fn by_guardrail(mut self, scope: Slug) -> Self {
+        self.guardrail_of = Some(scope);
+        self
+    }
+
+    /// The structured content of the denial.
+    pub fn to_json(&self) -> Value {
+        serde_json::to_value(self).unwrap_or_else(|_| {
+            serde_json::json!({"decision": "denied", "code": self.code.as_str(), "rule": self.rule})
+        })
     }
 }
 
 /// The text a model reads: `GOVERNANCE VIOLATION (role tier-1-support): … Available tools: …`.
-impl fmt::Display for Decision {
+impl fmt::Display for Denial {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.code.label())?;
+        match (&self.role, &self.guardrail_of) {
+            (_, Some(scope)) => write!(f, " (guardrail of scope {scope})")?,
+            (Some(role), None) => write!(f, " (role {role})")?,
+            (None, None) => {}
+        }
+        write!(f, ": {}", self.rule)?;
+        if !self.available_tools.is_empty() {
+            write!(f, " Available tools: {}.", self.available_tools.join(", "))?;
+        }
+        Ok(())
+    }
+}
+
+/// The outcome of [`super::decide`].
+#[derive(Debug)]
+pub enum Decision {
+    Allow(Permit),
+    Deny(Denial),
+}
+
+impl Decision {
+    pub fn is_allowed(&self) -> bool {
+        matches!(self, Self::Allow(_))
+    }
+
+    pub fn deny_code(&self) -> Option<DenyCode> {
         match self {
-            Self::Allow { role, reservation } => {
-                write!(
-                    f,
-                    "ALLOWED: `{}` authorized by role {role}",
-                    reservation.tool()
-                )
-            }
-            Self::Deny {
-                code,
-                rule,
-                role,
-                available_tools,
-            } => {
-                f.write_str(code.label())?;
-                if let Some(role) = role {
-                    write!(f, " (role {role})")?;
-                }
-                write!(f, ": {rule}")?;
-                if !available_tools.is_empty() {
-                    write!(f, " Available tools: {}.", available_tools.join(", "))?;
-                }
-                Ok(())
-            }
+            Self::Deny(denial) => Some(denial.code),
+            Self::Allow(_) => None,
         }
     }
 }

@@ -1,18 +1,24 @@
 //! The policy engine: a compiled catalog snapshot and the pure `decide` function.
 //!
 //! Nothing here does I/O, awaits, or reads a clock: the MCP layer loads a [`SessionView`],
-//! calls [`decide`] with the current time, and on `Allow` applies the [`Reservation`]
-//! to the session before it calls the upstream.
+//! calls [`decide`] with the current time, and on `Allow` gets a [`Permit`], the only
+//! thing the reservation, the `call_allowed` event and the upstream call accept.
 
 mod amount;
 mod compiled;
 mod decide;
 mod decision;
+mod digest;
 mod rules;
 mod session;
 
 pub use amount::{AmountError, decimal_from_json};
-pub use compiled::{CatalogHandle, CompiledCatalog};
+pub use compiled::{CatalogHandle, CompiledCatalog, compile_schema};
 pub use decide::{CallRequest, decide};
-pub use decision::{Decision, DenyCode, Reservation, ReservedAmount};
-pub use session::{LearnedRole, LearnedSkill, SessionView, ToolUsage, Usage};
+pub use decision::{
+    Arguments, Decision, Denial, DenyCode, Permit, Reservation, ReservedAmount, SuccessNote,
+};
+pub use digest::value_digest;
+pub use session::{
+    LearnedRole, LearnedSkill, MAX_OUTCOMES, Outcome, SessionView, ToolUsage, Usage,
+};

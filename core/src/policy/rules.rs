@@ -1,11 +1,13 @@
-//! One role's limits on one tool, ordered for evaluation and checked against a call.
+//! The limits one role (or one scope's guardrails) places on one tool, ordered for
+//! evaluation and checked against a call.
 
 use rust_decimal::Decimal;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::amount::{AmountError, decimal_from_json};
-use super::{ReservedAmount, Usage};
-use crate::model::{ArgCheck, Limit};
+use super::digest::value_digest;
+use super::{Arguments, Usage};
+use crate::model::{ArgCheck, Limit, ResultCheck};
 
 /// A limit with its sentence rendered once, when the catalog is compiled.
 #[derive(Debug, Clone)]
@@ -14,8 +16,8 @@ pub(crate) struct Rule {
     pub sentence: String,
 }
 
-/// The rules one role places on one tool, in the order DESIGN.md fixes:
-/// step-order guards, then per-call bounds, then cumulative caps.
+/// The rules on one tool, in the order DESIGN.md fixes: step-order guards, then per-call
+/// bounds, then cumulative caps.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ToolRules {
     rules: Vec<Rule>,
@@ -43,32 +45,20 @@ impl ToolRules {
         self.rules.sort_by_key(|r| stage(&r.limit));
     }
 
-    /// Checks every rule; on success returns the amounts the call adds to cumulative caps.
-    pub fn check(
-        &self,
-        role: &str,
-        tool: &str,
-        args: &Map<String, Value>,
-        usage: &Usage,
-    ) -> Result<Vec<ReservedAmount>, Failure> {
-        let mut amounts: Vec<ReservedAmount> = Vec::new();
+    /// Checks every rule against the call and the session's usage of `tool`.
+    pub fn check(&self, tool: &str, args: &Arguments, usage: &Usage) -> Result<(), Failure> {
         for rule in &self.rules {
             let fail = |detail: String| Failure {
                 rule: format!("{} {detail}", rule.sentence),
             };
             match &rule.limit {
-                Limit::Requires { after, .. } => {
-                    let missing: Vec<&str> = after
-                        .iter()
-                        .map(String::as_str)
-                        .filter(|t| !usage.has_succeeded(t))
-                        .collect();
-                    if !missing.is_empty() {
-                        return Err(fail(format!(
-                            "Not yet succeeded: `{}`.",
-                            missing.join("`, `")
-                        )));
-                    }
+                Limit::Requires {
+                    after,
+                    same_args,
+                    result,
+                    ..
+                } => {
+                    check_requires(after, same_args, result.as_ref(), args, usage).map_err(fail)?
                 }
                 Limit::ArgBound { arg, check, .. } => {
                     check_bound(arg, check, args).map_err(fail)?
@@ -80,33 +70,80 @@ impl ToolRules {
                             "A negative `{arg}` ({amount}) cannot count toward a cap."
                         )));
                     }
-                    let used = usage.sum(role, tool, arg);
+                    let used = usage.sum(tool, arg);
                     let total = used.checked_add(amount);
                     if total.is_none_or(|total| total > *max) {
                         return Err(fail(format!(
-                            "{used} already used; this call adds {amount}."
+                            "{used} already used in this session; this call adds {amount}."
                         )));
-                    }
-                    if !amounts.iter().any(|a| a.arg == *arg) {
-                        amounts.push(ReservedAmount {
-                            arg: arg.clone(),
-                            amount,
-                        });
                     }
                 }
                 Limit::CountCap { max, .. } => {
-                    let count = usage.count(role, tool);
+                    let count = usage.count(tool);
                     if count >= *max {
-                        return Err(fail(format!("Already called {count} times.")));
+                        return Err(fail(format!(
+                            "Already called {count} times in this session."
+                        )));
                     }
                 }
             }
         }
-        Ok(amounts)
+        Ok(())
     }
 }
 
-fn number_arg(args: &Map<String, Value>, arg: &str) -> Result<Decimal, String> {
+fn check_requires(
+    after: &[String],
+    same_args: &[String],
+    result: Option<&ResultCheck>,
+    args: &Arguments,
+    usage: &Usage,
+) -> Result<(), String> {
+    if same_args.is_empty() && result.is_none() {
+        let missing: Vec<&str> = after
+            .iter()
+            .map(String::as_str)
+            .filter(|t| !usage.has_succeeded(t))
+            .collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        return Err(format!("Not yet succeeded: `{}`.", missing.join("`, `")));
+    }
+    let mut bound = Vec::with_capacity(same_args.len());
+    for arg in same_args {
+        let value = args
+            .get(arg)
+            .ok_or_else(|| format!("`{arg}` is missing, so the guard cannot be checked."))?;
+        bound.push((arg, value_digest(value)));
+    }
+    let wanted = result.map(|check| (&check.pointer, value_digest(&check.equals)));
+    let missing: Vec<&str> = after
+        .iter()
+        .map(String::as_str)
+        .filter(|prerequisite| {
+            !usage.outcomes(prerequisite).iter().any(|outcome| {
+                bound
+                    .iter()
+                    .all(|(arg, digest)| outcome.args.get(*arg) == Some(digest))
+                    && wanted.as_ref().is_none_or(|(pointer, digest)| {
+                        outcome.results.get(*pointer) == Some(digest)
+                    })
+            })
+        })
+        .collect();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "No matching success of `{}` in this session.",
+            missing.join("`, `")
+        ))
+    }
+}
+
+/// An argument as an exact decimal, or why the limit reading it cannot be checked.
+pub(crate) fn number_arg(args: &Arguments, arg: &str) -> Result<Decimal, String> {
     let value = args
         .get(arg)
         .ok_or_else(|| format!("`{arg}` is missing, so the limit cannot be checked."))?;
@@ -114,7 +151,7 @@ fn number_arg(args: &Map<String, Value>, arg: &str) -> Result<Decimal, String> {
         .map_err(|e: AmountError| format!("`{arg}` {e}, so the limit cannot be checked."))
 }
 
-fn check_bound(arg: &str, check: &ArgCheck, args: &Map<String, Value>) -> Result<(), String> {
+fn check_bound(arg: &str, check: &ArgCheck, args: &Arguments) -> Result<(), String> {
     match check {
         ArgCheck::Compare { op, value } => {
             let actual = number_arg(args, arg)?;
@@ -131,7 +168,7 @@ fn check_bound(arg: &str, check: &ArgCheck, args: &Map<String, Value>) -> Result
             if values.iter().any(|allowed| same_value(allowed, actual)) {
                 Ok(())
             } else {
-                Err(format!("This call has `{arg}` = {actual}."))
+                Err(format!("This call has `{arg}` = {}.", shown(actual)))
             }
         }
         ArgCheck::MaxLength { max } => match args.get(arg) {
@@ -147,6 +184,18 @@ fn check_bound(arg: &str, check: &ArgCheck, args: &Map<String, Value>) -> Result
                 "`{arg}` is missing, so the limit cannot be checked."
             )),
         },
+    }
+}
+
+/// A value as a denial may quote it: short, so a huge argument cannot flood the audit.
+fn shown(value: &Value) -> String {
+    const MAX: usize = 80;
+    let text = value.to_string();
+    if text.chars().count() <= MAX {
+        text
+    } else {
+        let head: String = text.chars().take(MAX).collect();
+        format!("{head}…")
     }
 }
 

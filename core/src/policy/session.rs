@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 
-use super::Reservation;
+use super::Permit;
 use crate::slug::Slug;
 
 /// A skill version a session learned with a role; the audit records which one.
@@ -22,36 +22,90 @@ pub struct LearnedRole {
     pub skills: Vec<LearnedSkill>,
 }
 
-/// What one role's allowed calls of one tool have used so far.
+/// What the session's allowed calls of one tool have used, whichever role authorised them.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolUsage {
     pub count: u32,
-    /// Sums of the arguments that the role's cumulative caps track.
+    /// Sums of the arguments that some cumulative cap tracks.
     #[serde(default)]
     pub sums: BTreeMap<String, Decimal>,
 }
 
-/// The call history limits need: usage per (role, tool) of allowed calls, and the tools
-/// that succeeded (for step-order guards, whichever role ran them).
+/// One success of a prerequisite tool, as bound step-order guards compare it: digests of
+/// the argument values and result values that guards name (never the values themselves,
+/// which may be personal data).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Outcome {
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub args: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub results: BTreeMap<String, String>,
+}
+
+/// Successes of one prerequisite a session keeps for bound guards: the newest ones. An older
+/// success falling out can only make a guard deny (fail closed), never allow.
+pub const MAX_OUTCOMES: usize = 32;
+
+/// The call history limits need: usage per tool of allowed calls (session-wide, so a second
+/// role cannot reopen a cap the first one filled), the tools that succeeded, and the
+/// successes bound guards compare against.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "StoredUsage")]
 pub struct Usage {
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    tools: BTreeMap<String, ToolUsage>,
+    #[serde(default)]
+    succeeded: BTreeSet<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    outcomes: BTreeMap<String, Vec<Outcome>>,
+}
+
+/// The stored form, which also reads sessions saved when usage was kept per role: their
+/// usage is added up per tool, so a cap never forgets a call made before an upgrade.
+#[derive(Deserialize)]
+struct StoredUsage {
+    #[serde(default)]
+    tools: BTreeMap<String, ToolUsage>,
     #[serde(default)]
     by_role: BTreeMap<String, BTreeMap<String, ToolUsage>>,
     #[serde(default)]
     succeeded: BTreeSet<String>,
+    #[serde(default)]
+    outcomes: BTreeMap<String, Vec<Outcome>>,
+}
+
+impl From<StoredUsage> for Usage {
+    fn from(stored: StoredUsage) -> Self {
+        let mut tools = stored.tools;
+        for (tool, usage) in stored.by_role.into_values().flatten() {
+            let total = tools.entry(tool).or_default();
+            total.count = total.count.saturating_add(usage.count);
+            for (arg, sum) in usage.sums {
+                let entry = total.sums.entry(arg).or_default();
+                *entry = entry.saturating_add(sum);
+            }
+        }
+        Self {
+            tools,
+            succeeded: stored.succeeded,
+            outcomes: stored.outcomes,
+        }
+    }
 }
 
 impl Usage {
-    pub fn tool_usage(&self, role: &str, tool: &str) -> Option<&ToolUsage> {
-        self.by_role.get(role)?.get(tool)
+    pub fn tool_usage(&self, tool: &str) -> Option<&ToolUsage> {
+        self.tools.get(tool)
     }
 
-    pub fn count(&self, role: &str, tool: &str) -> u32 {
-        self.tool_usage(role, tool).map_or(0, |u| u.count)
+    /// How many allowed calls of `tool` this session has made that a count cap tracks.
+    pub fn count(&self, tool: &str) -> u32 {
+        self.tool_usage(tool).map_or(0, |u| u.count)
     }
 
-    pub fn sum(&self, role: &str, tool: &str, arg: &str) -> Decimal {
-        self.tool_usage(role, tool)
+    /// The sum of `tool.arg` over this session's allowed calls.
+    pub fn sum(&self, tool: &str, arg: &str) -> Decimal {
+        self.tool_usage(tool)
             .and_then(|u| u.sums.get(arg).copied())
             .unwrap_or(Decimal::ZERO)
     }
@@ -60,13 +114,14 @@ impl Usage {
         self.succeeded.contains(tool)
     }
 
-    /// Every (role, tool) with its usage, for persisting.
-    pub fn entries(&self) -> impl Iterator<Item = (&str, &str, &ToolUsage)> {
-        self.by_role.iter().flat_map(|(role, tools)| {
-            tools
-                .iter()
-                .map(move |(tool, u)| (role.as_str(), tool.as_str(), u))
-        })
+    /// The remembered successes of `tool`, oldest first.
+    pub fn outcomes(&self, tool: &str) -> &[Outcome] {
+        self.outcomes.get(tool).map_or(&[], Vec::as_slice)
+    }
+
+    /// Every tool with its usage, for persisting and display.
+    pub fn entries(&self) -> impl Iterator<Item = (&str, &ToolUsage)> {
+        self.tools.iter().map(|(tool, u)| (tool.as_str(), u))
     }
 
     pub fn succeeded_tools(&self) -> impl Iterator<Item = &str> {
@@ -119,27 +174,84 @@ impl SessionView {
         }
     }
 
-    /// Applies the usage an `Allow` reserved. The caller does this under the same per-session
+    /// Applies the usage a permit reserved. The caller does this under the same per-session
     /// serialization as the decision, so two calls cannot both fit under one cap.
-    pub fn reserve(&mut self, reservation: &Reservation) {
+    pub fn reserve(&mut self, permit: &Permit) {
+        let reservation = permit.reservation();
+        if reservation.is_empty() {
+            return;
+        }
         let usage = self
             .usage
-            .by_role
-            .entry(reservation.role().as_str().to_owned())
-            .or_default()
-            .entry(reservation.tool().to_owned())
+            .tools
+            .entry(permit.tool().to_owned())
             .or_default();
-        usage.count = usage.count.saturating_add(1);
+        if reservation.counts() {
+            usage.count = usage.count.saturating_add(1);
+        }
         for reserved in reservation.amounts() {
             let sum = usage.sums.entry(reserved.arg.clone()).or_default();
             *sum = sum.saturating_add(reserved.amount);
         }
     }
 
-    /// Records that a call of `tool` succeeded upstream, which step-order guards wait for.
-    pub fn record_success(&mut self, tool: &str) {
+    /// Records that a call of `tool` succeeded upstream, which plain step-order guards wait
+    /// for, and (when bound guards compare against `tool`) what it succeeded with.
+    /// Returns whether anything changed, i.e. whether the session must be saved.
+    pub fn record_success(&mut self, tool: &str, outcome: Option<Outcome>) -> bool {
+        let mut changed = false;
         if !self.usage.succeeded.contains(tool) {
             self.usage.succeeded.insert(tool.to_owned());
+            changed = true;
         }
+        if let Some(outcome) = outcome {
+            let kept = self.usage.outcomes.entry(tool.to_owned()).or_default();
+            // The same success twice proves nothing more: keep room for different ones.
+            if !kept.contains(&outcome) {
+                kept.push(outcome);
+                if kept.len() > MAX_OUTCOMES {
+                    kept.remove(0);
+                }
+                changed = true;
+            }
+        }
+        changed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usage_stored_per_role_is_read_as_the_sum_per_tool() {
+        let stored = serde_json::json!({
+            "by_role": {
+                "tier-1-support": {"process_refund": {"count": 2, "sums": {"amount": "800"}}},
+                "retention-desk": {"process_refund": {"count": 1, "sums": {"amount": "400"}}}
+            },
+            "succeeded": ["check_refund_eligibility"]
+        });
+        let usage: Usage = serde_json::from_value(stored).unwrap();
+        assert_eq!(usage.count("process_refund"), 3);
+        assert_eq!(usage.sum("process_refund", "amount"), Decimal::from(1200));
+        assert!(usage.has_succeeded("check_refund_eligibility"));
+        let again: Usage = serde_json::from_value(serde_json::to_value(&usage).unwrap()).unwrap();
+        assert_eq!(again, usage);
+    }
+
+    #[test]
+    fn a_session_keeps_only_the_newest_successes_of_a_prerequisite() {
+        let mut view = SessionView::new("s", "1", Slug::parse("support").unwrap(), Utc::now());
+        for n in 0..(MAX_OUTCOMES + 5) {
+            let mut outcome = Outcome::default();
+            outcome.args.insert("order_id".into(), n.to_string());
+            assert!(view.record_success("check", Some(outcome)));
+        }
+        let kept = view.usage.outcomes("check");
+        assert_eq!(kept.len(), MAX_OUTCOMES);
+        assert_eq!(kept[0].args["order_id"], "5");
+        let same = kept.last().cloned();
+        assert!(!view.record_success("check", same));
     }
 }

@@ -1,8 +1,9 @@
 //! SQL for the audit chain: appends, the chain tip, streaming reads, retention anchors.
 
+use futures::future::BoxFuture;
 use futures::stream::{BoxStream, StreamExt};
 use sqlx::sqlite::SqliteRow;
-use sqlx::{FromRow, Row, Sqlite, Transaction};
+use sqlx::{FromRow, Row, Sqlite, SqliteConnection, Transaction};
 
 use super::{Store, StoreError};
 
@@ -85,6 +86,36 @@ impl Store {
         }
         tx.commit().await?;
         Ok(rows)
+    }
+
+    /// Runs `change` and appends the rows `build` makes of what it returned, in one
+    /// `BEGIN IMMEDIATE` transaction: a state change and its audit events commit together or
+    /// not at all. `change` answering `None` (say, a stale revision) commits nothing.
+    pub async fn audit_append_after<T, C, F>(
+        &self,
+        change: C,
+        build: F,
+    ) -> Result<Option<Vec<AuditRow>>, StoreError>
+    where
+        C: for<'c> FnOnce(&'c mut SqliteConnection) -> BoxFuture<'c, Result<Option<T>, StoreError>>,
+        F: FnOnce(&Anchor, T) -> Vec<AuditRow>,
+    {
+        let mut tx = self.pool().begin_with("BEGIN IMMEDIATE").await?;
+        let Some(outcome) = change(&mut tx).await? else {
+            tx.rollback().await?;
+            return Ok(None);
+        };
+        let tip = audit_tip_in(&mut tx).await?;
+        let rows = build(&tip, outcome);
+        if !rows.is_empty() {
+            sqlx::query(&INSERT_EVENTS)
+                .bind(events_json(&rows))
+                .execute(&mut *tx)
+                .await?;
+            super::audit_query::summarize_in(&mut tx, &rows).await?;
+        }
+        tx.commit().await?;
+        Ok(Some(rows))
     }
 
     /// Appends `rows`, built on the chain tip `expected`, if that is still the tip: the

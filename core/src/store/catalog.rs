@@ -85,17 +85,8 @@ impl Store {
 
     /// Marks which arguments of a tool the audit stores as a digest only.
     pub async fn set_sensitive_args(&self, tool: &str, args: &[String]) -> Result<(), StoreError> {
-        let done =
-            sqlx::query("UPDATE tools SET sensitive_args = ?, updated_at = ? WHERE name = ?")
-                .bind(to_json(&args))
-                .bind(stamp(Utc::now()))
-                .bind(tool)
-                .execute(self.pool())
-                .await?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound(format!("tool `{tool}`")));
-        }
-        Ok(())
+        let mut conn = self.pool().acquire().await?;
+        set_sensitive_args_on(&mut conn, tool, args).await
     }
 
     /// Flags the tools of `upstream` that its last `tools/list` did not name (keeping the
@@ -145,38 +136,16 @@ impl Store {
         upstream: &Slug,
         credentials: Option<&UpstreamCredentials>,
     ) -> Result<(), StoreError> {
-        let done = sqlx::query("UPDATE upstreams SET credentials = ? WHERE name = ?")
-            .bind(
-                credentials
-                    .filter(|c| !c.is_empty())
-                    .map(UpstreamCredentials::to_stored_json),
-            )
-            .bind(upstream.as_str())
-            .execute(self.pool())
-            .await?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound(format!("upstream `{upstream}`")));
-        }
-        Ok(())
+        let mut conn = self.pool().acquire().await?;
+        set_upstream_credentials_on(&mut conn, upstream, credentials).await
     }
 
     /// Every upstream's stored credentials, by upstream name (upstreams without any are absent).
     pub async fn upstream_credentials(
         &self,
     ) -> Result<BTreeMap<String, UpstreamCredentials>, StoreError> {
-        let rows: Vec<(String, String)> =
-            sqlx::query_as("SELECT name, credentials FROM upstreams WHERE credentials IS NOT NULL")
-                .fetch_all(self.pool())
-                .await?;
-        rows.into_iter()
-            .map(|(name, text)| {
-                UpstreamCredentials::from_stored_json(&text)
-                    .map(|c| (name.clone(), c))
-                    .map_err(|e| {
-                        StoreError::Corrupt(format!("credentials of upstream `{name}`: {e}"))
-                    })
-            })
-            .collect()
+        let mut conn = self.pool().acquire().await?;
+        upstream_credentials_on(&mut conn).await
     }
 
     pub async fn list_tools(&self) -> Result<Vec<CatalogTool>, StoreError> {
@@ -187,15 +156,7 @@ impl Store {
     /// Creates a skill at version 1.
     pub async fn create_skill(&self, skill: &Skill) -> Result<Revised<SkillVersion>, StoreError> {
         let mut tx = self.pool().begin().await?;
-        let catalog = load_catalog(&mut tx).await?;
-        catalog.validate_skill(skill)?;
-        if catalog.skill(skill.slug.as_str()).is_some() {
-            return Err(StoreError::Conflict(format!(
-                "skill `{}` already exists",
-                skill.slug
-            )));
-        }
-        let saved = insert_skill(&mut tx, skill).await?;
+        let saved = create_skill_on(&mut tx, skill).await?;
         tx.commit().await?;
         Ok(saved)
     }
@@ -208,50 +169,9 @@ impl Store {
         expected_revision: i64,
     ) -> Result<Revised<SkillVersion>, StoreError> {
         let mut tx = self.pool().begin().await?;
-        let mut catalog = load_catalog(&mut tx).await?;
-        let (latest, revision) = skill_head(&mut tx, &skill.slug).await?;
-        if revision != expected_revision {
-            return Err(conflict(
-                "skill",
-                skill.slug.as_str(),
-                expected_revision,
-                revision,
-            ));
-        }
-        catalog.validate_skill(skill)?;
-        let version = latest + 1;
-        if let Some(existing) = catalog
-            .skills
-            .iter_mut()
-            .find(|s| s.skill.slug == skill.slug)
-        {
-            *existing = SkillVersion {
-                version: version as u32,
-                skill: skill.clone(),
-            };
-        }
-        for role in catalog
-            .roles
-            .iter()
-            .filter(|r| r.skills.contains(&skill.slug))
-        {
-            catalog.validate_role(role)?;
-        }
-        insert_skill_version(&mut tx, skill, version).await?;
-        sqlx::query("UPDATE skills SET current_version = ?, revision = revision + 1, updated_at = ? WHERE slug = ?")
-            .bind(version)
-            .bind(stamp(Utc::now()))
-            .bind(skill.slug.as_str())
-            .execute(&mut *tx)
-            .await?;
+        let saved = update_skill_on(&mut tx, skill, expected_revision).await?;
         tx.commit().await?;
-        Ok(Revised {
-            value: SkillVersion {
-                version: version as u32,
-                skill: skill.clone(),
-            },
-            revision: revision + 1,
-        })
+        Ok(saved)
     }
 
     /// Makes an earlier (or later) stored version current again; returns the new revision.
@@ -262,35 +182,9 @@ impl Store {
         expected_revision: i64,
     ) -> Result<i64, StoreError> {
         let mut tx = self.pool().begin().await?;
-        let (_, revision) = skill_head(&mut tx, slug).await?;
-        if revision != expected_revision {
-            return Err(conflict(
-                "skill",
-                slug.as_str(),
-                expected_revision,
-                revision,
-            ));
-        }
-        let exists: Option<i64> = sqlx::query_scalar(
-            "SELECT version FROM skill_versions WHERE skill = ? AND version = ?",
-        )
-        .bind(slug.as_str())
-        .bind(i64::from(version))
-        .fetch_optional(&mut *tx)
-        .await?;
-        if exists.is_none() {
-            return Err(StoreError::NotFound(format!(
-                "version {version} of skill `{slug}`"
-            )));
-        }
-        sqlx::query("UPDATE skills SET current_version = ?, revision = revision + 1, updated_at = ? WHERE slug = ?")
-            .bind(i64::from(version))
-            .bind(stamp(Utc::now()))
-            .bind(slug.as_str())
-            .execute(&mut *tx)
-            .await?;
+        let saved = set_current_skill_version_on(&mut tx, slug, version, expected_revision).await?;
         tx.commit().await?;
-        Ok(revision + 1)
+        Ok(saved)
     }
 
     /// Every stored version of a skill, oldest first.
@@ -315,17 +209,9 @@ impl Store {
 
     pub async fn create_role(&self, role: &Role) -> Result<i64, StoreError> {
         let mut tx = self.pool().begin().await?;
-        let catalog = load_catalog(&mut tx).await?;
-        catalog.validate_role(role)?;
-        if catalog.role(role.slug.as_str()).is_some() {
-            return Err(StoreError::Conflict(format!(
-                "role `{}` already exists",
-                role.slug
-            )));
-        }
-        insert_role(&mut tx, role).await?;
+        let saved = create_role_on(&mut tx, role).await?;
         tx.commit().await?;
-        Ok(1)
+        Ok(saved)
     }
 
     /// Saves a changed role if nobody saved it since `expected_revision`; returns the new revision.
@@ -335,31 +221,9 @@ impl Store {
         expected_revision: i64,
     ) -> Result<i64, StoreError> {
         let mut tx = self.pool().begin().await?;
-        let revision = revision_of(&mut tx, "roles", "role", &role.slug).await?;
-        if revision != expected_revision {
-            return Err(conflict(
-                "role",
-                role.slug.as_str(),
-                expected_revision,
-                revision,
-            ));
-        }
-        load_catalog(&mut tx).await?.validate_role(role)?;
-        sqlx::query(
-            "UPDATE roles SET title = ?, description = ?, instructions = ?, skills = ?, limits = ?, \
-             revision = revision + 1, updated_at = ? WHERE slug = ?",
-        )
-        .bind(&role.title)
-        .bind(&role.description)
-        .bind(&role.instructions)
-        .bind(to_json(&role.skills))
-        .bind(to_json(&role.limits))
-        .bind(stamp(Utc::now()))
-        .bind(role.slug.as_str())
-        .execute(&mut *tx)
-        .await?;
+        let saved = update_role_on(&mut tx, role, expected_revision).await?;
         tx.commit().await?;
-        Ok(revision + 1)
+        Ok(saved)
     }
 
     pub async fn list_roles(&self) -> Result<Vec<Revised<Role>>, StoreError> {
@@ -377,17 +241,9 @@ impl Store {
 
     pub async fn create_scope(&self, scope: &Scope) -> Result<i64, StoreError> {
         let mut tx = self.pool().begin().await?;
-        let catalog = load_catalog(&mut tx).await?;
-        catalog.validate_scope(scope)?;
-        if catalog.scope(scope.slug.as_str()).is_some() {
-            return Err(StoreError::Conflict(format!(
-                "scope `{}` already exists",
-                scope.slug
-            )));
-        }
-        insert_scope(&mut tx, scope).await?;
+        let saved = create_scope_on(&mut tx, scope).await?;
         tx.commit().await?;
-        Ok(1)
+        Ok(saved)
     }
 
     pub async fn update_scope(
@@ -396,25 +252,9 @@ impl Store {
         expected_revision: i64,
     ) -> Result<i64, StoreError> {
         let mut tx = self.pool().begin().await?;
-        let revision = revision_of(&mut tx, "scopes", "scope", &scope.slug).await?;
-        if revision != expected_revision {
-            return Err(conflict(
-                "scope",
-                scope.slug.as_str(),
-                expected_revision,
-                revision,
-            ));
-        }
-        load_catalog(&mut tx).await?.validate_scope(scope)?;
-        sqlx::query("UPDATE scopes SET description = ?, roles = ?, revision = revision + 1, updated_at = ? WHERE slug = ?")
-            .bind(&scope.description)
-            .bind(to_json(&scope.roles))
-            .bind(stamp(Utc::now()))
-            .bind(scope.slug.as_str())
-            .execute(&mut *tx)
-            .await?;
+        let saved = update_scope_on(&mut tx, scope, expected_revision).await?;
         tx.commit().await?;
-        Ok(revision + 1)
+        Ok(saved)
     }
 
     pub async fn list_scopes(&self) -> Result<Vec<Revised<Scope>>, StoreError> {
@@ -467,7 +307,7 @@ impl Store {
     }
 }
 
-async fn load_catalog(conn: &mut SqliteConnection) -> Result<Catalog, StoreError> {
+pub(crate) async fn load_catalog(conn: &mut SqliteConnection) -> Result<Catalog, StoreError> {
     // The built-in curation upstream and its tools live in code, not in the database.
     let (builtin, builtin_tools) = crate::revisions::curator::builtin_catalog_parts();
     let mut upstreams = list_upstreams(conn).await?;
@@ -495,7 +335,267 @@ async fn load_catalog(conn: &mut SqliteConnection) -> Result<Catalog, StoreError
     })
 }
 
-async fn upsert_upstream(
+/// [`Store::create_skill`] on a given connection: inside the audit writer's transaction, a catalog
+/// save commits together with its `admin_change` event.
+pub(crate) async fn create_skill_on(
+    conn: &mut SqliteConnection,
+    skill: &Skill,
+) -> Result<Revised<SkillVersion>, StoreError> {
+    let catalog = load_catalog(&mut *conn).await?;
+    catalog.validate_skill(skill)?;
+    if catalog.skill(skill.slug.as_str()).is_some() {
+        return Err(StoreError::Conflict(format!(
+            "skill `{}` already exists",
+            skill.slug
+        )));
+    }
+    let saved = insert_skill(&mut *conn, skill).await?;
+    Ok(saved)
+}
+
+/// [`Store::update_skill`] on a given connection: inside the audit writer's transaction, a catalog
+/// save commits together with its `admin_change` event.
+pub(crate) async fn update_skill_on(
+    conn: &mut SqliteConnection,
+    skill: &Skill,
+    expected_revision: i64,
+) -> Result<Revised<SkillVersion>, StoreError> {
+    let mut catalog = load_catalog(&mut *conn).await?;
+    let (latest, revision) = skill_head(&mut *conn, &skill.slug).await?;
+    if revision != expected_revision {
+        return Err(conflict(
+            "skill",
+            skill.slug.as_str(),
+            expected_revision,
+            revision,
+        ));
+    }
+    catalog.validate_skill(skill)?;
+    let version = latest + 1;
+    if let Some(existing) = catalog
+        .skills
+        .iter_mut()
+        .find(|s| s.skill.slug == skill.slug)
+    {
+        *existing = SkillVersion {
+            version: version as u32,
+            skill: skill.clone(),
+        };
+    }
+    for role in catalog
+        .roles
+        .iter()
+        .filter(|r| r.skills.contains(&skill.slug))
+    {
+        catalog.validate_role(role)?;
+    }
+    insert_skill_version(&mut *conn, skill, version).await?;
+    sqlx::query("UPDATE skills SET current_version = ?, revision = revision + 1, updated_at = ? WHERE slug = ?")
+            .bind(version)
+            .bind(stamp(Utc::now()))
+            .bind(skill.slug.as_str())
+            .execute(&mut *conn)
+            .await?;
+    Ok(Revised {
+        value: SkillVersion {
+            version: version as u32,
+            skill: skill.clone(),
+        },
+        revision: revision + 1,
+    })
+}
+
+/// [`Store::set_current_skill_version`] on a given connection: inside the audit writer's transaction, a catalog
+/// save commits together with its `admin_change` event.
+pub(crate) async fn set_current_skill_version_on(
+    conn: &mut SqliteConnection,
+    slug: &Slug,
+    version: u32,
+    expected_revision: i64,
+) -> Result<i64, StoreError> {
+    let (_, revision) = skill_head(&mut *conn, slug).await?;
+    if revision != expected_revision {
+        return Err(conflict(
+            "skill",
+            slug.as_str(),
+            expected_revision,
+            revision,
+        ));
+    }
+    let exists: Option<i64> =
+        sqlx::query_scalar("SELECT version FROM skill_versions WHERE skill = ? AND version = ?")
+            .bind(slug.as_str())
+            .bind(i64::from(version))
+            .fetch_optional(&mut *conn)
+            .await?;
+    if exists.is_none() {
+        return Err(StoreError::NotFound(format!(
+            "version {version} of skill `{slug}`"
+        )));
+    }
+    sqlx::query("UPDATE skills SET current_version = ?, revision = revision + 1, updated_at = ? WHERE slug = ?")
+            .bind(i64::from(version))
+            .bind(stamp(Utc::now()))
+            .bind(slug.as_str())
+            .execute(&mut *conn)
+            .await?;
+    Ok(revision + 1)
+}
+
+/// [`Store::create_role`] on a given connection: inside the audit writer's transaction, a catalog
+/// save commits together with its `admin_change` event.
+pub(crate) async fn create_role_on(
+    conn: &mut SqliteConnection,
+    role: &Role,
+) -> Result<i64, StoreError> {
+    let catalog = load_catalog(&mut *conn).await?;
+    catalog.validate_role(role)?;
+    if catalog.role(role.slug.as_str()).is_some() {
+        return Err(StoreError::Conflict(format!(
+            "role `{}` already exists",
+            role.slug
+        )));
+    }
+    insert_role(&mut *conn, role).await?;
+    Ok(1)
+}
+
+/// [`Store::update_role`] on a given connection: inside the audit writer's transaction, a catalog
+/// save commits together with its `admin_change` event.
+pub(crate) async fn update_role_on(
+    conn: &mut SqliteConnection,
+    role: &Role,
+    expected_revision: i64,
+) -> Result<i64, StoreError> {
+    let revision = revision_of(&mut *conn, "roles", "role", &role.slug).await?;
+    if revision != expected_revision {
+        return Err(conflict(
+            "role",
+            role.slug.as_str(),
+            expected_revision,
+            revision,
+        ));
+    }
+    load_catalog(&mut *conn).await?.validate_role(role)?;
+    sqlx::query(
+        "UPDATE roles SET title = ?, description = ?, instructions = ?, skills = ?, limits = ?, \
+             revision = revision + 1, updated_at = ? WHERE slug = ?",
+    )
+    .bind(&role.title)
+    .bind(&role.description)
+    .bind(&role.instructions)
+    .bind(to_json(&role.skills))
+    .bind(to_json(&role.limits))
+    .bind(stamp(Utc::now()))
+    .bind(role.slug.as_str())
+    .execute(&mut *conn)
+    .await?;
+    Ok(revision + 1)
+}
+
+/// [`Store::create_scope`] on a given connection: inside the audit writer's transaction, a catalog
+/// save commits together with its `admin_change` event.
+pub(crate) async fn create_scope_on(
+    conn: &mut SqliteConnection,
+    scope: &Scope,
+) -> Result<i64, StoreError> {
+    let catalog = load_catalog(&mut *conn).await?;
+    catalog.validate_scope(scope)?;
+    if catalog.scope(scope.slug.as_str()).is_some() {
+        return Err(StoreError::Conflict(format!(
+            "scope `{}` already exists",
+            scope.slug
+        )));
+    }
+    insert_scope(&mut *conn, scope).await?;
+    Ok(1)
+}
+
+/// [`Store::update_scope`] on a given connection: inside the audit writer's transaction, a catalog
+/// save commits together with its `admin_change` event.
+pub(crate) async fn update_scope_on(
+    conn: &mut SqliteConnection,
+    scope: &Scope,
+    expected_revision: i64,
+) -> Result<i64, StoreError> {
+    let revision = revision_of(&mut *conn, "scopes", "scope", &scope.slug).await?;
+    if revision != expected_revision {
+        return Err(conflict(
+            "scope",
+            scope.slug.as_str(),
+            expected_revision,
+            revision,
+        ));
+    }
+    load_catalog(&mut *conn).await?.validate_scope(scope)?;
+    sqlx::query("UPDATE scopes SET description = ?, roles = ?, guardrails = ?, revision = revision + 1, updated_at = ? WHERE slug = ?")
+            .bind(&scope.description)
+            .bind(to_json(&scope.roles))
+            .bind(to_json(&scope.guardrails))
+            .bind(stamp(Utc::now()))
+            .bind(scope.slug.as_str())
+            .execute(&mut *conn)
+            .await?;
+    Ok(revision + 1)
+}
+
+/// [`Store::set_sensitive_args`] on a given connection (see [`create_role_on`]).
+pub(crate) async fn set_sensitive_args_on(
+    conn: &mut SqliteConnection,
+    tool: &str,
+    args: &[String],
+) -> Result<(), StoreError> {
+    let done = sqlx::query("UPDATE tools SET sensitive_args = ?, updated_at = ? WHERE name = ?")
+        .bind(to_json(&args))
+        .bind(stamp(Utc::now()))
+        .bind(tool)
+        .execute(conn)
+        .await?;
+    if done.rows_affected() == 0 {
+        return Err(StoreError::NotFound(format!("tool `{tool}`")));
+    }
+    Ok(())
+}
+
+/// [`Store::set_upstream_credentials`] on a given connection (see [`create_role_on`]).
+pub(crate) async fn set_upstream_credentials_on(
+    conn: &mut SqliteConnection,
+    upstream: &Slug,
+    credentials: Option<&UpstreamCredentials>,
+) -> Result<(), StoreError> {
+    let done = sqlx::query("UPDATE upstreams SET credentials = ? WHERE name = ?")
+        .bind(
+            credentials
+                .filter(|c| !c.is_empty())
+                .map(UpstreamCredentials::to_stored_json),
+        )
+        .bind(upstream.as_str())
+        .execute(conn)
+        .await?;
+    if done.rows_affected() == 0 {
+        return Err(StoreError::NotFound(format!("upstream `{upstream}`")));
+    }
+    Ok(())
+}
+
+/// [`Store::upstream_credentials`] on a given connection.
+pub(crate) async fn upstream_credentials_on(
+    conn: &mut SqliteConnection,
+) -> Result<BTreeMap<String, UpstreamCredentials>, StoreError> {
+    let rows: Vec<(String, String)> =
+        sqlx::query_as("SELECT name, credentials FROM upstreams WHERE credentials IS NOT NULL")
+            .fetch_all(conn)
+            .await?;
+    rows.into_iter()
+        .map(|(name, text)| {
+            UpstreamCredentials::from_stored_json(&text)
+                .map(|c| (name.clone(), c))
+                .map_err(|e| StoreError::Corrupt(format!("credentials of upstream `{name}`: {e}")))
+        })
+        .collect()
+}
+
+pub(crate) async fn upsert_upstream(
     conn: &mut SqliteConnection,
     upstream: &Upstream,
 ) -> Result<(), StoreError> {
@@ -512,7 +612,9 @@ async fn upsert_upstream(
     Ok(())
 }
 
-async fn list_upstreams(conn: &mut SqliteConnection) -> Result<Vec<Upstream>, sqlx::Error> {
+pub(crate) async fn list_upstreams(
+    conn: &mut SqliteConnection,
+) -> Result<Vec<Upstream>, sqlx::Error> {
     let rows = sqlx::query("SELECT name, config FROM upstreams ORDER BY name")
         .fetch_all(conn)
         .await?;
@@ -623,7 +725,7 @@ fn skill_version_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<SkillVersion,
     })
 }
 
-async fn list_skills(
+pub(crate) async fn list_skills(
     conn: &mut SqliteConnection,
 ) -> Result<Vec<Revised<SkillVersion>>, sqlx::Error> {
     let rows = sqlx::query(&format!(
@@ -717,7 +819,9 @@ async fn insert_role(conn: &mut SqliteConnection, role: &Role) -> Result<(), Sto
     Ok(())
 }
 
-async fn list_roles(conn: &mut SqliteConnection) -> Result<Vec<Revised<Role>>, sqlx::Error> {
+pub(crate) async fn list_roles(
+    conn: &mut SqliteConnection,
+) -> Result<Vec<Revised<Role>>, sqlx::Error> {
     let rows = sqlx::query("SELECT slug, title, description, instructions, skills, limits, revision FROM roles ORDER BY slug")
         .fetch_all(conn)
         .await?;
@@ -740,10 +844,11 @@ async fn list_roles(conn: &mut SqliteConnection) -> Result<Vec<Revised<Role>>, s
 
 async fn insert_scope(conn: &mut SqliteConnection, scope: &Scope) -> Result<(), StoreError> {
     let now = stamp(Utc::now());
-    sqlx::query("INSERT INTO scopes (slug, description, roles, revision, created_at, updated_at) VALUES (?, ?, ?, 1, ?, ?)")
+    sqlx::query("INSERT INTO scopes (slug, description, roles, guardrails, revision, created_at, updated_at) VALUES (?, ?, ?, ?, 1, ?, ?)")
         .bind(scope.slug.as_str())
         .bind(&scope.description)
         .bind(to_json(&scope.roles))
+        .bind(to_json(&scope.guardrails))
         .bind(&now)
         .bind(&now)
         .execute(conn)
@@ -751,10 +856,14 @@ async fn insert_scope(conn: &mut SqliteConnection, scope: &Scope) -> Result<(), 
     Ok(())
 }
 
-async fn list_scopes(conn: &mut SqliteConnection) -> Result<Vec<Revised<Scope>>, sqlx::Error> {
-    let rows = sqlx::query("SELECT slug, description, roles, revision FROM scopes ORDER BY slug")
-        .fetch_all(conn)
-        .await?;
+pub(crate) async fn list_scopes(
+    conn: &mut SqliteConnection,
+) -> Result<Vec<Revised<Scope>>, sqlx::Error> {
+    let rows = sqlx::query(
+        "SELECT slug, description, roles, guardrails, revision FROM scopes ORDER BY slug",
+    )
+    .fetch_all(conn)
+    .await?;
     rows.iter()
         .map(|row| {
             Ok(Revised {
@@ -762,6 +871,7 @@ async fn list_scopes(conn: &mut SqliteConnection) -> Result<Vec<Revised<Scope>>,
                     slug: slug_of("scope slug", row.try_get("slug")?)?,
                     description: row.try_get("description")?,
                     roles: from_json("scope roles", row.try_get("roles")?)?,
+                    guardrails: from_json("scope guardrails", row.try_get("guardrails")?)?,
                 },
                 revision: row.try_get("revision")?,
             })
@@ -789,7 +899,7 @@ mod tests {
 
     use super::*;
     use crate::model::{ArgCheck, CmpOp, Limit};
-    use crate::policy::{CallRequest, Decision, SessionView, decide};
+    use crate::policy::{CallRequest, Decision, Outcome, SessionView, decide, value_digest};
     use crate::store::test_store;
 
     fn slug(text: &str) -> Slug {
@@ -841,19 +951,26 @@ mod tests {
         let mut session =
             SessionView::new("s", "k", slug("support"), now + chrono::Duration::hours(1));
         session.learn(slug("tier-1-support"), vec![]);
-        session.record_success("check_refund_eligibility");
+        let mut eligible = Outcome::default();
+        eligible
+            .args
+            .insert("order_id".into(), value_digest(&json!("O-5001")));
+        eligible
+            .results
+            .insert("/eligible".into(), value_digest(&json!(true)));
+        session.record_success("check_refund_eligibility", Some(eligible));
         let args =
             json!({"customer_id": "C-1001", "order_id": "O-5001", "amount": 600, "reason": "late"});
         let request = CallRequest {
             session_id: "s",
             key_id: "k",
             tool: "process_refund",
-            arguments: &args,
+            arguments: args.as_object().unwrap().clone(),
         };
-        let decision = decide(&catalog, Some(&session), &request, now);
+        let decision = decide(&catalog, Some(&session), request, now);
         assert!(
-            matches!(decision, Decision::Deny { ref rule, .. } if rule.contains("at most 500")),
-            "{decision}"
+            matches!(&decision, Decision::Deny(denial) if denial.rule.contains("at most 500")),
+            "{decision:?}"
         );
     }
 
@@ -1019,6 +1136,7 @@ mod tests {
             slug: slug("night-shift"),
             description: "Nights.".into(),
             roles: vec![slug("ghost")],
+            guardrails: Vec::new(),
         };
         assert!(matches!(
             store.create_scope(&scope).await,

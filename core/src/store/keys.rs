@@ -1,8 +1,8 @@
 //! SQL for agent keys. Rows hold the SHA-256 of a key, never the key itself.
 
 use chrono::{DateTime, Utc};
-use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
+use sqlx::{Row, SqliteConnection};
 
 use super::{Store, StoreError, stamp};
 use crate::keys::AgentKeyInfo;
@@ -61,35 +61,8 @@ impl Store {
         &self,
         key: &AgentKeyRow<'_>,
     ) -> Result<AgentKeyInfo, StoreError> {
-        let result = sqlx::query(&format!(
-            "INSERT INTO agent_keys
-                 (name, scope, key_hash, prefix, created_at, created_by, expires_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?)
-             RETURNING {COLUMNS}"
-        ))
-        .bind(key.name)
-        .bind(key.scope.as_str())
-        .bind(key.key_hash)
-        .bind(key.prefix)
-        .bind(stamp(key.created_at))
-        .bind(key.created_by)
-        .bind(key.expires_at.map(stamp))
-        .fetch_one(self.pool())
-        .await;
-        match result {
-            Ok(row) => Ok(key_from_row(&row)?),
-            // Only the name is worth reporting: a clash of two 256-bit keys' hashes means a
-            // broken random source, which must surface as the database error it is.
-            Err(sqlx::Error::Database(e))
-                if e.is_unique_violation() && e.message().contains("agent_keys.name") =>
-            {
-                Err(StoreError::Conflict(format!(
-                    "an agent key named `{}` already exists",
-                    key.name
-                )))
-            }
-            Err(e) => Err(e.into()),
-        }
+        let mut conn = self.pool().acquire().await?;
+        insert_agent_key_on(&mut conn, key).await
     }
 
     /// The key whose SHA-256 is `key_hash`, whatever its state (revoked, expired).
@@ -120,16 +93,8 @@ impl Store {
         name: &str,
         at: DateTime<Utc>,
     ) -> Result<Option<AgentKeyInfo>, StoreError> {
-        let row = sqlx::query(&format!(
-            "UPDATE agent_keys SET revoked_at = COALESCE(revoked_at, ?)
-             WHERE name = ?
-             RETURNING {COLUMNS}"
-        ))
-        .bind(stamp(at))
-        .bind(name)
-        .fetch_optional(self.pool())
-        .await?;
-        Ok(row.as_ref().map(key_from_row).transpose()?)
+        let mut conn = self.pool().acquire().await?;
+        revoke_agent_key_on(&mut conn, name, at).await
     }
 
     /// Records a use of key `id` at `at`, only if the stored time is older than
@@ -152,4 +117,59 @@ impl Store {
         .await?;
         Ok(done.rows_affected() > 0)
     }
+}
+
+/// [`Store::insert_agent_key`] on a given connection: inside the audit writer's transaction,
+/// a key and its `admin_change` event commit together.
+pub(crate) async fn insert_agent_key_on(
+    conn: &mut SqliteConnection,
+    key: &AgentKeyRow<'_>,
+) -> Result<AgentKeyInfo, StoreError> {
+    let result = sqlx::query(&format!(
+        "INSERT INTO agent_keys
+             (name, scope, key_hash, prefix, created_at, created_by, expires_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?)
+         RETURNING {COLUMNS}"
+    ))
+    .bind(key.name)
+    .bind(key.scope.as_str())
+    .bind(key.key_hash)
+    .bind(key.prefix)
+    .bind(stamp(key.created_at))
+    .bind(key.created_by)
+    .bind(key.expires_at.map(stamp))
+    .fetch_one(conn)
+    .await;
+    match result {
+        Ok(row) => Ok(key_from_row(&row)?),
+        // Only the name is worth reporting: a clash of two 256-bit keys' hashes means a
+        // broken random source, which must surface as the database error it is.
+        Err(sqlx::Error::Database(e))
+            if e.is_unique_violation() && e.message().contains("agent_keys.name") =>
+        {
+            Err(StoreError::Conflict(format!(
+                "an agent key named `{}` already exists",
+                key.name
+            )))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// [`Store::revoke_agent_key`] on a given connection (see [`insert_agent_key_on`]).
+pub(crate) async fn revoke_agent_key_on(
+    conn: &mut SqliteConnection,
+    name: &str,
+    at: DateTime<Utc>,
+) -> Result<Option<AgentKeyInfo>, StoreError> {
+    let row = sqlx::query(&format!(
+        "UPDATE agent_keys SET revoked_at = COALESCE(revoked_at, ?)
+         WHERE name = ?
+         RETURNING {COLUMNS}"
+    ))
+    .bind(stamp(at))
+    .bind(name)
+    .fetch_optional(conn)
+    .await?;
+    Ok(row.as_ref().map(key_from_row).transpose()?)
 }

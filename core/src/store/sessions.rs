@@ -1,7 +1,7 @@
 //! SQL for governance sessions and skill feedback.
 
 use chrono::{DateTime, Utc};
-use sqlx::Row;
+use sqlx::{Row, SqliteConnection};
 
 use super::{Store, StoreError, stamp};
 use crate::policy::SessionView;
@@ -37,6 +37,25 @@ pub struct NewFeedback<'a> {
     pub key_id: Option<i64>,
     pub key_name: Option<&'a str>,
     pub at: DateTime<Utc>,
+}
+
+/// [`Store::save_session_state`] on a given connection, e.g. inside the audit writer's
+/// transaction, so a learned role and its `learn_granted` event commit together.
+pub async fn save_session_state_on(
+    conn: &mut SqliteConnection,
+    view: &SessionView,
+    expected_revision: i64,
+) -> Result<bool, StoreError> {
+    let done = sqlx::query(
+        "UPDATE governance_sessions SET state = ?, revision = revision + 1
+         WHERE id = ? AND revision = ?",
+    )
+    .bind(state_json(view)?)
+    .bind(&view.id)
+    .bind(expected_revision)
+    .execute(conn)
+    .await?;
+    Ok(done.rows_affected() == 1)
 }
 
 fn state_json(view: &SessionView) -> Result<String, StoreError> {
@@ -107,16 +126,8 @@ impl Store {
         view: &SessionView,
         expected_revision: i64,
     ) -> Result<bool, StoreError> {
-        let done = sqlx::query(
-            "UPDATE governance_sessions SET state = ?, revision = revision + 1
-             WHERE id = ? AND revision = ?",
-        )
-        .bind(state_json(view)?)
-        .bind(&view.id)
-        .bind(expected_revision)
-        .execute(self.pool())
-        .await?;
-        Ok(done.rows_affected() == 1)
+        let mut conn = self.pool().acquire().await?;
+        save_session_state_on(&mut conn, view, expected_revision).await
     }
 
     pub async fn insert_feedback(&self, feedback: &NewFeedback<'_>) -> Result<(), StoreError> {

@@ -14,6 +14,7 @@ use tokio::time::timeout_at;
 use super::connection::{Connection, request_error};
 use super::{UpstreamConfig, UpstreamError};
 use crate::model::ToolSpec;
+use crate::policy::Permit;
 
 /// Timeouts and restart backoff of one [`UpstreamClient`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -159,35 +160,27 @@ impl UpstreamClient {
             .collect())
     }
 
-    /// Calls `tool` with `arguments`; the whole call, including a (re)connect, ends within
-    /// `timeout` (a timed-out request is cancelled at the upstream with
-    /// `notifications/cancelled`).
-    pub async fn call_tool(
+    /// Executes the call a [`Permit`] allows, consuming it: only the policy engine mints
+    /// permits, so nothing reaches an upstream that `decide` did not allow, and each permit
+    /// runs at most once. The whole call, including a (re)connect, ends within `timeout` (a
+    /// timed-out request is cancelled at the upstream with `notifications/cancelled`).
+    ///
+    /// `meta` is request `_meta`: how the gateway tells an in-process upstream which agent
+    /// is calling. Never used for outside upstreams.
+    #[tracing::instrument(skip_all, fields(upstream = %self.name, tool = %permit.tool()))]
+    pub async fn call(
         &self,
-        tool: &str,
-        arguments: JsonObject,
-        timeout: Duration,
-    ) -> Result<CallOutcome, UpstreamError> {
-        self.call_tool_with_meta(tool, arguments, None, timeout)
-            .await
-    }
-
-    /// [`Self::call_tool`] with request `_meta`: how the gateway tells an in-process
-    /// upstream which agent is calling. Never used for outside upstreams.
-    #[tracing::instrument(skip(self, arguments, meta), fields(upstream = %self.name))]
-    pub async fn call_tool_with_meta(
-        &self,
-        tool: &str,
-        arguments: JsonObject,
+        permit: Permit,
         meta: Option<JsonObject>,
         timeout: Duration,
     ) -> Result<CallOutcome, UpstreamError> {
         let started = Instant::now();
         let deadline = tokio::time::Instant::now() + timeout;
         let connection = self.connection_by(deadline, timeout).await?;
-        let mut params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
-        params.meta = meta.map(|m| RequestMetaObject(MetaObject(m)));
+        let (tool, arguments, _) = permit.into_call();
         let operation = format!("tools/call `{tool}`");
+        let mut params = CallToolRequestParams::new(tool).with_arguments(arguments);
+        params.meta = meta.map(|m| RequestMetaObject(MetaObject(m)));
         let result = self
             .request_by(
                 deadline,

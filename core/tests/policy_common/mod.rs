@@ -8,7 +8,9 @@ use skillgate_core::model::{
     ArgCheck, Catalog, CatalogDraft, CatalogTool, CmpOp, Limit, Role, Scope, Skill, ToolSpec,
     Upstream, UpstreamKind,
 };
-use skillgate_core::policy::{CallRequest, CompiledCatalog, Decision, SessionView, decide};
+use skillgate_core::policy::{
+    Arguments, CallRequest, CompiledCatalog, Decision, Denial, Permit, SessionView, decide,
+};
 use skillgate_core::slug::Slug;
 
 pub fn slug(text: &str) -> Slug {
@@ -82,6 +84,8 @@ pub fn requires(tool: &str, after: &[&str]) -> Limit {
     Limit::Requires {
         tool: tool.to_owned(),
         after: after.iter().map(|t| (*t).to_owned()).collect(),
+        same_args: Vec::new(),
+        result: None,
     }
 }
 
@@ -169,11 +173,13 @@ pub fn catalog() -> Catalog {
                     slug("big-refunds"),
                     slug("retention"),
                 ],
+                guardrails: Vec::new(),
             },
             Scope {
                 slug: slug("ops"),
                 description: String::new(),
                 roles: vec![slug("outsider")],
+                guardrails: Vec::new(),
             },
         ],
     };
@@ -210,33 +216,78 @@ pub fn session(scope: &str, roles: &[&str]) -> SessionView {
     session
 }
 
+/// Parses JSON text into call arguments, so numbers keep the digits written.
+pub fn args(text: &str) -> Arguments {
+    match serde_json::from_str(text).unwrap() {
+        Value::Object(map) => map,
+        other => panic!("call arguments are an object, not {other}"),
+    }
+}
+
 /// Decides a call at [`t0`] with the arguments given as JSON text, so numbers keep their digits.
-pub fn call(catalog: &CompiledCatalog, session: &SessionView, tool: &str, args: &str) -> Decision {
-    let arguments: Value = serde_json::from_str(args).unwrap();
+pub fn call(catalog: &CompiledCatalog, session: &SessionView, tool: &str, text: &str) -> Decision {
     decide(
         catalog,
         Some(session),
-        &CallRequest {
+        CallRequest {
             session_id: SESSION,
             key_id: KEY,
             tool,
-            arguments: &arguments,
+            arguments: args(text),
         },
         t0(),
     )
 }
 
-/// Decides, and on allow reserves and records success, as the MCP layer would.
+/// Decides, and on allow reserves and records a success without a structured result, as
+/// the MCP layer would.
 pub fn call_and_run(
     catalog: &CompiledCatalog,
     session: &mut SessionView,
     tool: &str,
-    args: &str,
+    text: &str,
 ) -> Decision {
-    let decision = call(catalog, session, tool, args);
-    if let Decision::Allow { reservation, .. } = &decision {
-        session.reserve(reservation);
-        session.record_success(tool);
+    call_and_succeed(catalog, session, tool, text, None)
+}
+
+/// Decides, and on allow reserves the permit's usage and records the success the upstream
+/// answered with `result`, through the permit's own success note.
+pub fn call_and_succeed(
+    catalog: &CompiledCatalog,
+    session: &mut SessionView,
+    tool: &str,
+    text: &str,
+    result: Option<&Value>,
+) -> Decision {
+    let mut decision = call(catalog, session, tool, text);
+    if let Decision::Allow(permit) = &mut decision {
+        session.reserve(permit);
+        let note = permit.take_note();
+        session.record_success(tool, note.outcome(result));
     }
     decision
+}
+
+/// The denial, or a test failure naming what was allowed.
+pub fn denial(decision: &Decision) -> &Denial {
+    match decision {
+        Decision::Deny(denial) => denial,
+        Decision::Allow(permit) => panic!("expected a denial, got {permit:?}"),
+    }
+}
+
+/// The permit, or a test failure quoting the denial.
+pub fn permit(decision: &Decision) -> &Permit {
+    match decision {
+        Decision::Allow(permit) => permit,
+        Decision::Deny(denial) => panic!("expected an allow, got {denial}"),
+    }
+}
+
+/// What a failing assertion prints: the denial as an agent reads it, or the permit.
+pub fn shown(decision: &Decision) -> String {
+    match decision {
+        Decision::Deny(denial) => denial.to_string(),
+        Decision::Allow(permit) => format!("allowed: {permit:?}"),
+    }
 }

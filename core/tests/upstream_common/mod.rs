@@ -12,8 +12,76 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
+use skillgate_core::model::{
+    CatalogDraft, CatalogTool, Role, Scope, Skill, ToolSpec, Upstream, UpstreamKind,
+};
+use skillgate_core::policy::{CallRequest, CompiledCatalog, Decision, Permit, SessionView, decide};
+use skillgate_core::slug::Slug;
 use tokio::sync::watch;
+
+fn slug(text: &str) -> Slug {
+    Slug::parse(text).unwrap()
+}
+
+/// A permit to call `tool` with `arguments`, minted the only way permits are: by `decide`,
+/// against a minimal catalog (one upstream offering only `tool`, with an open object
+/// schema, one skill and role granting it, one scope) for a session that learned the role.
+/// The connector tests exercise the upstream, so the policy here allows whatever they send.
+pub fn permit(tool: &str, arguments: Map<String, Value>) -> Permit {
+    let draft = CatalogDraft {
+        tools: vec![CatalogTool {
+            upstream: slug("test"),
+            spec: ToolSpec {
+                name: tool.to_owned(),
+                description: format!("{tool}, as the test upstream serves it"),
+                input_schema: json!({"type": "object"}),
+                sensitive_args: Vec::new(),
+            },
+        }],
+        skills: vec![Skill {
+            slug: slug("calling"),
+            description: "Calls the test tool.".to_owned(),
+            instructions: "Call it.".to_owned(),
+            tools: vec![tool.to_owned()],
+            resources: Vec::new(),
+        }],
+        roles: vec![Role {
+            slug: slug("caller"),
+            title: "Caller".to_owned(),
+            description: "Calls the test tool.".to_owned(),
+            instructions: "Call it.".to_owned(),
+            skills: vec![slug("calling")],
+            limits: Vec::new(),
+        }],
+        scopes: vec![Scope {
+            slug: slug("tests"),
+            description: String::new(),
+            roles: vec![slug("caller")],
+            guardrails: Vec::new(),
+        }],
+    };
+    let upstream = Upstream {
+        name: slug("test"),
+        kind: UpstreamKind::Http {
+            url: "http://upstream.invalid/mcp".to_owned(),
+        },
+    };
+    let catalog = CompiledCatalog::compile(draft.into_catalog(vec![upstream]));
+    let now = chrono::Utc::now();
+    let mut session = SessionView::new("s", "k", slug("tests"), now + chrono::Duration::hours(1));
+    session.learn(slug("caller"), catalog.skill_versions_of("caller"));
+    let request = CallRequest {
+        session_id: "s",
+        key_id: "k",
+        tool,
+        arguments,
+    };
+    match decide(&catalog, Some(&session), request, now) {
+        Decision::Allow(permit) => permit,
+        Decision::Deny(denial) => panic!("the test catalog allows `{tool}`: {denial}"),
+    }
+}
 
 /// Tools: `echo` returns its arguments as structured content; `slow` sleeps `ms`
 /// milliseconds; `fail` is a tool error; `gather` waits until `n` gather calls are in

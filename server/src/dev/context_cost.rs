@@ -305,6 +305,7 @@ impl SyntheticCatalog {
                 slug: slug(SCOPE),
                 description: "Agents that may work at every desk.".to_owned(),
                 roles: Vec::new(),
+                guardrails: Vec::new(),
             },
         };
         for &(prefix, title) in DOMAINS.iter().take(roles) {

@@ -86,6 +86,7 @@ pub async fn run(args: SeedCatalogArgs) -> anyhow::Result<()> {
         slug: slug("bulk")?,
         description: "Every synthetic role.".to_owned(),
         roles,
+        guardrails: Vec::new(),
     };
     store.create_scope(&scope).await?;
     println!(

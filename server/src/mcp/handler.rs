@@ -1,5 +1,8 @@
 //! The MCP server handler: four platform tools, each a call into the gateway.
 
+use std::panic::AssertUnwindSafe;
+
+use futures::FutureExt as _;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
@@ -7,6 +10,7 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use skillgate_core::gateway::{AgentIdentity, Gateway, GatewayError, ToolReply};
+use skillgate_core::policy::DenyCode;
 
 use super::auth::AgentCaller;
 use super::connection::MCP_SESSION_ID;
@@ -33,6 +37,7 @@ impl McpHandler {
         agent: &AgentIdentity,
         call: PlatformCall,
     ) -> Result<ToolReply, GatewayError> {
+        fault::inject(&call);
         match call {
             PlatformCall::Init { task_summary } => self.gateway.init(agent, task_summary).await,
             PlatformCall::Learn { path, session_id } => {
@@ -55,6 +60,27 @@ impl McpHandler {
             }
         }
     }
+}
+
+/// Fault injection for the test suite: a debug build started with
+/// `SKILLGATE_FAULT_PANIC_TOOL=<tool>` panics while handling a `call_tool` of that tool, so
+/// the tests can prove a panic is answered, audited and survived. Release builds have none.
+mod fault {
+    use super::PlatformCall;
+
+    #[cfg(debug_assertions)]
+    pub fn inject(call: &PlatformCall) {
+        if let (Some(tool), Ok(wanted)) = (
+            call.downstream_tool(),
+            std::env::var("SKILLGATE_FAULT_PANIC_TOOL"),
+        ) && tool == wanted
+        {
+            panic!("fault injected for `{tool}`");
+        }
+    }
+
+    #[cfg(not(debug_assertions))]
+    pub fn inject(_call: &PlatformCall) {}
 }
 
 /// The caller admitted by the auth middleware, and the label of its MCP connection.
@@ -129,21 +155,67 @@ impl ServerHandler for McpHandler {
         span.record("key", agent.key_name.as_str());
         let call = match PlatformCall::parse(&request.name, request.arguments) {
             Ok(call) => call,
-            Err(error @ ParseError::UnknownTool(_)) => {
-                return Err(McpError::invalid_params(error.to_string(), None));
-            }
-            Err(ParseError::InvalidArguments(message)) => {
-                tracing::info!(%message, "invalid platform tool arguments");
-                return Ok(tools::invalid_arguments(&message).into());
+            Err(error) => {
+                // Refused before any platform tool ran: audited under the caller all the same.
+                let message = error.to_string();
+                tracing::info!(%message, "refused platform tool call");
+                self.gateway
+                    .record_refusal(
+                        &agent,
+                        &request.name,
+                        None,
+                        DenyCode::InvalidArguments,
+                        &message,
+                    )
+                    .await
+                    .map_err(|error| {
+                        tracing::error!(%error, "the refusal could not be audited");
+                        McpError::internal_error("internal error", None)
+                    })?;
+                return match error {
+                    ParseError::UnknownTool(_) => Err(McpError::invalid_params(message, None)),
+                    ParseError::InvalidArguments(message) => {
+                        Ok(tools::invalid_arguments(&message).into())
+                    }
+                };
             }
         };
         if let Some(downstream) = call.downstream_tool() {
             span.record("downstream", downstream);
         }
-        let reply = self.dispatch(&agent, call).await.map_err(|error| {
-            tracing::error!(%error, "the gateway failed");
-            McpError::internal_error("internal error", None)
-        })?;
+        let tool = call
+            .downstream_tool()
+            .unwrap_or(request.name.as_ref())
+            .to_owned();
+        let named_session = call.session_id().map(str::to_owned);
+        // A panic anywhere below must not take the request down silently (the client would
+        // wait for an answer that never comes, and the decision would go unaudited): it is
+        // answered as an internal error, audited and counted, and the server keeps serving.
+        let dispatched = AssertUnwindSafe(self.dispatch(&agent, call))
+            .catch_unwind()
+            .await;
+        let reply = match dispatched {
+            Ok(reply) => reply.map_err(|error| {
+                tracing::error!(%error, "the gateway failed");
+                McpError::internal_error("internal error", None)
+            })?,
+            Err(panic) => {
+                let message = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_owned())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                tracing::error!(panic = %message, %tool, "an MCP request handler panicked");
+                if let Err(error) = self
+                    .gateway
+                    .record_internal_error(&agent, &tool, named_session.as_deref())
+                    .await
+                {
+                    tracing::error!(%error, "the failed request could not be audited");
+                }
+                return Err(McpError::internal_error("internal error", None));
+            }
+        };
         Ok(to_call_result(reply).into())
     }
 }

@@ -113,6 +113,16 @@ impl PlatformCall {
         }
     }
 
+    /// The session the call names, if any.
+    pub fn session_id(&self) -> Option<&str> {
+        match self {
+            Self::Init { .. } => None,
+            Self::Learn { session_id, .. }
+            | Self::Call { session_id, .. }
+            | Self::Feedback { session_id, .. } => session_id.as_deref(),
+        }
+    }
+
     pub fn parse(name: &str, arguments: Option<JsonObject>) -> Result<Self, ParseError> {
         let mut args = Args::new(name, arguments.unwrap_or_default());
         let call = match name {

@@ -45,8 +45,13 @@ impl Drop for Server {
 
 impl Server {
     pub fn start() -> Self {
+        Self::start_with_env(&[])
+    }
+
+    /// [`Self::start`] with extra environment variables for the server process.
+    pub fn start_with_env(env: &[(&str, &str)]) -> Self {
         let dir = Arc::new(tempfile::tempdir().expect("a temporary directory"));
-        Self::spawn(dir, true, "server.log", None)
+        Self::spawn(dir, true, "server.log", None, env)
     }
 
     /// A second `skillgate serve` process on the same database, as a replica behind a
@@ -57,10 +62,17 @@ impl Server {
             false,
             "replica.log",
             Some(self.support_key.clone()),
+            &[],
         )
     }
 
-    fn spawn(dir: Arc<TempDir>, demo: bool, log: &str, support_key: Option<String>) -> Self {
+    fn spawn(
+        dir: Arc<TempDir>,
+        demo: bool,
+        log: &str,
+        support_key: Option<String>,
+        env: &[(&str, &str)],
+    ) -> Self {
         let database_url = database_url(dir.path());
         let mut child = Command::new(BIN)
             .arg("serve")
@@ -74,6 +86,7 @@ impl Server {
                 dir.path().join("exec.jsonl"),
             )
             .env("RUST_LOG", "info,skillgate=debug,sqlx=warn")
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::from(
