@@ -200,6 +200,15 @@ pub fn decode_entries(rows: &[AuditRow]) -> Vec<TimelineEntry> {
                     );
                     entry.detail = text(&payload, "comment");
                 }
+                "audit_pruned" => {
+                    entry.badge = "pruned".into();
+                    entry.headline = format!(
+                        "Events {}–{} pruned by retention",
+                        text(&payload, "from_seq").unwrap_or_default(),
+                        text(&payload, "through_seq").unwrap_or_default()
+                    );
+                    entry.detail = text(&payload, "anchor_hash").map(|h| format!("anchor {h}"));
+                }
                 _ => {}
             }
             entry
