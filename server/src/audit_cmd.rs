@@ -42,7 +42,8 @@ pub enum AuditCommand {
         #[arg(long = "public-key", value_name = "HEX")]
         public_keys: Vec<PublicKey>,
     },
-    /// Sign the chain tip now (the server does it every --audit-checkpoint-interval).
+    /// Sign the chain tip now with the server's key (the server does it every
+    /// --audit-checkpoint-interval).
     Checkpoint,
     /// Print the public key of the audit signing key (created if there is none), for
     /// `audit verify --public-key` elsewhere.
@@ -150,11 +151,21 @@ fn key_path(database_url: &str, configured: Option<&Path>) -> anyhow::Result<Pat
     }
 }
 
-/// The audit signing key, created (mode 0600) when its file does not exist yet; says on
-/// the log where it is.
+/// Whether a missing key file is created or refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MissingKey {
+    Create,
+    /// For commands that must sign with the key the server uses: a fresh key would sign
+    /// prunes and checkpoints that no verifier trusting the server's key accepts.
+    Refuse,
+}
+
+/// The audit signing key, created (mode 0600) when its file does not exist yet and
+/// `missing` allows; says on the log where it is.
 pub fn load_signer(
     database_url: &str,
     configured: Option<&Path>,
+    missing: MissingKey,
 ) -> anyhow::Result<CheckpointSigner> {
     if configured.is_none() && default_key_path(database_url).is_none() {
         tracing::warn!(
@@ -163,6 +174,12 @@ pub fn load_signer(
         return Ok(CheckpointSigner::generate());
     }
     let path = key_path(database_url, configured)?;
+    anyhow::ensure!(
+        missing == MissingKey::Create || path.exists(),
+        "there is no audit signing key at {}: pass the one `skillgate serve` uses with \
+         --audit-signing-key (or SKILLGATE_AUDIT_SIGNING_KEY), or start the server once to create it",
+        path.display()
+    );
     let (signer, origin) = CheckpointSigner::load_or_create(&path)?;
     match origin {
         KeyOrigin::Created => tracing::warn!(
@@ -218,7 +235,7 @@ pub async fn run(database_url: &str, args: AuditArgs) -> anyhow::Result<ExitCode
             })
         }
         AuditCommand::Checkpoint => {
-            let signer = load_signer(database_url, key_file)?;
+            let signer = load_signer(database_url, key_file, MissingKey::Refuse)?;
             match checkpoint::checkpoint_tip(log.store(), &signer, chrono::Utc::now()).await? {
                 TipCheckpoint::Signed(c) => {
                     println!(
@@ -241,12 +258,12 @@ pub async fn run(database_url: &str, args: AuditArgs) -> anyhow::Result<ExitCode
             Ok(ExitCode::SUCCESS)
         }
         AuditCommand::PublicKey => {
-            let signer = load_signer(database_url, key_file)?;
+            let signer = load_signer(database_url, key_file, MissingKey::Create)?;
             println!("{}", signer.public_key());
             Ok(ExitCode::SUCCESS)
         }
         AuditCommand::Prune { older_than } => {
-            let signer = load_signer(database_url, key_file)?;
+            let signer = load_signer(database_url, key_file, MissingKey::Refuse)?;
             let compliance = Compliance::new(log.store().clone());
             match compliance
                 .prune_older_than(

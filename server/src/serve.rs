@@ -104,6 +104,7 @@ pub async fn build(
     let signer = Arc::new(audit_cmd::load_signer(
         database_url,
         args.audit_signing_key.as_deref(),
+        audit_cmd::MissingKey::Create,
     )?);
     let trusted_keys = signer.trusted();
     tokio::spawn(checkpoint::checkpoint_every(

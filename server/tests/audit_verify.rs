@@ -34,6 +34,14 @@ impl Db {
         db
     }
 
+    /// Also creates the audit signing key, as a first `serve` would.
+    fn seeded_with_key(events: u64, days: u64) -> Self {
+        let db = Self::seeded(events, days);
+        let key = db.cli(&["audit", "public-key"]);
+        assert!(key.status.success(), "{}", stderr(&key));
+        db
+    }
+
     fn url(&self) -> String {
         format!(
             "sqlite://{}",
@@ -98,7 +106,7 @@ fn assert_verifies(out: &Output) {
 
 #[tokio::test]
 async fn deleting_the_newest_events_fails_audit_verify_naming_truncation() {
-    let db = Db::seeded(200, 1);
+    let db = Db::seeded_with_key(200, 1);
     let signed = db.cli(&["audit", "checkpoint"]);
     assert!(signed.status.success(), "{}", stderr(&signed));
     assert!(stdout(&signed).contains("seq 200"), "{}", stdout(&signed));
@@ -140,7 +148,7 @@ async fn a_forged_anchor_fails_audit_verify_for_a_verifier_holding_only_the_publ
 
 #[tokio::test]
 async fn a_tampered_checkpoint_signature_fails_audit_verify() {
-    let db = Db::seeded(50, 1);
+    let db = Db::seeded_with_key(50, 1);
     assert!(db.cli(&["audit", "checkpoint"]).status.success());
     db.sql(
         "UPDATE audit_checkpoints SET signature =
@@ -170,7 +178,7 @@ async fn a_tampered_checkpoint_signature_fails_audit_verify() {
 #[tokio::test]
 async fn a_prune_through_the_cli_verifies_clean_and_is_a_signed_chain_event() {
     // 2,500 events over 60 days: the oldest whole segment of 1000 is past 30 days.
-    let db = Db::seeded(2500, 60);
+    let db = Db::seeded_with_key(2500, 60);
     assert!(db.cli(&["audit", "checkpoint"]).status.success());
     let pruned = db.cli(&["audit", "prune", "--older-than", "30"]);
     assert!(pruned.status.success(), "{}", stderr(&pruned));
@@ -202,8 +210,8 @@ async fn a_prune_through_the_cli_verifies_clean_and_is_a_signed_chain_event() {
     assert_eq!(last["payload"]["through_seq"], 1000);
 }
 
-/// Starts `skillgate serve` and waits for it to listen.
-fn serve(db: &Db, interval: &str) -> std::process::Child {
+/// Starts `skillgate serve` and waits for it to listen; answers the process and its base URL.
+fn serve(db: &Db, interval: &str) -> (std::process::Child, String) {
     let mut child = db
         .command()
         .args(["serve", "--bind", "127.0.0.1:0", "--site-root"])
@@ -219,14 +227,15 @@ fn serve(db: &Db, interval: &str) -> std::process::Child {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if line.starts_with("Skillgate is listening") {
-                let _ = tx.send(());
+            if let Some(base) = line.strip_prefix("Skillgate is listening on ") {
+                let _ = tx.send(base.to_owned());
             }
         }
     });
-    rx.recv_timeout(Duration::from_secs(60))
+    let base = rx
+        .recv_timeout(Duration::from_secs(60))
         .expect("the server listens");
-    child
+    (child, base)
 }
 
 async fn wait_for_checkpoint_of(db: &Db, seq: i64) {
@@ -253,7 +262,7 @@ fn log_of(dir: &Path) -> String {
 #[tokio::test]
 async fn serve_creates_a_private_key_beside_the_database_and_signs_the_tip_periodically() {
     let db = Db::seeded(30, 1);
-    let mut child = serve(&db, "1");
+    let (mut child, _) = serve(&db, "1");
     wait_for_checkpoint_of(&db, 30).await;
     #[cfg(unix)]
     {
@@ -283,7 +292,7 @@ async fn serve_creates_a_private_key_beside_the_database_and_signs_the_tip_perio
 async fn serve_signs_the_tip_once_more_at_a_clean_shutdown() {
     let db = Db::seeded(30, 1);
     // An hour between ticks: only the first (at start) and the final one can sign.
-    let mut child = serve(&db, "3600");
+    let (mut child, _) = serve(&db, "3600");
     wait_for_checkpoint_of(&db, 30).await;
     assert!(
         db.cli(&["dev", "seed-audit", "--events", "7", "--days", "1"])
@@ -304,4 +313,92 @@ async fn serve_signs_the_tip_once_more_at_a_clean_shutdown() {
         log_of(db.dir.path())
     );
     assert_eq!(db.scalar("SELECT COUNT(*) FROM audit_checkpoints").await, 2);
+}
+
+#[tokio::test]
+async fn the_console_audit_page_names_a_truncation_and_the_server_signs_nothing_over_it() {
+    let db = Db::seeded_with_key(200, 1);
+    assert!(db.cli(&["audit", "checkpoint"]).status.success());
+    let mut add = db
+        .command()
+        .args(["user", "add", "auditor", "--role", "viewer"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write as _;
+        let mut stdin = add.stdin.take().unwrap();
+        writeln!(stdin, "correct-horse-battery-staple").unwrap();
+    }
+    assert!(add.wait().unwrap().success());
+    db.sql("DELETE FROM audit_events WHERE seq > 190").await;
+
+    let (mut child, base) = serve(&db, "3600");
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let login = http
+        .post(format!("{base}/login"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .header("origin", &base)
+        .header("sec-fetch-site", "same-origin")
+        .body("name=auditor&password=correct-horse-battery-staple")
+        .send()
+        .await
+        .unwrap();
+    assert!(login.status().is_redirection(), "{}", login.status());
+    let cookie = login
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find(|v| v.starts_with("skillgate_session="))
+        .and_then(|v| v.split(';').next())
+        .expect("a console session cookie")
+        .to_owned();
+    let page = http
+        .get(format!("{base}/audit?run=1"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 200);
+    let html = page.text().await.unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(html.contains("Broken hash chain"), "{html}");
+    assert!(
+        html.contains("truncated: the chain ends at seq 190"),
+        "{html}"
+    );
+    assert_eq!(
+        db.scalar("SELECT MAX(seq) FROM audit_checkpoints").await,
+        200
+    );
+    let log = log_of(db.dir.path());
+    assert!(
+        log.contains("is not the one its newest checkpoint signed"),
+        "{log}"
+    );
+}
+
+#[tokio::test]
+async fn pruning_or_signing_from_the_cli_without_the_servers_key_is_refused() {
+    let db = Db::seeded(2500, 60);
+    for args in [
+        &["audit", "prune", "--older-than", "30"][..],
+        &["audit", "checkpoint"][..],
+    ] {
+        let out = db.cli(args);
+        assert!(!out.status.success(), "{args:?}: {}", stdout(&out));
+        assert!(
+            stderr(&out).contains("there is no audit signing key"),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
+    assert!(!db.key_file().exists());
+    assert_eq!(db.scalar("SELECT COUNT(*) FROM audit_events").await, 2500);
 }

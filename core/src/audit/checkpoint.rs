@@ -497,10 +497,14 @@ impl fmt::Display for CheckpointProblem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: ", self.label())?;
         match self {
+            CheckpointProblem::NoTrustedKey { checkpoints: 0 } => f.write_str(
+                "the retention anchor cannot be checked without the audit public key \
+                 (pass --public-key or --audit-signing-key)",
+            ),
             CheckpointProblem::NoTrustedKey { checkpoints } => write!(
                 f,
-                "{checkpoints} signed checkpoints, but no public key to check them with \
-                 (pass --public-key or the signing key file)"
+                "{checkpoints} signed checkpoints cannot be checked without the audit public \
+                 key (pass --public-key or --audit-signing-key)"
             ),
             CheckpointProblem::Truncated {
                 stored_tip,

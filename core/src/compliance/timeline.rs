@@ -250,6 +250,18 @@ mod tests {
     }
 
     #[test]
+    fn a_prune_reads_as_the_range_it_deleted() {
+        let entries = decode_entries(&[row(
+            1001,
+            "audit_pruned",
+            r#"{"anchor_hash":"ab","events":1000,"from_seq":1,"through_seq":1000}"#,
+        )]);
+        assert_eq!(entries[0].headline, "Events 1–1000 pruned by retention");
+        assert_eq!(entries[0].badge, "pruned");
+        assert_eq!(entries[0].detail.as_deref(), Some("anchor ab"));
+    }
+
+    #[test]
     fn a_violation_shows_its_rule_and_a_sensitive_argument_only_as_a_digest() {
         let entries = decode_entries(&[row(
             1,
