@@ -153,6 +153,14 @@ pub struct FullVerification {
     pub tip_hash: String,
     pub first_bad: Option<String>,
     pub first_bad_seq: Option<u64>,
+    /// What the signed checkpoints say is wrong, one sentence each, led by its kind:
+    /// `truncated: …`, `forged anchor: …`, `pruned range mismatch: …`.
+    pub checkpoint_problems: Vec<String>,
+    pub checkpoints: u64,
+    /// The newest checkpoint the server's key signed: its seq and when.
+    pub newest_checkpoint: Option<(u64, String)>,
+    /// Events after the newest checkpoint.
+    pub uncovered_events: u64,
 }
 
 /// One bar group of a chart: label, sessions, denials, violations.
@@ -219,22 +227,36 @@ pub async fn session_timeline(id: String) -> Result<Option<Timeline>, ConsoleErr
     }))
 }
 
-/// Walks the whole chain. Read-only, so a GET of the verification page runs it.
+/// Walks the whole chain and checks it against the signed checkpoints with the server's
+/// public key. Read-only, so a GET of the verification page runs it.
 #[server(prefix = "/console/api")]
 pub async fn verify_audit_chain() -> Result<FullVerification, ConsoleError> {
+    use skillgate_core::audit::TrustedKeys;
     use skillgate_core::users::ConsoleRole;
     crate::api::ssr::require(ConsoleRole::Viewer).await?;
+    // Without the server's key in context every checkpoint is reported unverifiable.
+    let keys = use_context::<TrustedKeys>().unwrap_or_default();
     let report = ssr::compliance()
-        .verify_all()
+        .verify_integrity(&keys)
         .await
         .map_err(crate::api::ssr::internal)?;
+    let (chain, checks) = (&report.chain, &report.checkpoints);
+    let mut checkpoint_problems: Vec<String> =
+        checks.problems.iter().map(ToString::to_string).collect();
+    if checks.more_problems > 0 {
+        checkpoint_problems.push(format!("{} more checkpoint problems", checks.more_problems));
+    }
     Ok(FullVerification {
-        events: report.events,
-        start_seq: report.start.seq,
-        tip_seq: report.verified_tip.seq,
-        tip_hash: report.verified_tip.hash.clone(),
-        first_bad: report.first_bad.as_ref().map(ToString::to_string),
-        first_bad_seq: report.first_bad.as_ref().map(|b| b.seq),
+        events: chain.events,
+        start_seq: chain.start.seq,
+        tip_seq: chain.verified_tip.seq,
+        tip_hash: chain.verified_tip.hash.clone(),
+        first_bad: chain.first_bad.as_ref().map(ToString::to_string),
+        first_bad_seq: chain.first_bad.as_ref().map(|b| b.seq),
+        checkpoint_problems,
+        checkpoints: checks.checkpoints,
+        newest_checkpoint: checks.newest_valid.as_ref().map(|c| (c.seq, c.at.clone())),
+        uncovered_events: checks.uncovered_events(),
     })
 }
 

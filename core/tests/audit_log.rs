@@ -4,7 +4,9 @@ use std::collections::BTreeMap;
 
 use futures::TryStreamExt;
 use serde_json::json;
-use skillgate_core::audit::{AuditLog, BadEvent, BadReason, EventKind, NewEvent, redact_sensitive};
+use skillgate_core::audit::{
+    AuditLog, BadEvent, BadReason, CheckpointSigner, EventKind, NewEvent, redact_sensitive,
+};
 use skillgate_core::store::Store;
 use sqlx::Connection;
 
@@ -314,17 +316,21 @@ async fn verification_after_pruning_starts_from_the_retention_anchor() {
     let db = Db::new();
     let log = db.log().await;
     append_n(&log, 10).await;
-    let anchor = log.prune_through(4).await.unwrap();
-    assert_eq!(anchor.seq, 4);
+    let signer = CheckpointSigner::generate();
+    let pruned = log.prune_through(4, &signer, "test").await.unwrap();
+    assert_eq!(pruned.anchor.seq, 4);
+    // Events 5..=10, the prune event 11, then 12 and 13.
+    assert_eq!(pruned.event.seq, 11);
     append_n(&log, 2).await;
     let report = log.verify().await.unwrap();
     assert!(report.is_intact(), "{report:?}");
-    assert_eq!((report.start.seq, report.events), (4, 8));
+    assert_eq!((report.start.seq, report.events), (4, 9));
 
-    log.prune_through(12).await.unwrap();
+    log.prune_through(12, &signer, "test").await.unwrap();
     let next = log.append(feedback(0)).await.unwrap();
-    assert_eq!(next.seq, 13);
-    assert!(log.verify().await.unwrap().is_intact());
+    assert_eq!(next.seq, 15);
+    let report = log.verify_integrity(&signer.trusted()).await.unwrap();
+    assert!(report.is_intact(), "{report:?}");
 }
 
 #[tokio::test]
@@ -409,12 +415,14 @@ async fn appending_after_the_whole_chain_was_pruned_continues_from_the_anchor() 
     let db = Db::new();
     let log = db.log().await;
     append_n(&log, 3).await;
-    log.prune_through(3).await.unwrap();
+    let signer = CheckpointSigner::generate();
+    log.prune_through(3, &signer, "test").await.unwrap();
     let next = log.append(feedback(9)).await.unwrap();
-    assert_eq!(next.seq, 4);
+    // Seq 4 is the prune event.
+    assert_eq!(next.seq, 5);
     let report = log.verify().await.unwrap();
     assert!(report.is_intact(), "{report:?}");
-    assert_eq!(report.events, 1);
+    assert_eq!(report.events, 2);
 }
 
 /// A `call_allowed` event as the gateway writes it for a permitted call (the typed

@@ -7,8 +7,8 @@ use chrono::{Duration, Utc};
 use serde_json::{Value, json};
 use skillgate_core::audit::chain::{event_hash, link};
 use skillgate_core::audit::{
-    Anchor, AuditLog, AuditRow, BadEvent, BadReason, CallOutcome, ExportFormat, NewEvent,
-    canonical_json, verify_exported_jsonl,
+    Anchor, AuditLog, AuditRow, BadEvent, BadReason, CallOutcome, CheckpointSigner, ExportFormat,
+    NewEvent, canonical_json, verify_exported_jsonl,
 };
 use skillgate_core::compliance::{Compliance, Outcome, SessionFilter, Tone};
 use skillgate_core::store::{Store, stamp};
@@ -516,17 +516,26 @@ async fn retention_prunes_whole_segments_and_the_rest_still_verifies() {
     fx.compliance.set_retention_days(Some(30)).await.unwrap();
     assert_eq!(fx.compliance.retention_days().await.unwrap(), Some(30));
 
-    let anchor = fx
+    let signer = CheckpointSigner::generate();
+    let pruned = fx
         .compliance
-        .prune_older_than(30, Utc::now())
+        .prune_older_than(30, Utc::now(), &signer, "retention")
         .await
         .unwrap()
         .unwrap();
+    let anchor = pruned.anchor;
     assert_eq!(anchor.seq, 2000, "whole segments of 1000 only");
     let report = fx.compliance.verify_all().await.unwrap();
     assert!(report.is_intact(), "{report:?}");
     assert_eq!(report.start, anchor);
-    assert_eq!(report.events, 500 + 16);
+    // What was left, and the signed `audit_pruned` event.
+    assert_eq!(report.events, 500 + 16 + 1);
+    let checked = fx
+        .compliance
+        .verify_integrity(&signer.trusted())
+        .await
+        .unwrap();
+    assert!(checked.is_intact(), "{checked:?}");
     assert!(fx.store.audit_session("old-1").await.unwrap().is_none());
     assert!(fx.store.audit_session("old-249").await.unwrap().is_some());
     // The timeline right after the anchor still links to it.
@@ -540,7 +549,7 @@ async fn retention_prunes_whole_segments_and_the_rest_still_verifies() {
     // Nothing else old enough fills a segment.
     assert_eq!(
         fx.compliance
-            .prune_older_than(30, Utc::now())
+            .prune_older_than(30, Utc::now(), &signer, "retention")
             .await
             .unwrap(),
         None

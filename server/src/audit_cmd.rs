@@ -1,19 +1,53 @@
-//! `skillgate audit …`: verify the audit hash chain and export it from the command line.
+//! `skillgate audit …`: verify the audit hash chain against its signed checkpoints, export
+//! it, sign its tip and prune it from the command line; and the audit signing key.
 
 use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Subcommand, ValueEnum};
-use skillgate_core::audit::{AuditError, AuditLog, ExportFilter, ExportFormat, VerifyReport};
+use skillgate_core::audit::checkpoint::{self, default_key_path};
+use skillgate_core::audit::{
+    AuditError, AuditLog, CheckpointSigner, ExportFilter, ExportFormat, IntegrityReport, KeyOrigin,
+    PublicKey, TipCheckpoint, TrustedKeys,
+};
 use skillgate_core::compliance::{Compliance, Outcome, SessionFilter, parse_time_bound};
 use skillgate_core::store::Store;
 
+#[derive(Debug, clap::Args)]
+pub struct AuditArgs {
+    #[command(subcommand)]
+    pub command: AuditCommand,
+
+    /// The Ed25519 audit signing key file (as `serve` uses it). Default:
+    /// `audit-signing.key` beside the database file.
+    #[arg(
+        long,
+        global = true,
+        env = "SKILLGATE_AUDIT_SIGNING_KEY",
+        value_name = "FILE"
+    )]
+    pub audit_signing_key: Option<PathBuf>,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum AuditCommand {
-    /// Re-walk the hash chain; exit 1 and name the first event that was changed, removed
-    /// or reordered.
-    Verify,
+    /// Re-walk the hash chain and check it against the signed checkpoints; exit 1 naming
+    /// the first event that was changed, removed or reordered, a truncation, a forged
+    /// anchor or checkpoint, or a pruned range that does not match.
+    Verify {
+        /// Trust this Ed25519 public key (64 hex digits) instead of the signing key file:
+        /// for a verifier who holds no private key. Repeatable, for a rotated key.
+        #[arg(long = "public-key", value_name = "HEX")]
+        public_keys: Vec<PublicKey>,
+    },
+    /// Sign the chain tip now with the server's key (the server does it every
+    /// --audit-checkpoint-interval).
+    Checkpoint,
+    /// Print the public key of the audit signing key (created if there is none), for
+    /// `audit verify --public-key` elsewhere.
+    PublicKey,
     /// Write the chain (or one session's events) to standard output.
     Export {
         /// Only this session's events (a timeline; not re-verifiable as a whole chain).
@@ -26,7 +60,8 @@ pub enum AuditCommand {
         filters: Box<ExportFilters>,
     },
     /// Delete whole segments of events older than the given age, keeping the hash of the
-    /// last one deleted as the anchor later verification starts from.
+    /// last one deleted as the anchor later verification starts from, and append a signed
+    /// `audit_pruned` event.
     Prune {
         /// Age in days; events older than this are pruned in segments of 1000.
         #[arg(long)]
@@ -104,12 +139,94 @@ impl From<Format> for ExportFormat {
     }
 }
 
-pub async fn run(database_url: &str, command: AuditCommand) -> anyhow::Result<ExitCode> {
+/// The key file to use: the configured one, else the default beside the database.
+fn key_path(database_url: &str, configured: Option<&Path>) -> anyhow::Result<PathBuf> {
+    match configured {
+        Some(path) => Ok(path.to_owned()),
+        None => default_key_path(database_url).with_context(|| {
+            format!(
+                "{database_url} has no directory for an audit signing key: pass --audit-signing-key"
+            )
+        }),
+    }
+}
+
+/// Whether a missing key file is created or refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MissingKey {
+    Create,
+    /// For commands that must sign with the key the server uses: a fresh key would sign
+    /// prunes and checkpoints that no verifier trusting the server's key accepts.
+    Refuse,
+}
+
+/// The audit signing key, created (mode 0600) when its file does not exist yet and
+/// `missing` allows; says on the log where it is.
+pub fn load_signer(
+    database_url: &str,
+    configured: Option<&Path>,
+    missing: MissingKey,
+) -> anyhow::Result<CheckpointSigner> {
+    if configured.is_none() && default_key_path(database_url).is_none() {
+        tracing::warn!(
+            "no audit signing key file for an in-memory database: using a key that lives as long as this process"
+        );
+        return Ok(CheckpointSigner::generate());
+    }
+    let path = key_path(database_url, configured)?;
+    anyhow::ensure!(
+        missing == MissingKey::Create || path.exists(),
+        "there is no audit signing key at {}: pass the one `skillgate serve` uses with \
+         --audit-signing-key (or SKILLGATE_AUDIT_SIGNING_KEY), or start the server once to create it",
+        path.display()
+    );
+    let (signer, origin) = CheckpointSigner::load_or_create(&path)?;
+    match origin {
+        KeyOrigin::Created => tracing::warn!(
+            path = %path.display(),
+            public_key = %signer.public_key(),
+            "created an audit signing key; in production keep it off the database host (see docs/operations.md)"
+        ),
+        KeyOrigin::Loaded => tracing::info!(
+            path = %path.display(),
+            public_key = %signer.public_key(),
+            "audit signing key"
+        ),
+    }
+    Ok(signer)
+}
+
+/// The keys `audit verify` trusts: those given, else the signing key file's public half;
+/// none when there is no such file (verification then says it cannot check checkpoints).
+fn trusted_keys(
+    database_url: &str,
+    configured: Option<&Path>,
+    public_keys: Vec<PublicKey>,
+) -> anyhow::Result<TrustedKeys> {
+    if !public_keys.is_empty() {
+        return Ok(TrustedKeys::new(public_keys));
+    }
+    let path = match configured {
+        Some(path) => path.to_owned(),
+        None => match default_key_path(database_url) {
+            Some(path) if path.exists() => path,
+            _ => return Ok(TrustedKeys::default()),
+        },
+    };
+    Ok(CheckpointSigner::from_file(&path)?.trusted())
+}
+
+pub async fn run(database_url: &str, args: AuditArgs) -> anyhow::Result<ExitCode> {
     let store = Store::open(database_url).await?;
     let log = AuditLog::new(store);
-    match command {
-        AuditCommand::Verify => {
-            let report = log.verify().await.context("reading the audit chain")?;
+    let key_file = args.audit_signing_key.as_deref();
+    match args.command {
+        AuditCommand::Verify { public_keys } => {
+            let keys = trusted_keys(database_url, key_file, public_keys)?;
+            let report = log
+                .verify_integrity(&keys)
+                .await
+                .context("reading the audit chain")?;
             let intact = report_verification(&report, &mut io::stdout(), &mut io::stderr())?;
             Ok(if intact {
                 ExitCode::SUCCESS
@@ -117,15 +234,53 @@ pub async fn run(database_url: &str, command: AuditCommand) -> anyhow::Result<Ex
                 ExitCode::FAILURE
             })
         }
+        AuditCommand::Checkpoint => {
+            let signer = load_signer(database_url, key_file, MissingKey::Refuse)?;
+            match checkpoint::checkpoint_tip(log.store(), &signer, chrono::Utc::now()).await? {
+                TipCheckpoint::Signed(c) => {
+                    println!(
+                        "signed a checkpoint of seq {} (hash {}) at {}",
+                        c.seq, c.hash, c.at
+                    )
+                }
+                TipCheckpoint::Unchanged => {
+                    println!("the newest checkpoint already covers the chain tip")
+                }
+                TipCheckpoint::Empty => println!("the audit chain is empty: nothing to sign"),
+                TipCheckpoint::Behind { tip, newest } => {
+                    eprintln!(
+                        "not signed: the chain tip (seq {}) is not what the newest checkpoint (seq {}) signed; run `skillgate audit verify`",
+                        tip.seq, newest.seq
+                    );
+                    return Ok(ExitCode::FAILURE);
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        AuditCommand::PublicKey => {
+            let signer = load_signer(database_url, key_file, MissingKey::Create)?;
+            println!("{}", signer.public_key());
+            Ok(ExitCode::SUCCESS)
+        }
         AuditCommand::Prune { older_than } => {
+            let signer = load_signer(database_url, key_file, MissingKey::Refuse)?;
             let compliance = Compliance::new(log.store().clone());
             match compliance
-                .prune_older_than(older_than, chrono::Utc::now())
+                .prune_older_than(
+                    older_than,
+                    chrono::Utc::now(),
+                    &signer,
+                    "skillgate audit prune",
+                )
                 .await?
             {
-                Some(anchor) => println!(
-                    "pruned audit events through seq {}; the chain now starts after anchor {}",
-                    anchor.seq, anchor.hash
+                Some(pruned) => println!(
+                    "pruned audit events {}..={} ({} events); the chain now starts after anchor {}; signed event {} records the prune",
+                    pruned.range.from_seq,
+                    pruned.range.through_seq,
+                    pruned.range.events,
+                    pruned.anchor.hash,
+                    pruned.event.seq
                 ),
                 None => {
                     println!("nothing to prune: no whole segment is older than {older_than} days")
@@ -162,27 +317,60 @@ pub async fn run(database_url: &str, command: AuditCommand) -> anyhow::Result<Ex
     }
 }
 
-/// Prints the outcome of a verification; returns whether the chain is intact.
+/// Prints the outcome of a verification; returns whether the chain and its checkpoints
+/// are intact. Findings go to `err`, one line each.
 fn report_verification(
-    report: &VerifyReport,
+    report: &IntegrityReport,
     out: &mut impl Write,
     err: &mut impl Write,
 ) -> io::Result<bool> {
-    match &report.first_bad {
-        None => {
-            let tip = &report.verified_tip;
-            writeln!(
-                out,
-                "audit chain intact: {} events (tip seq {}, hash {})",
-                report.events, tip.seq, tip.hash
-            )?;
-            Ok(true)
-        }
-        Some(bad) => {
-            writeln!(err, "audit chain BROKEN: {bad}")?;
-            Ok(false)
-        }
+    let chain = &report.chain;
+    let checks = &report.checkpoints;
+    if let Some(bad) = &chain.first_bad {
+        writeln!(err, "audit chain BROKEN: {bad}")?;
     }
+    for problem in &checks.problems {
+        writeln!(err, "audit chain BROKEN: {problem}")?;
+    }
+    if checks.more_problems > 0 {
+        writeln!(
+            err,
+            "audit chain BROKEN: {} more checkpoint problems",
+            checks.more_problems
+        )?;
+    }
+    if !report.is_intact() {
+        return Ok(false);
+    }
+    let tip = &chain.verified_tip;
+    writeln!(
+        out,
+        "audit chain intact: {} events (tip seq {}, hash {})",
+        chain.events, tip.seq, tip.hash
+    )?;
+    if chain.start.seq > 0 {
+        writeln!(
+            out,
+            "starts after retention anchor seq {}, vouched for by its signed prune event",
+            chain.start.seq
+        )?;
+    }
+    match &checks.newest_valid {
+        Some(newest) => writeln!(
+            out,
+            "{} signed checkpoints match; the newest, signed at {}, covers seq {} (hash {}); {} newer events are not covered yet",
+            checks.checkpoints,
+            newest.at,
+            newest.seq,
+            newest.hash,
+            checks.uncovered_events()
+        )?,
+        None => writeln!(
+            out,
+            "no signed checkpoint yet: a deletion of the newest events would not be detected"
+        )?,
+    }
+    Ok(true)
 }
 
 async fn export<W: Write + Send>(
@@ -271,8 +459,17 @@ mod tests {
         }
     }
 
+    fn verify_args() -> AuditArgs {
+        AuditArgs {
+            command: AuditCommand::Verify {
+                public_keys: Vec::new(),
+            },
+            audit_signing_key: None,
+        }
+    }
+
     async fn verify_output(log: &AuditLog) -> (bool, String, String) {
-        let report = log.verify().await.unwrap();
+        let report = log.verify_integrity(&TrustedKeys::default()).await.unwrap();
         let (mut out, mut err) = (Vec::new(), Vec::new());
         let intact = report_verification(&report, &mut out, &mut err).unwrap();
         (
@@ -299,12 +496,13 @@ mod tests {
         assert_eq!(
             out,
             format!(
-                "audit chain intact: 7 events (tip seq 7, hash {})\n",
+                "audit chain intact: 7 events (tip seq 7, hash {})\n\
+                 no signed checkpoint yet: a deletion of the newest events would not be detected\n",
                 tip.hash
             )
         );
         assert_eq!(err, "");
-        let code = run(&fx.url, AuditCommand::Verify).await.unwrap();
+        let code = run(&fx.url, verify_args()).await.unwrap();
         assert_eq!(code, ExitCode::SUCCESS);
     }
 
@@ -320,7 +518,7 @@ mod tests {
         assert!(!intact);
         assert_eq!(out, "");
         assert_eq!(err, "audit chain BROKEN: event 5 was changed\n");
-        let code = run(&fx.url, AuditCommand::Verify).await.unwrap();
+        let code = run(&fx.url, verify_args()).await.unwrap();
         assert_eq!(code, ExitCode::FAILURE);
     }
 

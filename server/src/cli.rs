@@ -37,9 +37,8 @@ pub enum Command {
     /// Manage agent keys (the MCP endpoint's bearer credentials).
     #[command(subcommand)]
     Key(crate::key_cmd::KeyCommand),
-    /// Verify or export the tamper-evident audit log.
-    #[command(subcommand)]
-    Audit(crate::audit_cmd::AuditCommand),
+    /// Verify, export, checkpoint or prune the tamper-evident audit log.
+    Audit(crate::audit_cmd::AuditArgs),
     /// Serve the demo company's 15 tools as an MCP server over stdio (or HTTP with --http).
     DemoUpstream(DemoUpstreamArgs),
     /// Developer tools: load generator, context-cost study, memory probe.
@@ -72,6 +71,21 @@ pub struct ServeArgs {
     /// Directory holding the built console assets (`pkg/` with wasm, JS and CSS).
     #[arg(long, env = "SKILLGATE_SITE_ROOT", default_value = "target/site")]
     pub site_root: PathBuf,
+
+    /// The Ed25519 key that signs audit checkpoints and prunes (64 hex digits); created,
+    /// mode 0600, when missing. Default: `audit-signing.key` beside the database file.
+    #[arg(long, env = "SKILLGATE_AUDIT_SIGNING_KEY", value_name = "FILE")]
+    pub audit_signing_key: Option<PathBuf>,
+
+    /// Seconds between signed checkpoints of the audit chain tip (only when it moved).
+    #[arg(
+        long,
+        env = "SKILLGATE_AUDIT_CHECKPOINT_INTERVAL",
+        value_name = "SECONDS",
+        default_value_t = 60,
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub audit_checkpoint_interval: u64,
 }
 
 #[derive(Debug, Subcommand)]
@@ -125,6 +139,16 @@ mod tests {
             panic!("serve")
         };
         assert_eq!(args.bind.to_string(), "127.0.0.1:3000");
+        assert_eq!(args.audit_checkpoint_interval, 60);
+        assert_eq!(args.audit_signing_key, None);
+    }
+
+    #[test]
+    fn a_zero_checkpoint_interval_is_refused_by_the_parser() {
+        assert!(
+            Cli::try_parse_from(["skillgate", "serve", "--audit-checkpoint-interval", "0"])
+                .is_err()
+        );
     }
 
     #[test]

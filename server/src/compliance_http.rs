@@ -3,19 +3,20 @@
 //! name, which the login guard treats as a public asset.
 
 use std::convert::Infallible;
+use std::sync::Arc;
 use std::time::Duration;
 
-use axum::Form;
 use axum::body::{Body, Bytes};
 use axum::extract::{Query, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
+use axum::{Extension, Form};
 use serde::Deserialize;
 use serde_json::json;
 use skillgate_app::api::ssr::session_user_id;
 use skillgate_app::compliance_api::{SessionQuery, ssr::filter};
-use skillgate_core::audit::{AuditLog, ExportFormat, NewEvent};
+use skillgate_core::audit::{AuditLog, CheckpointSigner, ExportFormat, NewEvent};
 use skillgate_core::compliance::Compliance;
 use skillgate_core::store::Store;
 use skillgate_core::users::{ConsoleRole, ConsoleUser};
@@ -26,11 +27,13 @@ use crate::serve::AppState;
 /// Bytes per chunk of a streamed export.
 const EXPORT_CHUNK: usize = 64 * 1024;
 
-pub fn router() -> axum::Router<AppState> {
+/// `signer` signs the `audit_pruned` event of a prune the retention form asks for.
+pub fn router(signer: Arc<CheckpointSigner>) -> axum::Router<AppState> {
     axum::Router::new()
         .route("/console/export/sessions.jsonl", get(export_jsonl))
         .route("/console/export/sessions.csv", get(export_csv))
         .route("/console/retention", post(set_retention))
+        .layer(Extension(signer))
 }
 
 /// The signed-in, enabled console user whose role includes `needed`, or the response
@@ -176,9 +179,10 @@ pub struct RetentionForm {
     prune_now: Option<String>,
 }
 
-#[tracing::instrument(skip(state, session))]
+#[tracing::instrument(skip(state, session, signer))]
 async fn set_retention(
     State(state): State<AppState>,
+    Extension(signer): Extension<Arc<CheckpointSigner>>,
     session: Session,
     Form(form): Form<RetentionForm>,
 ) -> Response {
@@ -218,7 +222,9 @@ async fn set_retention(
         return internal(error);
     }
     if let (Some(days), Some(_)) = (days, form.prune_now)
-        && let Err(error) = compliance.prune_older_than(days, chrono::Utc::now()).await
+        && let Err(error) = compliance
+            .prune_older_than(days, chrono::Utc::now(), &signer, &user.name)
+            .await
     {
         return internal(error);
     }
@@ -230,8 +236,8 @@ fn internal(error: impl std::fmt::Display) -> Response {
     StatusCode::INTERNAL_SERVER_ERROR.into_response()
 }
 
-/// Applies the configured retention period once an hour.
-pub fn spawn_retention(store: Store) {
+/// Applies the configured retention period once an hour; `signer` signs each prune.
+pub fn spawn_retention(store: Store, signer: Arc<CheckpointSigner>) {
     tokio::spawn(async move {
         let compliance = Compliance::new(store);
         let mut tick = tokio::time::interval(Duration::from_secs(3600));
@@ -239,9 +245,12 @@ pub fn spawn_retention(store: Store) {
             tick.tick().await;
             match compliance.retention_days().await {
                 Ok(Some(days)) => {
-                    match compliance.prune_older_than(days, chrono::Utc::now()).await {
-                        Ok(Some(anchor)) => {
-                            tracing::info!(through = anchor.seq, "pruned audit events")
+                    match compliance
+                        .prune_older_than(days, chrono::Utc::now(), &signer, "retention")
+                        .await
+                    {
+                        Ok(Some(pruned)) => {
+                            tracing::info!(through = pruned.anchor.seq, "pruned audit events")
                         }
                         Ok(None) => {}
                         Err(error) => tracing::error!(%error, "audit retention failed"),

@@ -13,7 +13,8 @@ use leptos::prelude::*;
 use leptos_axum::{LeptosRoutes, generate_route_list};
 use skillgate_app::api::ssr::ConsoleContext;
 use skillgate_app::{App, shell};
-use skillgate_core::audit::AuditLog;
+use skillgate_core::audit::checkpoint;
+use skillgate_core::audit::{AuditLog, CheckpointSigner};
 use skillgate_core::catalog_service::CatalogService;
 use skillgate_core::gateway::{Gateway, GatewayOptions};
 use skillgate_core::keys::AgentKeys;
@@ -32,7 +33,8 @@ use tower_sessions_sqlx_store::SqliteStore;
 
 use crate::cli::ServeArgs;
 use crate::{
-    api, compliance_http, console_auth, export, health, key_cmd, mcp, metrics_http, upstream_sync,
+    api, audit_cmd, compliance_http, console_auth, export, health, key_cmd, mcp, metrics_http,
+    upstream_sync,
 };
 
 /// Console sessions end after this long without a request.
@@ -45,8 +47,28 @@ pub struct AppState {
     pub users: Users,
 }
 
+/// What signs the audit chain's tip: periodically while serving, and once more at a clean
+/// shutdown, after the last request's events.
+pub struct AuditCheckpoints {
+    store: Store,
+    signer: Arc<CheckpointSigner>,
+}
+
+impl AuditCheckpoints {
+    pub async fn sign_final(&self) {
+        if let Err(error) =
+            checkpoint::checkpoint_tip(&self.store, &self.signer, chrono::Utc::now()).await
+        {
+            tracing::error!(%error, "cannot sign the final audit checkpoint");
+        }
+    }
+}
+
 /// Opens the database, creates the first admin if there is none, and builds the router.
-pub async fn build(database_url: &str, args: &ServeArgs) -> anyhow::Result<Router> {
+pub async fn build(
+    database_url: &str,
+    args: &ServeArgs,
+) -> anyhow::Result<(Router, AuditCheckpoints)> {
     let store = Store::open(database_url).await?;
     let users = Users::new(store.clone());
     if let Some(password) = users.bootstrap_admin().await? {
@@ -79,7 +101,22 @@ pub async fn build(database_url: &str, args: &ServeArgs) -> anyhow::Result<Route
         .with_secure(false)
         .with_expiry(Expiry::OnInactivity(CONSOLE_IDLE_TIMEOUT));
 
-    compliance_http::spawn_retention(store.clone());
+    let signer = Arc::new(audit_cmd::load_signer(
+        database_url,
+        args.audit_signing_key.as_deref(),
+        audit_cmd::MissingKey::Create,
+    )?);
+    let trusted_keys = signer.trusted();
+    tokio::spawn(checkpoint::checkpoint_every(
+        store.clone(),
+        signer.clone(),
+        Duration::from_secs(args.audit_checkpoint_interval),
+    ));
+    let checkpoints = AuditCheckpoints {
+        store: store.clone(),
+        signer: signer.clone(),
+    };
+    compliance_http::spawn_retention(store.clone(), signer.clone());
     let catalog = Arc::new(CatalogHandle::new(store.compiled_catalog().await?));
     let upstreams = Arc::new(UpstreamPool::default());
     upstream_sync::register_upstreams(
@@ -160,6 +197,7 @@ pub async fn build(database_url: &str, args: &ServeArgs) -> anyhow::Result<Route
         move || {
             provide_context(console.clone());
             provide_context(revisions.clone());
+            provide_context(trusted_keys.clone());
         }
     };
     let router = Router::new()
@@ -170,7 +208,7 @@ pub async fn build(database_url: &str, args: &ServeArgs) -> anyhow::Result<Route
             "/console/export/skills/{skill}/{version}",
             get(export::export_skill),
         )
-        .merge(compliance_http::router())
+        .merge(compliance_http::router(signer))
         .leptos_routes_with_context(&state, routes, provide.clone(), {
             let options = leptos_options.clone();
             move || shell(options.clone())
@@ -190,7 +228,7 @@ pub async fn build(database_url: &str, args: &ServeArgs) -> anyhow::Result<Route
         .merge(api_router)
         .merge(metrics_http::router(metrics))
         .layer(TraceLayer::new_for_http());
-    Ok(router)
+    Ok((router, checkpoints))
 }
 
 /// Seeds the demo catalog into an empty database and prints a key for its `support` scope.
@@ -222,7 +260,7 @@ async fn seed_demo(store: &Store, bind: SocketAddr) -> anyhow::Result<()> {
 }
 
 pub async fn run(database_url: &str, args: ServeArgs) -> anyhow::Result<()> {
-    let router = build(database_url, &args).await?;
+    let (router, checkpoints) = build(database_url, &args).await?;
     let listener = tokio::net::TcpListener::bind(args.bind)
         .await
         .with_context(|| format!("cannot listen on {}", args.bind))?;
@@ -243,5 +281,6 @@ pub async fn run(database_url: &str, args: ServeArgs) -> anyhow::Result<()> {
         let _ = tokio::signal::ctrl_c().await;
     })
     .await?;
+    checkpoints.sign_final().await;
     Ok(())
 }

@@ -365,7 +365,7 @@ pub fn AuditPage() -> impl IntoView {
     view! {
         <Title text="Audit integrity" />
         <h1>"Audit integrity"</h1>
-        <p class="lead">"A full walk of the hash chain, from the genesis or the newest retention anchor."</p>
+        <p class="lead">"A full walk of the hash chain, from the genesis or the newest retention anchor, checked against the checkpoints the server signs."</p>
         <form method="get" action="/audit">
             <input type="hidden" name="run" value="1" />
             <button type="submit" class="link-button">"Run a full verification"</button>
@@ -374,21 +374,43 @@ pub fn AuditPage() -> impl IntoView {
             {move || Suspend::new(async move {
                 match report.await {
                     Ok(None) => ().into_any(),
-                    Ok(Some(r)) => match r.first_bad {
-                        None => view! {
-                            <p class="integrity ok" role="status">
-                                <span class="badge ok">"chain verified"</span>
-                                {format!(" {} events verify, from seq {} to tip seq {}.", r.events, r.start_seq, r.tip_seq)}
-                            </p>
-                            <p class="muted">"Tip hash " <code>{r.tip_hash}</code> " — record it elsewhere to detect a later truncation."</p>
-                        }.into_any(),
-                        Some(bad) => view! {
-                            <div class="notice error integrity broken" role="alert">
-                                <strong>"Broken hash chain"</strong>
-                                <p>{format!("The chain breaks at {bad}. The {} events before it verify.", r.tip_seq - r.start_seq)}</p>
-                            </div>
-                        }.into_any(),
-                    },
+                    Ok(Some(r)) => {
+                        let broken = r.first_bad.is_some() || !r.checkpoint_problems.is_empty();
+                        if !broken {
+                            view! {
+                                <p class="integrity ok" role="status">
+                                    <span class="badge ok">"chain verified"</span>
+                                    {format!(" {} events verify, from seq {} to tip seq {}.", r.events, r.start_seq, r.tip_seq)}
+                                    {(r.start_seq > 0).then_some(" The retention anchor it starts from is vouched for by its signed prune event.")}
+                                </p>
+                                <p class="muted">
+                                    {match &r.newest_checkpoint {
+                                        Some((seq, at)) => format!(
+                                            "{} signed checkpoints match; the newest, signed at {at}, covers seq {seq}; {} newer events are not covered yet.",
+                                            r.checkpoints, r.uncovered_events
+                                        ),
+                                        None => "No signed checkpoint yet: a deletion of the newest events would not be detected.".to_owned(),
+                                    }}
+                                </p>
+                                <p class="muted">"Tip hash " <code>{r.tip_hash}</code></p>
+                            }.into_any()
+                        } else {
+                            let verified = r.tip_seq - r.start_seq;
+                            view! {
+                                <div class="notice error integrity broken" role="alert">
+                                    <strong>"Broken hash chain"</strong>
+                                    {r.first_bad.map(|bad| view! {
+                                        <p>{format!("The chain breaks at {bad}. The {verified} events before it verify.")}</p>
+                                    })}
+                                    {(!r.checkpoint_problems.is_empty()).then(|| view! {
+                                        <ul>
+                                            {r.checkpoint_problems.into_iter().map(|p| view! { <li>{p}</li> }).collect_view()}
+                                        </ul>
+                                    })}
+                                </div>
+                            }.into_any()
+                        }
+                    }
                     Err(e) => view! { <ErrorNotice error=e /> }.into_any(),
                 }
             })}

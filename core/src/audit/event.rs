@@ -24,10 +24,12 @@ pub enum EventKind {
     CallResult,
     Feedback,
     AdminChange,
+    /// Retention deleted a range of older events (see [`NewEvent::audit_pruned`]).
+    AuditPruned,
 }
 
 impl EventKind {
-    pub const ALL: [EventKind; 8] = [
+    pub const ALL: [EventKind; 9] = [
         EventKind::SessionStarted,
         EventKind::LearnGranted,
         EventKind::LearnDenied,
@@ -36,6 +38,7 @@ impl EventKind {
         EventKind::CallResult,
         EventKind::Feedback,
         EventKind::AdminChange,
+        EventKind::AuditPruned,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -48,6 +51,7 @@ impl EventKind {
             EventKind::CallResult => "call_result",
             EventKind::Feedback => "feedback",
             EventKind::AdminChange => "admin_change",
+            EventKind::AuditPruned => "audit_pruned",
         }
     }
 }
@@ -271,6 +275,32 @@ impl NewEvent {
         Self::new(
             EventKind::AdminChange,
             json!({ "action": action, "target": target, "before": before, "after": after }),
+        )
+        .by(actor)
+    }
+}
+
+impl NewEvent {
+    /// Events `from_seq..=through_seq` were deleted, leaving `anchor_hash` (the hash of
+    /// event `through_seq`) as the anchor verification starts from. `signature` is the
+    /// audit key's signature of the range ([`super::checkpoint::prune_message`]), so a
+    /// verifier can tell a deliberate prune from a forged anchor.
+    pub fn audit_pruned(
+        actor: &str,
+        range: &super::checkpoint::PrunedRange,
+        public_key: &str,
+        signature: &str,
+    ) -> Self {
+        Self::new(
+            EventKind::AuditPruned,
+            json!({
+                "from_seq": range.from_seq,
+                "through_seq": range.through_seq,
+                "anchor_hash": range.anchor_hash,
+                "events": range.events,
+                "public_key": public_key,
+                "signature": signature,
+            }),
         )
         .by(actor)
     }

@@ -218,13 +218,24 @@ impl AuditLog {
         Ok(count)
     }
 
+    /// Walks the chain and checks it against the signed checkpoints, trusting `keys`.
+    pub async fn verify_integrity(
+        &self,
+        keys: &super::TrustedKeys,
+    ) -> Result<super::IntegrityReport, AuditError> {
+        Ok(super::checkpoint::verify_integrity(&self.store, keys).await?)
+    }
+
     /// Deletes events up to and including `seq`, keeping their last hash as the anchor
-    /// later verification starts from.
-    pub async fn prune_through(&self, seq: u64) -> Result<Anchor, AuditError> {
-        Ok(self
-            .store
-            .audit_prune_through(seq, &timestamp(Utc::now()))
-            .await?)
+    /// later verification starts from, and appends the `audit_pruned` event `signer`
+    /// signs (see [`super::checkpoint::prune_through`]).
+    pub async fn prune_through(
+        &self,
+        seq: u64,
+        signer: &super::CheckpointSigner,
+        actor: &str,
+    ) -> Result<super::Pruned, super::PruneError> {
+        super::checkpoint::prune_through(&self.store, signer, seq, actor, Utc::now()).await
     }
 }
 

@@ -32,19 +32,25 @@
 //! numbers are kept as literals.
 //!
 //! Verification ([`chain::ChainVerifier`]) names the first event that was changed, removed
-//! or reordered. Deleting the newest events is only detectable against a tip recorded
-//! elsewhere ([`VerifyReport::verified_tip`]).
+//! or reordered. What a chain alone cannot show (its newest events deleted, its oldest
+//! deleted behind a hand-made retention anchor) the signed checkpoints and prune events of
+//! [`checkpoint`] do: [`verify_integrity`] checks both.
 
 pub mod chain;
+pub mod checkpoint;
 mod event;
 pub mod export;
 mod log;
 mod redact;
 
 pub use chain::{BadEvent, BadReason, ChainVerifier, GENESIS_HASH, VerifyReport, canonical_json};
+pub use checkpoint::{
+    CheckpointProblem, CheckpointReport, CheckpointSigner, IntegrityReport, KeyError, KeyOrigin,
+    PruneError, PrunedRange, PublicKey, TrustedKeys, verify_integrity,
+};
 pub use event::{AppendedEvent, AuditEvent, CallOutcome, EventKind, NewEvent, UnknownKind};
 pub use export::{ExportFilter, ExportFormat, verify_exported_jsonl, verify_exported_jsonl_from};
 pub use log::{AuditError, AuditLog, Change};
 pub use redact::redact_sensitive;
 
-pub use crate::store::audit::{Anchor, AuditRow};
+pub use crate::store::audit::{Anchor, AuditRow, Checkpoint, Pruned, TipCheckpoint};

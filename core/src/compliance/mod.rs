@@ -13,7 +13,8 @@ use futures::TryStreamExt;
 use crate::audit::chain::event_hash;
 use crate::audit::export::{ExportError, ExportWriter};
 use crate::audit::{
-    Anchor, AuditRow, BadEvent, BadReason, ChainVerifier, ExportFormat, GENESIS_HASH, VerifyReport,
+    Anchor, AuditRow, BadEvent, BadReason, ChainVerifier, CheckpointSigner, ExportFormat,
+    GENESIS_HASH, IntegrityReport, PruneError, Pruned, TrustedKeys, VerifyReport,
 };
 use crate::store::audit_query::{OutcomeCounts, SessionSummary};
 use crate::store::{Store, StoreError, stamp};
@@ -32,6 +33,8 @@ pub enum ComplianceError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Export(#[from] ExportError),
+    #[error(transparent)]
+    Prune(#[from] PruneError),
     #[error("{0}")]
     Invalid(String),
 }
@@ -265,6 +268,16 @@ impl Compliance {
         Ok(verifier.finish())
     }
 
+    /// The full walk and the signed checkpoints: truncation, forged anchors and pruned
+    /// ranges that do not match, trusting only `keys`.
+    #[tracing::instrument(skip_all)]
+    pub async fn verify_integrity(
+        &self,
+        keys: &TrustedKeys,
+    ) -> Result<IntegrityReport, StoreError> {
+        crate::audit::verify_integrity(&self.store, keys).await
+    }
+
     /// Streams the events of one session, of the sessions matching `filter`, or (with
     /// neither) the whole chain to `writer`, one row at a time. Returns the event count.
     pub async fn export<W: Write + Send>(
@@ -407,14 +420,17 @@ impl Compliance {
 
     /// Deletes whole segments of [`SEGMENT`] events whose every event is older than
     /// `days` days, keeping the hash of the last deleted event as the anchor later
-    /// verification starts from. Returns the new anchor, or `None` when nothing is old
-    /// enough to fill a segment.
-    #[tracing::instrument(skip(self))]
+    /// verification starts from, and appends the `audit_pruned` event `signer` signs, by
+    /// `actor`. Returns what was pruned, or `None` when nothing is old enough to fill a
+    /// segment.
+    #[tracing::instrument(skip(self, signer))]
     pub async fn prune_older_than(
         &self,
         days: u32,
         now: DateTime<Utc>,
-    ) -> Result<Option<Anchor>, ComplianceError> {
+        signer: &CheckpointSigner,
+        actor: &str,
+    ) -> Result<Option<Pruned>, ComplianceError> {
         if days == 0 {
             return Err(ComplianceError::Invalid(
                 "The retention period must be at least one day.".into(),
@@ -434,7 +450,8 @@ impl Compliance {
             return Ok(None);
         }
         Ok(Some(
-            self.store.audit_prune_through(through, &stamp(now)).await?,
+            crate::audit::checkpoint::prune_through(&self.store, signer, through, actor, now)
+                .await?,
         ))
     }
 }

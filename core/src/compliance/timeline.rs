@@ -200,6 +200,15 @@ pub fn decode_entries(rows: &[AuditRow]) -> Vec<TimelineEntry> {
                     );
                     entry.detail = text(&payload, "comment");
                 }
+                "audit_pruned" => {
+                    entry.badge = "pruned".into();
+                    entry.headline = format!(
+                        "Events {}–{} pruned by retention",
+                        text(&payload, "from_seq").unwrap_or_default(),
+                        text(&payload, "through_seq").unwrap_or_default()
+                    );
+                    entry.detail = text(&payload, "anchor_hash").map(|h| format!("anchor {h}"));
+                }
                 _ => {}
             }
             entry
@@ -238,6 +247,18 @@ mod tests {
         let grew: Vec<bool> = entries.iter().map(|e| e.scope_grew).collect();
         assert_eq!(grew, [false, false, true]);
         assert_eq!(entries[0].skill_versions, ["x@2"]);
+    }
+
+    #[test]
+    fn a_prune_reads_as_the_range_it_deleted() {
+        let entries = decode_entries(&[row(
+            1001,
+            "audit_pruned",
+            r#"{"anchor_hash":"ab","events":1000,"from_seq":1,"through_seq":1000}"#,
+        )]);
+        assert_eq!(entries[0].headline, "Events 1–1000 pruned by retention");
+        assert_eq!(entries[0].badge, "pruned");
+        assert_eq!(entries[0].detail.as_deref(), Some("anchor ab"));
     }
 
     #[test]

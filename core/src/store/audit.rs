@@ -1,4 +1,5 @@
-//! SQL for the audit chain: appends, the chain tip, streaming reads, retention anchors.
+//! SQL for the audit chain: appends, the chain tip, streaming reads, retention anchors,
+//! signed checkpoints.
 
 use futures::future::BoxFuture;
 use futures::stream::{BoxStream, StreamExt};
@@ -6,6 +7,7 @@ use sqlx::sqlite::SqliteRow;
 use sqlx::{FromRow, Row, Sqlite, SqliteConnection, Transaction};
 
 use super::{Store, StoreError};
+use crate::audit::checkpoint::PrunedRange;
 
 /// One stored audit event, every field exactly as stored and hashed. `payload` is
 /// canonical JSON text.
@@ -51,6 +53,72 @@ impl Anchor {
             hash: crate::audit::GENESIS_HASH.to_owned(),
         }
     }
+}
+
+/// A signed statement that the chain's tip was `seq` with `hash` at `at` (see
+/// [`crate::audit::checkpoint`]). Stored as is; only a trusted public key makes it evidence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checkpoint {
+    pub seq: u64,
+    pub hash: String,
+    pub at: String,
+    /// Hex Ed25519 public key of the signer, for reading; verifiers use their own key.
+    pub public_key: String,
+    /// Hex Ed25519 signature of [`crate::audit::checkpoint::checkpoint_message`].
+    pub signature: String,
+}
+
+impl<'r> FromRow<'r, SqliteRow> for Checkpoint {
+    fn from_row(row: &'r SqliteRow) -> Result<Self, sqlx::Error> {
+        Ok(Self {
+            seq: seq_from_db(row.try_get("seq")?),
+            hash: row.try_get("hash")?,
+            at: row.try_get("at")?,
+            public_key: row.try_get("public_key")?,
+            signature: row.try_get("signature")?,
+        })
+    }
+}
+
+/// A stored checkpoint and the hash of the stored event at its seq, if there is one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckpointAgainstEvent {
+    pub checkpoint: Checkpoint,
+    pub event_hash: Option<String>,
+}
+
+impl<'r> FromRow<'r, SqliteRow> for CheckpointAgainstEvent {
+    fn from_row(row: &'r SqliteRow) -> Result<Self, sqlx::Error> {
+        Ok(Self {
+            checkpoint: Checkpoint::from_row(row)?,
+            event_hash: row.try_get("event_hash")?,
+        })
+    }
+}
+
+/// What [`Store::audit_checkpoint_tip`] found and did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TipCheckpoint {
+    /// The tip moved past the newest checkpoint; this one was stored.
+    Signed(Checkpoint),
+    /// The newest checkpoint already covers the tip.
+    Unchanged,
+    /// Nothing was ever appended.
+    Empty,
+    /// The tip is at or below the newest checkpoint but is not what it signed: events were
+    /// deleted or rewritten. Nothing was signed, so the tampered tip is never vouched for.
+    Behind { tip: Anchor, newest: Checkpoint },
+}
+
+/// What [`Store::audit_prune_signed`] wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pruned {
+    pub anchor: Anchor,
+    pub range: PrunedRange,
+    /// The `audit_pruned` event, the new tip.
+    pub event: AuditRow,
+    /// The checkpoint of that event.
+    pub checkpoint: Checkpoint,
 }
 
 pub(crate) const COLUMNS: &str = "seq, at, session_id, kind, actor, payload, prev_hash, hash";
@@ -227,34 +295,215 @@ impl Store {
             hash,
         }))
     }
+}
 
-    /// Deletes events up to and including `seq` and records them as an anchor, in one
-    /// transaction.
-    pub async fn audit_prune_through(&self, seq: u64, now: &str) -> Result<Anchor, StoreError> {
+const CHECKPOINT_COLUMNS: &str = "c.seq, c.hash, c.at, c.public_key, c.signature";
+
+impl Store {
+    /// Signs the chain tip with `sign` and stores the checkpoint, when the tip moved past
+    /// the newest checkpoint; an idle chain gets no new rows. One write transaction, so
+    /// replicas sharing the database do not sign the same tip twice.
+    pub async fn audit_checkpoint_tip(
+        &self,
+        sign: impl FnOnce(&Anchor) -> Checkpoint,
+    ) -> Result<TipCheckpoint, StoreError> {
         let mut tx = self.pool().begin_with("BEGIN IMMEDIATE").await?;
-        let hash: Option<String> =
-            sqlx::query_scalar("SELECT hash FROM audit_events WHERE seq = ?")
-                .bind(seq_to_db(seq))
+        let tip = audit_tip_in(&mut tx).await?;
+        let newest = latest_checkpoint_in(&mut tx).await?;
+        let outcome = match newest {
+            _ if tip.seq == 0 => TipCheckpoint::Empty,
+            Some(newest) if newest.seq == tip.seq && newest.hash == tip.hash => {
+                TipCheckpoint::Unchanged
+            }
+            Some(newest) if newest.seq >= tip.seq => TipCheckpoint::Behind { tip, newest },
+            _ => {
+                let checkpoint = sign(&tip);
+                insert_checkpoint_in(&mut tx, &checkpoint).await?;
+                TipCheckpoint::Signed(checkpoint)
+            }
+        };
+        tx.commit().await?;
+        Ok(outcome)
+    }
+
+    /// The checkpoint with the highest seq, whatever its signature.
+    pub async fn audit_latest_checkpoint(&self) -> Result<Option<Checkpoint>, StoreError> {
+        let mut conn = self.pool().acquire().await?;
+        Ok(sqlx::query_as(&format!(
+            "SELECT {CHECKPOINT_COLUMNS} FROM audit_checkpoints c ORDER BY c.seq DESC LIMIT 1"
+        ))
+        .fetch_optional(&mut *conn)
+        .await?)
+    }
+
+    /// Checkpoints with `after < seq <= through` (all with `None`), in seq order, each
+    /// with the hash of the stored event at its seq; streamed.
+    pub fn audit_checkpoints_against_events(
+        &self,
+        after: u64,
+        through: Option<u64>,
+    ) -> BoxStream<'_, Result<CheckpointAgainstEvent, StoreError>> {
+        sqlx::query_as::<_, CheckpointAgainstEvent>(&CHECKPOINTS_AGAINST_EVENTS)
+            .bind(seq_to_db(after))
+            .bind(through.map_or(i64::MAX, seq_to_db))
+            .fetch(self.pool())
+            .map(|row| row.map_err(StoreError::from))
+            .boxed()
+    }
+
+    pub async fn audit_checkpoint_count(&self) -> Result<u64, StoreError> {
+        let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM audit_checkpoints")
+            .fetch_one(self.pool())
+            .await?;
+        Ok(seq_from_db(count))
+    }
+
+    /// The `audit_pruned` events after `after_seq` whose payload names `through_seq`:
+    /// the prune that left the anchor at `through_seq`, if it was one.
+    pub async fn audit_prune_events(
+        &self,
+        after_seq: u64,
+        through_seq: u64,
+    ) -> Result<Vec<AuditRow>, StoreError> {
+        Ok(sqlx::query_as(&format!(
+            "SELECT {COLUMNS} FROM audit_events WHERE kind = 'audit_pruned' AND seq > ?
+             AND json_extract(payload, '$.through_seq') = ? ORDER BY seq"
+        ))
+        .bind(seq_to_db(after_seq))
+        .bind(seq_to_db(through_seq))
+        .fetch_all(self.pool())
+        .await?)
+    }
+
+    /// The newest retention anchor below `seq`, if any.
+    pub async fn audit_anchor_before(&self, seq: u64) -> Result<Option<Anchor>, StoreError> {
+        let row: Option<(i64, String)> = sqlx::query_as(
+            "SELECT seq, hash FROM audit_anchors WHERE seq < ? ORDER BY seq DESC LIMIT 1",
+        )
+        .bind(seq_to_db(seq))
+        .fetch_optional(self.pool())
+        .await?;
+        Ok(row.map(|(seq, hash)| Anchor {
+            seq: seq_from_db(seq),
+            hash,
+        }))
+    }
+
+    /// Deletes events `start.seq + 1 ..= through` and records event `through` (whose hash
+    /// the caller verified to be `through_hash`) as the new anchor; appends the
+    /// `audit_pruned` event and its checkpoint that `build` makes from the range and the
+    /// chain tip; drops checkpoints of deleted events below the anchor. One transaction:
+    /// nothing is deleted without its signed event. Fails with a conflict, changing
+    /// nothing, when the anchor or the event at `through` are no longer what the caller
+    /// verified.
+    pub async fn audit_prune_signed(
+        &self,
+        start: &Anchor,
+        through: u64,
+        through_hash: &str,
+        now: &str,
+        build: impl FnOnce(&PrunedRange, &Anchor) -> (AuditRow, Checkpoint),
+    ) -> Result<Pruned, StoreError> {
+        let mut tx = self.pool().begin_with("BEGIN IMMEDIATE").await?;
+        let anchor: Option<(i64, String)> =
+            sqlx::query_as("SELECT seq, hash FROM audit_anchors ORDER BY seq DESC LIMIT 1")
                 .fetch_optional(&mut *tx)
                 .await?;
-        let hash = hash.ok_or_else(|| StoreError::NotFound(format!("audit event {seq}")))?;
+        let current = anchor.map_or_else(Anchor::genesis, |(seq, hash)| Anchor {
+            seq: seq_from_db(seq),
+            hash,
+        });
+        let hash: Option<String> =
+            sqlx::query_scalar("SELECT hash FROM audit_events WHERE seq = ?")
+                .bind(seq_to_db(through))
+                .fetch_optional(&mut *tx)
+                .await?;
+        if current != *start || hash.as_deref() != Some(through_hash) {
+            return Err(StoreError::Conflict(
+                "the audit chain changed while it was being pruned; nothing was pruned".into(),
+            ));
+        }
+        let deleted = sqlx::query("DELETE FROM audit_events WHERE seq <= ?")
+            .bind(seq_to_db(through))
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
         sqlx::query("INSERT INTO audit_anchors (seq, hash, pruned_at) VALUES (?, ?, ?)")
-            .bind(seq_to_db(seq))
-            .bind(&hash)
+            .bind(seq_to_db(through))
+            .bind(through_hash)
             .bind(now)
             .execute(&mut *tx)
             .await?;
-        sqlx::query("DELETE FROM audit_events WHERE seq <= ?")
-            .bind(seq_to_db(seq))
-            .execute(&mut *tx)
-            .await?;
         sqlx::query("DELETE FROM audit_session_summaries WHERE last_seq <= ?")
-            .bind(seq_to_db(seq))
+            .bind(seq_to_db(through))
             .execute(&mut *tx)
             .await?;
+        // Below the anchor no event is left to check them against.
+        sqlx::query("DELETE FROM audit_checkpoints WHERE seq < ?")
+            .bind(seq_to_db(through))
+            .execute(&mut *tx)
+            .await?;
+        let range = PrunedRange {
+            from_seq: start.seq + 1,
+            through_seq: through,
+            anchor_hash: through_hash.to_owned(),
+            events: deleted,
+        };
+        let tip = audit_tip_in(&mut tx).await?;
+        let (event, checkpoint) = build(&range, &tip);
+        sqlx::query(&INSERT_EVENTS)
+            .bind(events_json(std::slice::from_ref(&event)))
+            .execute(&mut *tx)
+            .await?;
+        super::audit_query::summarize_in(&mut tx, std::slice::from_ref(&event)).await?;
+        insert_checkpoint_in(&mut tx, &checkpoint).await?;
         tx.commit().await?;
-        Ok(Anchor { seq, hash })
+        Ok(Pruned {
+            anchor: Anchor {
+                seq: through,
+                hash: through_hash.to_owned(),
+            },
+            range,
+            event,
+            checkpoint,
+        })
     }
+}
+
+static CHECKPOINTS_AGAINST_EVENTS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "SELECT {CHECKPOINT_COLUMNS}, e.hash AS event_hash
+         FROM audit_checkpoints c LEFT JOIN audit_events e ON e.seq = c.seq
+         WHERE c.seq > ? AND c.seq <= ? ORDER BY c.seq"
+    )
+});
+
+async fn latest_checkpoint_in(
+    tx: &mut Transaction<'static, Sqlite>,
+) -> Result<Option<Checkpoint>, StoreError> {
+    Ok(sqlx::query_as(&format!(
+        "SELECT {CHECKPOINT_COLUMNS} FROM audit_checkpoints c ORDER BY c.seq DESC LIMIT 1"
+    ))
+    .fetch_optional(&mut **tx)
+    .await?)
+}
+
+async fn insert_checkpoint_in(
+    tx: &mut Transaction<'static, Sqlite>,
+    checkpoint: &Checkpoint,
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "INSERT INTO audit_checkpoints (seq, hash, at, public_key, signature)
+         VALUES (?, ?, ?, ?, ?)",
+    )
+    .bind(seq_to_db(checkpoint.seq))
+    .bind(&checkpoint.hash)
+    .bind(&checkpoint.at)
+    .bind(&checkpoint.public_key)
+    .bind(&checkpoint.signature)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
 }
 
 const INSERT_EVENTS_SQL: &str =
