@@ -125,8 +125,7 @@ pub async fn build(database_url: &str, args: &ServeArgs) -> anyhow::Result<Route
     mcp_options.validate()?;
     let metrics = gateway.metrics().clone();
     let api_router = api::router(
-        revisions.clone(),
-        catalog.clone(),
+        gateway.clone(),
         AgentKeys::new(store.clone()),
         &mcp_options,
         metrics.clone(),

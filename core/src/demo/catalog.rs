@@ -227,10 +227,13 @@ fn scopes() -> Vec<Scope> {
             description: "Internal operations agents.".to_owned(),
             roles: slugs(&["system-admin"]),
         },
+        // Curator tools read only the skills of the scope's roles, so a curator's scope
+        // names the roles whose skills it curates.
         Scope {
             slug: slug("curation"),
-            description: "Curator agents that propose skill revisions.".to_owned(),
-            roles: slugs(&["skill-curator"]),
+            description: "Curator agents that propose revisions of the tier-1 support skills."
+                .to_owned(),
+            roles: slugs(&["skill-curator", "tier-1-support"]),
         },
     ]
 }
