@@ -10,7 +10,7 @@ use crate::api::ConsoleError;
 /// Sessions per page of the sessions list.
 pub const SESSIONS_PER_PAGE: u32 = 50;
 /// Events shown on one timeline page.
-pub const TIMELINE_EVENTS: u32 = 1000;
+pub const TIMELINE_EVENTS: u32 = 200;
 
 /// The sessions list filters, exactly as they appear in the page's query string.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -122,6 +122,8 @@ pub struct TimelineEntry {
     pub seq: u64,
     pub at: String,
     pub kind: String,
+    /// Who the event is attributed to: the agent key (or console user) that caused it.
+    pub actor: Option<String>,
     /// `neutral`, `granted`, `allowed`, `denied`, `violation` or `error`.
     pub tone: String,
     pub badge: String,
@@ -141,7 +143,10 @@ pub struct TimelineEntry {
 pub struct Timeline {
     pub session: SessionRow,
     pub entries: Vec<TimelineEntry>,
-    pub more: bool,
+    /// The seq this page starts after (`None`: the first page).
+    pub after: Option<u64>,
+    /// The cursor of the next page (`?after=`), when the session has more events.
+    pub next_after: Option<u64>,
     pub integrity: Integrity,
 }
 
@@ -208,12 +213,17 @@ pub async fn list_sessions(query: SessionQuery) -> Result<SessionsList, ConsoleE
     })
 }
 
+/// One page of a session's events, after seq `after` (the previous page's `next_after`).
 #[server(prefix = "/console/api")]
-pub async fn session_timeline(id: String) -> Result<Option<Timeline>, ConsoleError> {
+pub async fn session_timeline(
+    id: String,
+    after: Option<u64>,
+) -> Result<Option<Timeline>, ConsoleError> {
     use skillgate_core::users::ConsoleRole;
     crate::api::ssr::require(ConsoleRole::Viewer).await?;
+    let after = after.filter(|&a| a > 0);
     let Some(timeline) = ssr::compliance()
-        .timeline(&id, TIMELINE_EVENTS)
+        .timeline_page(&id, after, TIMELINE_EVENTS)
         .await
         .map_err(crate::api::ssr::internal)?
     else {
@@ -222,7 +232,8 @@ pub async fn session_timeline(id: String) -> Result<Option<Timeline>, ConsoleErr
     Ok(Some(Timeline {
         session: ssr::row(timeline.summary),
         entries: timeline.entries.into_iter().map(ssr::entry).collect(),
-        more: timeline.more,
+        after,
+        next_after: timeline.next_after,
         integrity: ssr::integrity(&timeline.integrity),
     }))
 }
@@ -393,6 +404,7 @@ pub mod ssr {
             seq: e.seq,
             at: e.at,
             kind: e.kind,
+            actor: e.actor,
             tone: e.tone.as_str().to_owned(),
             badge: e.badge,
             headline: e.headline,

@@ -100,24 +100,52 @@ pub struct SkillRevisionsData {
     pub current_version: u32,
     pub versions: Vec<u32>,
     pub patterns: Vec<PatternRow>,
+    /// All patterns of the skill; `patterns` holds the first of them.
+    pub patterns_total: u64,
+    /// One page of feedback, oldest first.
     pub feedback: Vec<FeedbackRow>,
+    /// The cursor of the next feedback page (`?feedback_after=`), when there is one.
+    pub feedback_next: Option<String>,
+    /// Whether this feedback page is a later one (a link back to the first is shown).
+    pub feedback_paged: bool,
+    /// One page of candidates, newest first.
     pub candidates: Vec<CandidateRow>,
+    /// The cursor of the next (older) candidates page (`?candidates_before=`).
+    pub candidates_next: Option<String>,
+    pub candidates_paged: bool,
     pub can_review: bool,
     pub can_restore: bool,
 }
 
+/// Rows per page of the console's candidate and feedback lists.
+pub const PAGE_ROWS: u32 = 50;
+
+/// One page of the review queue, newest first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CandidatesPage {
+    pub rows: Vec<CandidateRow>,
+    /// The cursor of the next (older) page (`?before=`), when there is one.
+    pub next: Option<String>,
+}
+
 #[server(prefix = "/console/api")]
-pub async fn list_candidates(all: bool) -> Result<Vec<CandidateRow>, ConsoleError> {
+pub async fn list_candidates(
+    all: bool,
+    before: Option<String>,
+) -> Result<CandidatesPage, ConsoleError> {
     use skillgate_core::store::revisions::CandidateStatus;
     use skillgate_core::users::ConsoleRole;
     ssr::require_role(ConsoleRole::Viewer).await?;
     let revisions = ssr::revisions();
     let status = (!all).then_some(CandidateStatus::Pending);
-    let rows = revisions
-        .list_candidates(status, None)
+    let page = revisions
+        .list_candidates(status, None, ssr::cursor(&before), PAGE_ROWS)
         .await
         .map_err(ssr::error)?;
-    ssr::rows(&revisions, rows).await
+    Ok(CandidatesPage {
+        rows: ssr::rows(&revisions, page.items).await?,
+        next: page.next,
+    })
 }
 
 #[server(prefix = "/console/api")]
@@ -168,7 +196,11 @@ pub async fn decide_candidate(
 }
 
 #[server(prefix = "/console/api")]
-pub async fn skill_revisions(skill: String) -> Result<Option<SkillRevisionsData>, ConsoleError> {
+pub async fn skill_revisions(
+    skill: String,
+    feedback_after: Option<String>,
+    candidates_before: Option<String>,
+) -> Result<Option<SkillRevisionsData>, ConsoleError> {
     use skillgate_core::revisions::RevisionError;
     use skillgate_core::users::ConsoleRole;
     let user = ssr::require_role(ConsoleRole::Viewer).await?;
@@ -187,10 +219,8 @@ pub async fn skill_revisions(skill: String) -> Result<Option<SkillRevisionsData>
         .into_iter()
         .map(|v| v.version)
         .collect();
-    let patterns = revisions
-        .list_patterns(&skill)
-        .await
-        .map_err(ssr::error)?
+    let (patterns, patterns_total) = revisions.list_patterns(&skill).await.map_err(ssr::error)?;
+    let patterns = patterns
         .into_iter()
         .map(|p| PatternRow {
             id: p.id,
@@ -200,10 +230,14 @@ pub async fn skill_revisions(skill: String) -> Result<Option<SkillRevisionsData>
             created_by: p.created_by,
         })
         .collect();
+    let feedback_after = ssr::cursor(&feedback_after);
     let feedback = revisions
-        .list_feedback(&skill, None)
+        .list_feedback(&skill, None, feedback_after, PAGE_ROWS)
         .await
-        .map_err(ssr::error)?
+        .map_err(ssr::error)?;
+    let feedback_next = feedback.next;
+    let feedback = feedback
+        .items
         .into_iter()
         .map(|f| FeedbackRow {
             id: f.id,
@@ -216,8 +250,9 @@ pub async fn skill_revisions(skill: String) -> Result<Option<SkillRevisionsData>
             at: f.at,
         })
         .collect();
+    let candidates_before = ssr::cursor(&candidates_before);
     let candidates = revisions
-        .list_candidates(None, Some(&skill))
+        .list_candidates(None, Some(&skill), candidates_before, PAGE_ROWS)
         .await
         .map_err(ssr::error)?;
     Ok(Some(SkillRevisionsData {
@@ -225,8 +260,13 @@ pub async fn skill_revisions(skill: String) -> Result<Option<SkillRevisionsData>
         current_version: current.version,
         versions,
         patterns,
+        patterns_total,
         feedback,
-        candidates: ssr::rows(&revisions, candidates).await?,
+        feedback_next,
+        feedback_paged: feedback_after.is_some(),
+        candidates: ssr::rows(&revisions, candidates.items).await?,
+        candidates_next: candidates.next,
+        candidates_paged: candidates_before.is_some(),
         can_review: user.role.allows(ConsoleRole::Reviewer),
         can_restore: user.role.allows(ConsoleRole::Admin),
     }))
@@ -316,6 +356,11 @@ mod ssr {
     /// The revisions service the server provides next to the console context.
     pub fn revisions() -> Revisions {
         expect_context::<Revisions>()
+    }
+
+    /// A page cursor from the query string; an empty one means the first page.
+    pub fn cursor(value: &Option<String>) -> Option<&str> {
+        value.as_deref().map(str::trim).filter(|v| !v.is_empty())
     }
 
     /// Refusals the reviewer can act on become sentences; failures stay on the server.
@@ -470,11 +515,18 @@ mod ssr {
                 text: change.value().trim_end_matches('\n').to_owned(),
             })
             .collect();
+        // Only the cited rows: a candidate page reads what it shows, however much
+        // feedback the skill has.
         let feedback = revisions
-            .list_feedback(&c.skill, None)
+            .store()
+            .feedback_by_ids(&c.skill, &c.sources)
             .await
-            .map_err(error)?;
-        let patterns = revisions.list_patterns(&c.skill).await.map_err(error)?;
+            .map_err(internal)?;
+        let patterns = revisions
+            .store()
+            .patterns_by_ids(&c.skill, &c.sources)
+            .await
+            .map_err(internal)?;
         let sources = c
             .sources
             .iter()

@@ -1,9 +1,12 @@
 //! `/api/v1`: HTTP endpoints for agents, admitted by the same Host, Origin and agent-key
 //! checks as `/mcp`.
 //!
-//! `POST /api/v1/skills/{skill}/candidates` records a proposed revision, exactly as the
-//! curator tool `propose_skill_revision` does, for a key whose scope includes the
-//! `skill-curator` role.
+//! `POST /api/v1/skills/{skill}/candidates` records a proposed revision by driving the
+//! gateway exactly as an MCP agent would, with the caller's key: `init_skilder`, `learn
+//! /roles/skill-curator`, then `call_tool propose_skill_revision`. So the proposal is
+//! decided by the router and the role's limits, rate-limited per key and audited (a
+//! session with its `session_started`, `learn_granted`/`learn_denied`, `call_allowed` and
+//! `call_result` events, plus the `skill_candidate.propose` change) like the MCP call.
 
 use std::sync::Arc;
 
@@ -12,27 +15,27 @@ use axum::extract::{Extension, Path, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
-use http::StatusCode;
+use http::{HeaderValue, StatusCode, header};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use skillgate_core::gateway::{Gateway, GatewayError, ToolReply};
 use skillgate_core::keys::AgentKeys;
 use skillgate_core::metrics::Metrics;
-use skillgate_core::policy::CatalogHandle;
-use skillgate_core::revisions::{Proposal, RevisionError, Revisions};
-use skillgate_core::store::StoreError;
-use skillgate_core::store::revisions::Proposer;
-use tower_http::limit::RequestBodyLimitLayer;
 
 use crate::mcp::auth::{ANONYMOUS_KEY_ID, AgentCaller, admit};
 use crate::mcp::{McpOptions, admission};
 
 /// The role a key's scope must include to propose revisions.
 pub const CURATOR_ROLE: &str = "skill-curator";
+/// The curator tool a proposal runs.
+const PROPOSE_TOOL: &str = "propose_skill_revision";
+/// The connection label of sessions the API starts, so an MCP client's fallback to "the
+/// newest session of my connection" never picks one of them up.
+const API_CONNECTION: &str = "http-api";
 
 #[derive(Clone)]
 struct ApiState {
-    revisions: Revisions,
-    catalog: Arc<CatalogHandle>,
+    gateway: Gateway,
 }
 
 /// Errors at the `/api/v1` boundary, answered as `{"error", "message"}`.
@@ -40,29 +43,23 @@ struct ApiState {
 enum ApiError {
     #[error("an agent key is required")]
     Unauthorized,
-    #[error("this key's scope does not include the `{CURATOR_ROLE}` role")]
-    Forbidden,
+    #[error("{0}")]
+    Forbidden(String),
     #[error("{0}")]
     NotFound(String),
     #[error("{0}")]
     Unprocessable(String),
+    #[error("{message}")]
+    TooManyRequests { message: String, retry_after: u64 },
+    #[error("{0}")]
+    Upstream(String),
     #[error(transparent)]
     Internal(anyhow::Error),
 }
 
-impl From<RevisionError> for ApiError {
-    fn from(error: RevisionError) -> Self {
-        match error {
-            RevisionError::NotFound(what) => Self::NotFound(format!("{what} not found")),
-            RevisionError::Store(StoreError::NotFound(what)) => {
-                Self::NotFound(format!("{what} not found"))
-            }
-            RevisionError::Store(
-                e @ (StoreError::Sqlx(_) | StoreError::Migrate(_) | StoreError::Open { .. }),
-            ) => Self::Internal(e.into()),
-            RevisionError::Audit(e) => Self::Internal(e.into()),
-            other => Self::Unprocessable(other.to_string()),
-        }
+impl From<GatewayError> for ApiError {
+    fn from(error: GatewayError) -> Self {
+        Self::Internal(error.into())
     }
 }
 
@@ -70,9 +67,11 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let (status, code) = match &self {
             Self::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
-            Self::Forbidden => (StatusCode::FORBIDDEN, "forbidden"),
+            Self::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
             Self::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
             Self::Unprocessable(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid"),
+            Self::TooManyRequests { .. } => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
+            Self::Upstream(_) => (StatusCode::BAD_GATEWAY, "upstream"),
             Self::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         };
         let message = match &self {
@@ -82,7 +81,14 @@ impl IntoResponse for ApiError {
             }
             other => other.to_string(),
         };
-        (status, Json(json!({"error": code, "message": message}))).into_response()
+        let mut response =
+            (status, Json(json!({"error": code, "message": message}))).into_response();
+        if let Self::TooManyRequests { retry_after, .. } = &self {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(*retry_after));
+        }
+        response
     }
 }
 
@@ -100,7 +106,35 @@ struct ProposalBody {
     description: Option<String>,
 }
 
-#[tracing::instrument(skip_all, fields(skill = %skill, key = %caller.key_name))]
+fn text(value: &Value, key: &str) -> String {
+    value[key].as_str().unwrap_or_default().to_owned()
+}
+
+/// A refusal of the gateway (`call_tool` or `learn`) as an HTTP error.
+fn gateway_refusal(structured: &Value, text: String) -> ApiError {
+    match structured["code"].as_str() {
+        Some("INVALID_ARGUMENTS") => ApiError::Unprocessable(text),
+        Some("ACCESS_DENIED" | "GOVERNANCE_VIOLATION") => ApiError::Forbidden(text),
+        Some("UPSTREAM_ERROR") => ApiError::Upstream(text),
+        _ => ApiError::Internal(anyhow::anyhow!("unexpected gateway refusal: {text}")),
+    }
+}
+
+/// A refusal of the curator tool (its `structuredContent` `code`) as an HTTP error.
+fn curator_refusal(structured: &Value) -> ApiError {
+    let message = text(structured, "error");
+    match structured["code"].as_str() {
+        Some("RATE_LIMITED") => ApiError::TooManyRequests {
+            message,
+            retry_after: structured["retry_after_secs"].as_u64().unwrap_or(1),
+        },
+        Some("NOT_FOUND") => ApiError::NotFound(message),
+        Some("ACCESS_DENIED") => ApiError::Forbidden(message),
+        _ => ApiError::Unprocessable(message),
+    }
+}
+
+#[tracing::instrument(skip_all, fields(key = %caller.key_name))]
 async fn propose(
     State(state): State<ApiState>,
     Extension(caller): Extension<AgentCaller>,
@@ -111,54 +145,77 @@ async fn propose(
     if caller.key_id == ANONYMOUS_KEY_ID {
         return Err(ApiError::Unauthorized);
     }
-    if !state
-        .catalog
-        .load()
-        .scope_allows(caller.scope.as_str(), CURATOR_ROLE)
-    {
-        return Err(ApiError::Forbidden);
-    }
     let Json(body) = body.map_err(|e| ApiError::Unprocessable(e.body_text()))?;
-    let candidate = state
-        .revisions
-        .propose(
-            Proposal {
-                skill,
-                base_version: body.base_version,
-                description: body.description,
-                instructions: body.instructions,
-                note: body.note,
-                sources: body.sources,
-                evidence: body.evidence,
-            },
-            Proposer::Agent(caller.key_name),
+    let gateway = &state.gateway;
+    let agent = caller.identity(Some(API_CONNECTION.to_owned()));
+
+    let started = gateway
+        .init(
+            &agent,
+            Some(format!("HTTP API: propose a revision of skill {skill}")),
         )
         .await?;
-    Ok((
-        StatusCode::CREATED,
-        Json(json!({
-            "candidate_id": candidate.id,
-            "skill": candidate.skill,
-            "status": "pending",
-            "verdict": candidate.verdict,
-            "explanation": candidate.verdict_explanation,
-        })),
-    )
-        .into_response())
+    let session_id = match &started {
+        ToolReply::Gateway { structured, .. } => {
+            structured["session_id"].as_str().map(str::to_owned)
+        }
+        ToolReply::Downstream(_) => None,
+    }
+    .ok_or_else(|| ApiError::Internal(anyhow::anyhow!("init_skilder returned no session_id")))?;
+
+    let learned = gateway
+        .learn(
+            &agent,
+            Some(session_id.clone()),
+            &format!("/roles/{CURATOR_ROLE}"),
+        )
+        .await?;
+    if let ToolReply::Gateway { is_error: true, .. } = learned {
+        return Err(ApiError::Forbidden(format!(
+            "this key's scope does not include the `{CURATOR_ROLE}` role"
+        )));
+    }
+
+    let mut arguments = json!({
+        "skill": skill,
+        "base_version": body.base_version,
+        "instructions": body.instructions,
+        "note": body.note,
+        "sources": body.sources,
+        "evidence": body.evidence,
+    });
+    if let Some(description) = body.description {
+        arguments["description"] = json!(description);
+    }
+    let reply = gateway
+        .call(&agent, Some(session_id), PROPOSE_TOOL, arguments)
+        .await?;
+    let result = match reply {
+        ToolReply::Gateway {
+            text, structured, ..
+        } => return Err(gateway_refusal(&structured, text)),
+        ToolReply::Downstream(result) => result,
+    };
+    let structured = result.structured_content.unwrap_or(Value::Null);
+    if result.is_error == Some(true) {
+        return Err(curator_refusal(&structured));
+    }
+    Ok((StatusCode::CREATED, Json(structured)).into_response())
 }
 
 /// The `/api/v1` routes, ready to merge into the server's router.
 pub fn router(
-    revisions: Revisions,
-    catalog: Arc<CatalogHandle>,
+    gateway: Gateway,
     keys: AgentKeys,
     options: &McpOptions,
     metrics: Arc<Metrics>,
 ) -> Router {
     Router::new()
         .route("/api/v1/skills/{skill}/candidates", post(propose))
-        .with_state(ApiState { revisions, catalog })
-        .route_layer(RequestBodyLimitLayer::new(options.max_body_bytes))
+        .with_state(ApiState { gateway })
+        .route_layer(tower_http::limit::RequestBodyLimitLayer::new(
+            options.max_body_bytes,
+        ))
         .route_layer(axum::middleware::from_fn_with_state(
             admission(keys, options, metrics),
             admit,

@@ -8,7 +8,6 @@ use axum::response::{IntoResponse, Response};
 use skillgate_app::api::ssr::session_user_id;
 use skillgate_core::revisions::export::{skill_folder, tar_archive};
 use skillgate_core::slug::Slug;
-use skillgate_core::store::revisions::CandidateStatus;
 use tower_sessions::Session;
 
 use crate::serve::AppState;
@@ -52,14 +51,8 @@ pub async fn export_skill(
         )
             .into_response();
     };
-    let candidate = match state
-        .store
-        .list_candidates(Some(CandidateStatus::Approved), Some(&skill))
-        .await
-    {
-        Ok(list) => list
-            .into_iter()
-            .find(|c| c.approved_version == Some(version)),
+    let candidate = match state.store.candidate_approved_as(&skill, version).await {
+        Ok(candidate) => candidate,
         Err(error) => return failed(error),
     };
     let archive = match tar_archive(&skill_folder(&found, candidate.as_ref())) {

@@ -162,8 +162,7 @@ pub async fn build(
     mcp_options.validate()?;
     let metrics = gateway.metrics().clone();
     let api_router = api::router(
-        revisions.clone(),
-        catalog.clone(),
+        gateway.clone(),
         AgentKeys::new(store.clone()),
         &mcp_options,
         metrics.clone(),

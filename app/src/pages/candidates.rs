@@ -8,6 +8,7 @@ use leptos_router::hooks::{use_params_map, use_query_map};
 
 use super::ErrorNotice;
 use super::catalog::Prose;
+use crate::compliance_api::encode;
 use crate::revisions_api::{
     CandidateDetail, CandidateRow, DecideCandidate, get_candidate, list_candidates,
 };
@@ -75,7 +76,11 @@ pub fn candidate_table(rows: Vec<CandidateRow>) -> impl IntoView {
 pub fn CandidatesPage() -> impl IntoView {
     let query = use_query_map();
     let all = move || query.read().get("all").is_some_and(|v| v == "1");
-    let candidates = Resource::new(all, list_candidates);
+    let before = move || query.read().get("before").filter(|v| !v.trim().is_empty());
+    let candidates = Resource::new(
+        move || (all(), before()),
+        |(all, before)| list_candidates(all, before),
+    );
     view! {
         <Title text="Candidates" />
         <h1>"Candidates"</h1>
@@ -95,16 +100,46 @@ pub fn CandidatesPage() -> impl IntoView {
         <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
             {move || Suspend::new(async move {
                 match candidates.await {
-                    Ok(rows) if rows.is_empty() => {
+                    Ok(page) if page.rows.is_empty() && before().is_none() => {
                         view! { <p class="notice info">"No candidates are waiting for review."</p> }
                             .into_any()
                     }
-                    Ok(rows) => candidate_table(rows).into_any(),
+                    Ok(page) => {
+                        let base = if all() { "/candidates?all=1&" } else { "/candidates?" };
+                        let first = if all() { "/candidates?all=1" } else { "/candidates" };
+                        view! {
+                            {candidate_table(page.rows)}
+                            {pager(
+                                "Candidate pages",
+                                before().map(|_| (first.to_owned(), "← Newest")),
+                                page.next.map(|next| (format!("{base}before={}", encode(&next)), "Older →")),
+                            )}
+                        }
+                            .into_any()
+                    }
                     Err(e) => view! { <ErrorNotice error=e /> }.into_any(),
                 }
             })}
         </Suspense>
     }
+}
+
+/// Links to the first and the next page of a list: plain links, so paging works without
+/// JavaScript.
+pub fn pager(
+    label: &'static str,
+    first: Option<(String, &'static str)>,
+    next: Option<(String, &'static str)>,
+) -> impl IntoView {
+    (first.is_some() || next.is_some()).then(|| {
+        view! {
+            <nav class="pager" aria-label=label>
+                {first.map(|(href, text)| view! { <a href=href>{text}</a> })}
+                " "
+                {next.map(|(href, text)| view! { <a href=href rel="next">{text}</a> })}
+            </nav>
+        }
+    })
 }
 
 #[component]

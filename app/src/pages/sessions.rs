@@ -267,6 +267,10 @@ fn entry_view(e: TimelineEntry) -> impl IntoView {
                 <span class="muted event-meta">
                     {format!(" #{} · {}", e.seq, e.at.replace('T', " "))}
                 </span>
+                " "
+                <span class="event-actor">
+                    "by " <code>{e.actor.clone().unwrap_or_else(|| "unknown".to_owned())}</code>
+                </span>
             </div>
             {e.rule.clone().map(|rule| view! {
                 <p class=if bad_rule { "rule danger" } else { "rule" }>"Rule: " <code>{rule}</code></p>
@@ -306,9 +310,18 @@ fn timeline_view(t: Timeline) -> impl IntoView {
             " · "
             <a href=format!("/console/export/sessions.csv?session={id}") download="">"CSV"</a>
         </p>
+        {t.after.map(|after| view! {
+            <p class="muted">{format!("Events after #{after}.")}</p>
+        })}
         <ol class="timeline">{t.entries.into_iter().map(entry_view).collect_view()}</ol>
-        {t.more.then(|| view! {
-            <p class="notice info">"Only the first events are shown; export the session for all of them."</p>
+        {(t.after.is_some() || t.next_after.is_some()).then(|| view! {
+            <nav class="pager" aria-label="Timeline pages">
+                {t.after.is_some().then(|| view! { <a href=format!("/sessions/{id}")>"← First events"</a> })}
+                " "
+                {t.next_after.map(|next| view! {
+                    <a href=format!("/sessions/{id}?after={next}") rel="next">"Later events →"</a>
+                })}
+            </nav>
         })}
     }
 }
@@ -316,8 +329,18 @@ fn timeline_view(t: Timeline) -> impl IntoView {
 #[component]
 pub fn SessionPage() -> impl IntoView {
     let params = use_params_map();
+    let query = use_query_map();
     let id = move || params.read().get("id").unwrap_or_default();
-    let timeline = Resource::new(id, session_timeline);
+    let after = move || {
+        query
+            .read()
+            .get("after")
+            .and_then(|a| a.parse::<u64>().ok())
+    };
+    let timeline = Resource::new(
+        move || (id(), after()),
+        |(id, after)| session_timeline(id, after),
+    );
     view! {
         <Title text=move || format!("Session {}", id()) />
         <p class="crumbs">

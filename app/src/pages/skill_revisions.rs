@@ -3,10 +3,12 @@
 //! and a `SKILL.md` upload that becomes a candidate.
 
 use leptos::prelude::*;
+use leptos_router::hooks::use_query_map;
 
 use super::ErrorNotice;
-use super::candidates::{candidate_table, when};
+use super::candidates::{candidate_table, pager, when};
 use crate::api::ConsoleError;
+use crate::compliance_api::encode;
 use crate::revisions_api::{
     AddFeedback, RestoreVersion, SkillRevisionsData, UploadSkillMd, skill_revisions,
 };
@@ -28,16 +30,22 @@ pub fn SkillRevisions(#[prop(into)] slug: Signal<String>) -> impl IntoView {
     let feedback = ServerAction::<AddFeedback>::new();
     let upload = ServerAction::<UploadSkillMd>::new();
     let restore = ServerAction::<RestoreVersion>::new();
+    let query = use_query_map();
+    let param = move |name: &str| query.read().get(name).filter(|v| !v.trim().is_empty());
     let data = Resource::new(
         move || {
             (
                 slug.get(),
+                param("feedback_after"),
+                param("candidates_before"),
                 feedback.version().get(),
                 upload.version().get(),
                 restore.version().get(),
             )
         },
-        |(slug, ..)| skill_revisions(slug),
+        |(slug, feedback_after, candidates_before, ..)| {
+            skill_revisions(slug, feedback_after, candidates_before)
+        },
     );
     view! {
         // Outside the Suspense: the section reloads after each action, the outcome stays.
@@ -48,8 +56,10 @@ pub fn SkillRevisions(#[prop(into)] slug: Signal<String>) -> impl IntoView {
             {move || Suspend::new(async move {
                 match data.await {
                     Ok(Some(d)) => revisions_view(d, feedback, upload, restore).into_any(),
-                    // The skill page already says the skill does not exist, or why it failed.
-                    Ok(None) | Err(_) => ().into_any(),
+                    // The skill page already says the skill does not exist.
+                    Ok(None) => ().into_any(),
+                    // A bad page cursor, or a failure: say so rather than hide the section.
+                    Err(e) => view! { <ErrorNotice error=e /> }.into_any(),
                 }
             })}
         </Suspense>
@@ -63,6 +73,39 @@ fn revisions_view(
     restore: ServerAction<RestoreVersion>,
 ) -> impl IntoView {
     let skill = d.skill.clone();
+    let page = format!("/skills/{}", encode(&skill));
+    let feedback_pager = pager(
+        "Feedback pages",
+        d.feedback_paged
+            .then(|| (format!("{page}#skill-feedback"), "← First feedback")),
+        d.feedback_next.clone().map(|next| {
+            (
+                format!("{page}?feedback_after={}#skill-feedback", encode(&next)),
+                "Later feedback →",
+            )
+        }),
+    );
+    let candidates_pager = pager(
+        "Candidate pages",
+        d.candidates_paged
+            .then(|| (format!("{page}#skill-candidates"), "← Newest candidates")),
+        d.candidates_next.clone().map(|next| {
+            (
+                format!(
+                    "{page}?candidates_before={}#skill-candidates",
+                    encode(&next)
+                ),
+                "Older candidates →",
+            )
+        }),
+    );
+    let more_patterns = (d.patterns_total > d.patterns.len() as u64).then(|| {
+        format!(
+            "The first {} of {} patterns are shown.",
+            d.patterns.len(),
+            d.patterns_total
+        )
+    });
     view! {
         <section aria-labelledby="skill-versions">
             <h2 id="skill-versions">"Versions"</h2>
@@ -116,10 +159,11 @@ fn revisions_view(
                     .collect_view()
                     .into_any()
             }}
+            {more_patterns.map(|text| view! { <p class="muted">{text}</p> })}
         </section>
         <section aria-labelledby="skill-feedback">
             <h2 id="skill-feedback">"Feedback"</h2>
-            {if d.feedback.is_empty() {
+            {if d.feedback.is_empty() && !d.feedback_paged {
                 view! { <p class="muted">"No feedback on this skill yet."</p> }.into_any()
             } else {
                 view! {
@@ -155,6 +199,7 @@ fn revisions_view(
                 }
                     .into_any()
             }}
+            {feedback_pager}
             {d.can_review.then(|| {
                 let skill = skill.clone();
                 view! {
@@ -189,11 +234,12 @@ fn revisions_view(
         </section>
         <section aria-labelledby="skill-candidates">
             <h2 id="skill-candidates">"Candidates"</h2>
-            {if d.candidates.is_empty() {
+            {if d.candidates.is_empty() && !d.candidates_paged {
                 view! { <p class="muted">"No candidates for this skill."</p> }.into_any()
             } else {
                 candidate_table(d.candidates).into_any()
             }}
+            {candidates_pager}
             {d.can_review.then(|| view! {
                 <h3>"Propose from a SKILL.md"</h3>
                 <p class="muted">

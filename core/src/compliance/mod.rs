@@ -20,12 +20,17 @@ use crate::store::audit_query::{OutcomeCounts, SessionSummary};
 use crate::store::{Store, StoreError, stamp};
 
 pub use crate::store::audit_query::{Outcome, SessionFilter};
-pub use timeline::{Argument, TimelineEntry, Tone, decode_entries};
+pub use timeline::{Argument, TimelineEntry, Tone, decode_entries, decode_entries_after};
 
 /// The settings key of the retention period, in days.
 const RETENTION_KEY: &str = "audit_retention_days";
 /// Retention prunes whole segments of this many events, so anchors sit on round seqs.
 pub const SEGMENT: u64 = 1000;
+/// The most events a sessions page checks the chain over: the first events of the
+/// sessions shown, so one session with a huge history cannot make a page read all of it.
+pub const MAX_CHECKED_EVENTS: u32 = 10_000;
+/// The most events one timeline page holds.
+pub const MAX_TIMELINE_PAGE: u32 = 1000;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ComplianceError {
@@ -94,13 +99,15 @@ pub struct SessionsPage {
     pub integrity: ShownIntegrity,
 }
 
-/// One session's timeline.
+/// One page of a session's timeline.
 #[derive(Debug, Clone)]
 pub struct Timeline {
     pub summary: SessionSummary,
     pub entries: Vec<TimelineEntry>,
     /// Events of the session beyond those shown.
     pub more: bool,
+    /// Pass as `after` to get the next page (the seq of the last event shown), when `more`.
+    pub next_after: Option<u64>,
     pub integrity: ShownIntegrity,
 }
 
@@ -161,7 +168,10 @@ impl Compliance {
         };
         let counts = self.store.audit_session_counts(filter).await?;
         let ids: Vec<String> = sessions.iter().map(|s| s.session_id.clone()).collect();
-        let rows = self.store.audit_rows_of_sessions(&ids).await?;
+        let rows = self
+            .store
+            .audit_rows_of_sessions(&ids, MAX_CHECKED_EVENTS)
+            .await?;
         let integrity = self.check_shown(&rows).await?;
         Ok(SessionsPage {
             sessions,
@@ -171,28 +181,50 @@ impl Compliance {
         })
     }
 
-    /// Up to `limit` events of a session, decoded, with a chain check over them.
-    #[tracing::instrument(skip(self))]
+    /// The first `limit` events of a session, decoded, with a chain check over them.
     pub async fn timeline(
         &self,
         session_id: &str,
         limit: u32,
     ) -> Result<Option<Timeline>, ComplianceError> {
+        self.timeline_page(session_id, None, limit).await
+    }
+
+    /// Up to `limit` (at most [`MAX_TIMELINE_PAGE`]) events of a session after seq `after`
+    /// (the previous page's `next_after`), decoded, with a chain check over them.
+    #[tracing::instrument(skip(self))]
+    pub async fn timeline_page(
+        &self,
+        session_id: &str,
+        after: Option<u64>,
+        limit: u32,
+    ) -> Result<Option<Timeline>, ComplianceError> {
         let Some(summary) = self.store.audit_session(session_id).await? else {
             return Ok(None);
         };
-        let limit = limit.clamp(1, 5000);
+        let limit = limit.clamp(1, MAX_TIMELINE_PAGE);
+        let after = after.unwrap_or(0);
         let mut rows = self
             .store
-            .audit_session_rows(session_id, 0, limit + 1)
+            .audit_session_rows(session_id, after, limit + 1)
             .await?;
         let more = rows.len() > limit as usize;
         rows.truncate(limit as usize);
         let integrity = self.check_shown(&rows).await?;
+        // A later page still marks where the scope grew: it starts from the roles learned
+        // on the pages before it.
+        let learned = if after == 0 {
+            Vec::new()
+        } else {
+            self.store
+                .audit_roles_learned_through(session_id, after)
+                .await?
+        };
         Ok(Some(Timeline {
             summary,
-            entries: decode_entries(&rows),
+            entries: decode_entries_after(&rows, learned),
             more,
+            next_after: more.then(|| rows.last().map(|r| r.seq)).flatten(),
             integrity,
         }))
     }

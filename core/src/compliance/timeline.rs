@@ -109,7 +109,12 @@ fn skill_versions(payload: &Value) -> Vec<String> {
 
 /// Decodes rows of one session in chain order.
 pub fn decode_entries(rows: &[AuditRow]) -> Vec<TimelineEntry> {
-    let mut learned: Vec<String> = Vec::new();
+    decode_entries_after(rows, Vec::new())
+}
+
+/// Decodes a later page of a session's rows, given the roles learned before it.
+pub fn decode_entries_after(rows: &[AuditRow], learned_before: Vec<String>) -> Vec<TimelineEntry> {
+    let mut learned = learned_before;
     rows.iter()
         .map(|row| {
             let payload: Value = serde_json::from_str(&row.payload).unwrap_or(Value::Null);
@@ -191,6 +196,19 @@ pub fn decode_entries(rows: &[AuditRow]) -> Vec<TimelineEntry> {
                         text(&payload, "error")
                     };
                 }
+                "feedback" if text(&payload, "decision").as_deref() == Some("denied") => {
+                    let code = text(&payload, "code").unwrap_or_default();
+                    entry.tone = if code == VIOLATION_CODE {
+                        Tone::Violation
+                    } else {
+                        Tone::Denied
+                    };
+                    entry.badge = "feedback denied".into();
+                    entry.headline = format!(
+                        "Feedback on {} refused: {code}",
+                        text(&payload, "skill").unwrap_or_else(|| "a skill".into())
+                    );
+                }
                 "feedback" => {
                     entry.badge = "feedback".into();
                     entry.headline = format!(
@@ -259,6 +277,27 @@ mod tests {
         assert_eq!(entries[0].headline, "Events 1–1000 pruned by retention");
         assert_eq!(entries[0].badge, "pruned");
         assert_eq!(entries[0].detail.as_deref(), Some("anchor ab"));
+    }
+
+    #[test]
+    fn a_later_page_marks_the_scope_growing_from_the_roles_learned_before_it() {
+        let page = [row(8, "learn_granted", r#"{"role":"b"}"#)];
+        assert!(decode_entries_after(&page, vec!["a".into()])[0].scope_grew);
+        assert!(!decode_entries(&page)[0].scope_grew);
+    }
+
+    #[test]
+    fn a_refused_feedback_reads_as_a_denial_with_its_rule_and_actor() {
+        let entries = decode_entries(&[row(
+            1,
+            "feedback",
+            r#"{"decision":"denied","code":"ACCESS_DENIED","rule":"`x` is not a skill of a role this session has learned","skill":"x","rating":3}"#,
+        )]);
+        let e = &entries[0];
+        assert_eq!(e.tone, Tone::Denied);
+        assert_eq!(e.headline, "Feedback on x refused: ACCESS_DENIED");
+        assert!(e.rule.as_deref().unwrap().contains("not a skill"));
+        assert_eq!(e.actor.as_deref(), Some("k"));
     }
 
     #[test]

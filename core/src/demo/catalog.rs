@@ -87,6 +87,14 @@ fn refund_requires_eligible_check() -> Limit {
     }
 }
 
+/// A tool a scope's sessions may never call, whichever role grants it.
+fn never(tool: &str) -> Limit {
+    Limit::CountCap {
+        tool: tool.to_owned(),
+        max: 0,
+    }
+}
+
 /// What the `support` scope refunds per session, whichever of its roles issues the refunds.
 fn support_refund_guardrail() -> Limit {
     Limit::SumCap {
@@ -258,11 +266,20 @@ fn scopes() -> Vec<Scope> {
             roles: slugs(&["system-admin"]),
             guardrails: Vec::new(),
         },
+        // Curator tools read only the skills of the scope's roles, so a curator's scope
+        // names the roles whose skills it curates.
         Scope {
             slug: slug("curation"),
-            description: "Curator agents that propose skill revisions.".to_owned(),
-            roles: slugs(&["skill-curator"]),
-            guardrails: Vec::new(),
+            description: "Curator agents that propose revisions of the tier-1 support skills; they read what tier-1 agents do, never act for them."
+                .to_owned(),
+            roles: slugs(&["skill-curator", "tier-1-support"]),
+            // Learnable so its skills are in the curators' reach, but a curator never
+            // refunds, opens tickets or escalates: the scope forbids it whatever role is learned.
+            guardrails: vec![
+                never("process_refund"),
+                never("create_ticket"),
+                never("escalate_to_billing"),
+            ],
         },
     ]
 }

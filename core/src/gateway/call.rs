@@ -382,11 +382,8 @@ fn first_text(content: &[ContentBlock]) -> String {
         .unwrap_or_else(|| "the tool reported an error".to_owned())
 }
 
-/// What the agent is told about a failed downstream call: the kind of failure, without
-/// internal details such as command lines.
+/// What the agent is told about a failed downstream call: the kind of failure, never a
+/// command line, URL or credential (the audit keeps the detail).
 fn upstream_message(error: &UpstreamError) -> String {
-    match error {
-        UpstreamError::Timeout { .. } => "the upstream did not answer in time".to_owned(),
-        other => other.to_string(),
-    }
+    error.agent_message()
 }

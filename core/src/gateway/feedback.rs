@@ -1,20 +1,74 @@
 //! `feedback_skill`: agents rate the skills they used, for the skill's curators.
+//!
+//! Every call counts against the key's rate limit ([`limits::FEEDBACK`]), and every
+//! refusal is audited: a `feedback` event with `"decision": "denied"`, its code and rule.
+//! A refusal inside the caller's own live session is written into that session. When the
+//! session named is not the caller's (unknown, expired, another key's) the event is
+//! written under the caller with no session, and carries `named_session_digest` (hex
+//! SHA-256 of the id named, when one was), so it never lands in someone else's timeline.
+
+use std::time::Duration;
 
 use serde_json::json;
+use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
-use super::{AgentIdentity, Gateway, GatewayError, NO_SESSION, ToolReply, denial};
-use crate::audit::NewEvent;
+use super::{AgentIdentity, Gateway, GatewayError, NO_SESSION, ToolReply, code_label, denial};
+use crate::audit::{EventKind, NewEvent};
 use crate::policy::DenyCode;
+use crate::revisions::limits::{self, FEEDBACK, Slot};
+use crate::slug::MAX_SLUG_LEN;
 use crate::store::sessions::NewFeedback;
 
-/// Longest comment we keep.
-const MAX_COMMENT: usize = 4000;
+/// Longest comment we take, in characters.
+pub const MAX_COMMENT: usize = 4000;
+/// Our session ids are 36 characters; a longer one cannot be a session and is not looked up.
+const MAX_SESSION_ID: usize = 128;
+
+/// What a refusal's audit event says about the request.
+struct Request<'a> {
+    agent: &'a AgentIdentity,
+    /// The caller's own live session, if the request has one.
+    session: Option<&'a str>,
+    /// The session id the request named, if any.
+    named: Option<&'a str>,
+    skill: &'a str,
+    rating: i64,
+}
+
+fn sha256_hex(text: &str) -> String {
+    hex::encode(Sha256::digest(text.as_bytes()))
+}
+
+impl Request<'_> {
+    fn denied_event(&self, code: DenyCode, rule: &str) -> NewEvent {
+        let mut payload = json!({
+            "decision": "denied",
+            "code": code_label(code),
+            "rule": rule,
+            "rating": self.rating,
+        });
+        // A name too long to be a skill is kept as its digest, not stored in full.
+        if self.skill.chars().count() <= MAX_SLUG_LEN {
+            payload["skill"] = json!(self.skill);
+        } else {
+            payload["skill_sha256"] = json!(sha256_hex(self.skill));
+        }
+        if let (None, Some(named)) = (self.session, self.named) {
+            payload["named_session_digest"] = json!(sha256_hex(named));
+        }
+        let event = NewEvent::new(EventKind::Feedback, payload).by(&self.agent.key_name);
+        match self.session {
+            Some(session) => event.in_session(session),
+            None => event,
+        }
+    }
+}
 
 impl Gateway {
     /// `feedback_skill`: records a rating (1–5) and optional comment on a skill the
     /// session has learned; returns the new `feedback_id`.
-    #[tracing::instrument(skip_all, fields(key = %agent.key_name, skill = %skill))]
+    #[tracing::instrument(skip_all, fields(key = %agent.key_name))]
     pub async fn feedback(
         &self,
         agent: &AgentIdentity,
@@ -24,23 +78,75 @@ impl Gateway {
         comment: Option<String>,
     ) -> Result<ToolReply, GatewayError> {
         let now = Self::now();
-        let Some(session) =
-            Self::usable(agent, self.resolve_session(agent, session_id).await?, now)
-        else {
-            return Ok(denial(
-                DenyCode::AccessDenied,
-                NO_SESSION.to_owned(),
-                Vec::new(),
-            ));
+        let named = session_id.filter(|id| !id.is_empty());
+        let found = match &named {
+            Some(id) if id.len() > MAX_SESSION_ID => None,
+            _ => self.resolve_session(agent, named.clone()).await?,
         };
+        let session = Self::usable(agent, found, now);
+        let request = Request {
+            agent,
+            session: session.as_ref().map(|s| s.view.id.as_str()),
+            named: named.as_deref(),
+            skill,
+            rating,
+        };
+
+        let subject = limits::key_subject(&agent.key_name);
+        if let Slot::Refused { retry_in } = self
+            .store
+            .reserve_rate_slot(&subject, &FEEDBACK, now)
+            .await?
+        {
+            let rule = FEEDBACK.refusal(retry_in);
+            return self
+                .refuse_feedback(
+                    &request,
+                    DenyCode::GovernanceViolation,
+                    rule,
+                    Some(retry_in),
+                )
+                .await;
+        }
+        let Some(session) = &session else {
+            return self
+                .refuse_feedback(
+                    &request,
+                    DenyCode::AccessDenied,
+                    NO_SESSION.to_owned(),
+                    None,
+                )
+                .await;
+        };
+        let skill_chars = skill.chars().count();
+        if skill_chars > MAX_SLUG_LEN {
+            let rule =
+                format!("`skill` is at most {MAX_SLUG_LEN} characters; this one has {skill_chars}");
+            return self
+                .refuse_feedback(&request, DenyCode::InvalidArguments, rule, None)
+                .await;
+        }
+        let comment = comment
+            .map(|c| c.trim().to_owned())
+            .filter(|c| !c.is_empty());
+        if let Some(chars) = comment
+            .as_deref()
+            .map(|c| c.chars().count())
+            .filter(|&n| n > MAX_COMMENT)
+        {
+            let rule =
+                format!("`comment` is at most {MAX_COMMENT} characters; this one has {chars}");
+            return self
+                .refuse_feedback(&request, DenyCode::InvalidArguments, rule, None)
+                .await;
+        }
         let rating = match u8::try_from(rating) {
             Ok(r @ 1..=5) => r,
             _ => {
-                return Ok(denial(
-                    DenyCode::InvalidArguments,
-                    format!("rating must be an integer from 1 to 5, not {rating}"),
-                    Vec::new(),
-                ));
+                let rule = format!("rating must be an integer from 1 to 5, not {rating}");
+                return self
+                    .refuse_feedback(&request, DenyCode::InvalidArguments, rule, None)
+                    .await;
             }
         };
         let Some(version) = session
@@ -51,15 +157,11 @@ impl Gateway {
             .find(|s| s.skill.as_str() == skill)
             .map(|s| s.version)
         else {
-            return Ok(denial(
-                DenyCode::AccessDenied,
-                format!("`{skill}` is not a skill of a role this session has learned"),
-                Vec::new(),
-            ));
+            let rule = format!("`{skill}` is not a skill of a role this session has learned");
+            return self
+                .refuse_feedback(&request, DenyCode::AccessDenied, rule, None)
+                .await;
         };
-        let comment = comment
-            .map(|c| c.trim().chars().take(MAX_COMMENT).collect::<String>())
-            .filter(|c| !c.is_empty());
         let id = format!("fb_{}", Uuid::new_v4().simple());
         self.store
             .insert_feedback(&NewFeedback {
@@ -96,5 +198,21 @@ impl Gateway {
             }),
             is_error: false,
         })
+    }
+
+    /// Makes the refusal's audit event durable, then answers the agent with it.
+    async fn refuse_feedback(
+        &self,
+        request: &Request<'_>,
+        code: DenyCode,
+        rule: String,
+        retry_in: Option<Duration>,
+    ) -> Result<ToolReply, GatewayError> {
+        self.audit.append(request.denied_event(code, &rule)).await?;
+        let mut reply = denial(code, rule, Vec::new());
+        if let (Some(retry_in), ToolReply::Gateway { structured, .. }) = (retry_in, &mut reply) {
+            structured["retry_after_secs"] = json!(limits::retry_after_secs(retry_in));
+        }
+        Ok(reply)
     }
 }

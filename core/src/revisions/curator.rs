@@ -2,7 +2,10 @@
 //! the curator tools (`list_skill_feedback`, `get_skill`, `add_wiki_pattern`,
 //! `propose_skill_revision`). Agents reach it only through the gateway, so the router, the
 //! role's limits and the audit govern it like any other upstream; the gateway passes the
-//! calling agent's key name in the request `_meta`, which is the proposer identity.
+//! calling agent's key name in the request `_meta`, which is the proposer identity, and
+//! its governance session, whose scope bounds what the tools read: a skill that no role
+//! of the caller's scope includes is refused as if it did not exist. Proposals are
+//! rate-limited per key ([`super::limits::PROPOSALS`]).
 
 use std::sync::Arc;
 
@@ -15,11 +18,12 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt as _};
 use serde_json::{Map, Value, json};
 
+use super::limits::{PROPOSALS, retry_after_secs};
 use super::service::{Proposal, RevisionError, Revisions};
 use crate::model::{CatalogTool, ToolSpec, Upstream, UpstreamKind};
 use crate::slug::Slug;
 use crate::store::StoreError;
-use crate::store::revisions::Proposer;
+use crate::store::revisions::{MAX_PAGE, Proposer, page_size};
 use crate::upstream::{InProcessServer, UpstreamConfig};
 
 /// The name of the built-in upstream.
@@ -54,9 +58,12 @@ pub fn curator_tool_specs() -> Vec<ToolSpec> {
     vec![
         spec(
             "list_skill_feedback",
-            "List the feedback on a skill (ratings, comments, sessions, explicit requirements), oldest first.",
+            "List the feedback on a skill (ratings, comments, sessions, explicit requirements), oldest first, one page at a time: pass `next_after` of a page as `after` for the next.",
             json!({"skill": string("skill name"),
-                   "since": {"type": "string", "description": "RFC 3339 time; only feedback at or after it"}}),
+                   "since": {"type": "string", "description": "RFC 3339 time; only feedback at or after it"},
+                   "after": {"type": "string", "minLength": 1, "description": "the `next_after` of the previous page"},
+                   "limit": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE,
+                             "description": "feedback per page (default 50)"}}),
             &["skill"],
         ),
         spec(
@@ -81,7 +88,9 @@ pub fn curator_tool_specs() -> Vec<ToolSpec> {
                    "instructions": string("the full new instructions (markdown)"),
                    "note": string("why: the rationale for the change"),
                    "sources": sources(),
-                   "evidence": {"type": ["object", "null"]}}),
+                   "evidence": {"type": ["object", "null"]},
+                   "description": {"type": "string", "minLength": 1, "maxLength": 1024,
+                                   "description": "a new description; the base version's is kept when omitted"}}),
             &["skill", "base_version", "instructions", "note", "sources"],
         ),
     ]
@@ -146,9 +155,20 @@ impl CuratorServer {
         &self,
         tool: &str,
         args: &JsonObject,
-        agent: &str,
+        caller: &Caller,
     ) -> Result<Value, RevisionError> {
+        let scope = self
+            .revisions
+            .caller_scope(&caller.agent, &caller.session)
+            .await?;
+        // Every proposal attempt counts, refused or not: a loop is stopped either way.
+        if tool == "propose_skill_revision" {
+            self.revisions
+                .reserve_slot(&caller.agent, &PROPOSALS)
+                .await?;
+        }
         let skill = text(args, "skill").unwrap_or_default();
+        self.revisions.check_reach(scope.as_str(), &skill)?;
         match tool {
             "list_skill_feedback" => {
                 let since = match text(args, "since") {
@@ -163,14 +183,24 @@ impl CuratorServer {
                     ),
                     None => None,
                 };
-                let feedback = self.revisions.list_feedback(&skill, since).await?;
+                let limit = page_size(
+                    args.get("limit")
+                        .and_then(Value::as_u64)
+                        .map(|n| u32::try_from(n).unwrap_or(MAX_PAGE)),
+                );
+                let after = text(args, "after");
+                let page = self
+                    .revisions
+                    .list_feedback(&skill, since, after.as_deref(), limit)
+                    .await?;
                 Ok(json!({
                     "skill": skill,
-                    "feedback": feedback.iter().map(|f| json!({
+                    "feedback": page.items.iter().map(|f| json!({
                         "feedback_id": f.id, "version": f.version, "rating": f.rating,
                         "comment": f.comment, "session_id": f.session_id, "author": f.author,
                         "kind": f.kind, "at": f.at,
                     })).collect::<Vec<_>>(),
+                    "next_after": page.next,
                 }))
             }
             "get_skill" => {
@@ -179,7 +209,7 @@ impl CuratorServer {
                     .and_then(Value::as_u64)
                     .and_then(|v| u32::try_from(v).ok());
                 let found = self.revisions.get_skill(&skill, version).await?;
-                let patterns = self.revisions.list_patterns(&skill).await?;
+                let (patterns, total) = self.revisions.list_patterns(&skill).await?;
                 Ok(json!({
                     "skill": skill, "version": found.version,
                     "description": found.skill.description,
@@ -188,6 +218,7 @@ impl CuratorServer {
                     "patterns": patterns.iter().map(|p| json!({
                         "pattern_id": p.id, "name": p.name, "content": p.content, "sources": p.sources,
                     })).collect::<Vec<_>>(),
+                    "patterns_total": total,
                 }))
             }
             "add_wiki_pattern" => {
@@ -198,7 +229,7 @@ impl CuratorServer {
                         &text(args, "name").unwrap_or_default(),
                         &text(args, "content").unwrap_or_default(),
                         &list(args, "sources"),
-                        agent,
+                        &caller.agent,
                     )
                     .await?;
                 Ok(json!({"pattern_id": pattern.id, "skill": skill, "name": pattern.name}))
@@ -211,7 +242,7 @@ impl CuratorServer {
                         .and_then(Value::as_u64)
                         .and_then(|v| u32::try_from(v).ok())
                         .unwrap_or(0),
-                    description: None,
+                    description: text(args, "description"),
                     instructions: text(args, "instructions").unwrap_or_default(),
                     note: text(args, "note").unwrap_or_default(),
                     sources: list(args, "sources"),
@@ -219,7 +250,7 @@ impl CuratorServer {
                 };
                 let candidate = self
                     .revisions
-                    .propose(proposal, Proposer::Agent(agent.to_owned()))
+                    .propose(proposal, Proposer::Agent(caller.agent.clone()))
                     .await?;
                 Ok(json!({
                     "candidate_id": candidate.id, "skill": skill, "status": "pending",
@@ -228,6 +259,26 @@ impl CuratorServer {
             }
             other => Err(RevisionError::NotFound(format!("curator tool `{other}`"))),
         }
+    }
+}
+
+/// Who calls, as the gateway passes it in the request `_meta`.
+struct Caller {
+    /// The agent key's name: the proposer identity and the rate limit's subject.
+    agent: String,
+    /// The governance session the call was allowed in; its scope bounds the reach.
+    session: String,
+}
+
+/// The code a refusal's `structuredContent` carries, for programs (the HTTP API maps it
+/// to a status).
+pub fn refusal_code(error: &RevisionError) -> &'static str {
+    match error {
+        RevisionError::OutOfScope(_) | RevisionError::NotFound(_) => "NOT_FOUND",
+        RevisionError::Store(StoreError::NotFound(_)) => "NOT_FOUND",
+        RevisionError::RateLimited { .. } => "RATE_LIMITED",
+        RevisionError::NoSession => "ACCESS_DENIED",
+        _ => "INVALID",
     }
 }
 
@@ -291,9 +342,8 @@ impl ServerHandler for CuratorServer {
     ) -> Result<CallToolResponse, McpError> {
         // Only the gateway sets this; a call without it did not come through the router.
         // rmcp moves the request's `_meta` into the context.
-        let Some(agent) = context
-            .meta
-            .0
+        let meta = &context.meta.0;
+        let Some(agent) = meta
             .get(META_AGENT)
             .and_then(Value::as_str)
             .map(str::to_owned)
@@ -303,8 +353,16 @@ impl ServerHandler for CuratorServer {
                 None,
             ));
         };
+        let caller = Caller {
+            agent,
+            session: meta
+                .get(META_SESSION)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+        };
         let arguments = request.arguments.unwrap_or_default();
-        let result = match self.run(&request.name, &arguments, &agent).await {
+        let result = match self.run(&request.name, &arguments, &caller).await {
             Ok(value) => {
                 let mut result = CallToolResult::success(vec![ContentBlock::text(summary(
                     &request.name,
@@ -325,8 +383,12 @@ impl ServerHandler for CuratorServer {
             }
             Err(refused) => {
                 let message = refused.to_string();
-                let mut result = CallToolResult::error(vec![ContentBlock::text(message.clone())]);
-                result.structured_content = Some(json!({"error": message}));
+                let mut structured = json!({"error": message, "code": refusal_code(&refused)});
+                if let RevisionError::RateLimited { retry_in, .. } = &refused {
+                    structured["retry_after_secs"] = json!(retry_after_secs(*retry_in));
+                }
+                let mut result = CallToolResult::error(vec![ContentBlock::text(message)]);
+                result.structured_content = Some(structured);
                 result
             }
         };

@@ -8,11 +8,13 @@ pub mod curator;
 pub mod evidence;
 pub mod export;
 pub mod gate;
+pub mod limits;
 pub mod service;
 pub mod skill_md;
 
 pub use citations::{CITE_EXISTING, CitationError, KnownSources, check_citations};
 pub use evidence::{Evidence, EvidenceError};
 pub use gate::{GateOutcome, GateRule, Verdict, evaluate};
+pub use limits::{RateLimit, Slot};
 pub use service::{CandidateView, Proposal, RevisionError, Revisions};
 pub use skill_md::{SkillMd, SkillMdError};

@@ -3,7 +3,9 @@
 //! snapshot so the next `learn` serves the new version while sessions in flight keep the
 //! versions they learned.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
@@ -12,13 +14,15 @@ use uuid::Uuid;
 use super::citations::{CitationError, check_citations};
 use super::evidence::{Evidence, EvidenceError};
 use super::gate::evaluate;
+use super::limits::{RateLimit, Slot};
 use super::skill_md::{SkillMd, SkillMdError};
 use crate::audit::{AuditError, AuditLog, NewEvent};
 use crate::model::SkillVersion;
 use crate::policy::CatalogHandle;
 use crate::slug::Slug;
 use crate::store::revisions::{
-    CandidateRecord, CandidateStatus, FeedbackRecord, NewHumanFeedback, PatternRecord, Proposer,
+    CandidateRecord, CandidateStatus, FeedbackRecord, NewHumanFeedback, Page, PatternRecord,
+    Proposer,
 };
 use crate::store::{Store, StoreError, stamp};
 
@@ -119,6 +123,16 @@ pub enum RevisionError {
     AlreadyDecided(&'static str),
     #[error("a reason is required")]
     ReasonRequired,
+    /// A skill no role of the caller's scope includes; a skill that does not exist reads
+    /// the same, so a refusal tells nothing about skills outside the scope.
+    #[error("there is no skill `{0}` in your scope")]
+    OutOfScope(String),
+    /// The caller's governance session is missing or not theirs: the curator tools cannot
+    /// tell which skills the caller may read.
+    #[error("curator tools need the caller's own governance session")]
+    NoSession,
+    #[error("{message}")]
+    RateLimited { message: String, retry_in: Duration },
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
@@ -195,17 +209,72 @@ impl Revisions {
             .ok_or_else(|| RevisionError::NotFound(format!("version {version} of skill `{skill}`")))
     }
 
+    /// A page of feedback on `skill`, oldest first, after feedback `after`.
     pub async fn list_feedback(
         &self,
         skill: &str,
         since: Option<DateTime<Utc>>,
-    ) -> Result<Vec<FeedbackRecord>, RevisionError> {
+        after: Option<&str>,
+        limit: u32,
+    ) -> Result<Page<FeedbackRecord>, RevisionError> {
         self.head(skill).await?;
-        Ok(self.store.list_feedback(skill, since).await?)
+        Ok(self.store.list_feedback(skill, since, after, limit).await?)
     }
 
-    pub async fn list_patterns(&self, skill: &str) -> Result<Vec<PatternRecord>, RevisionError> {
+    /// The first patterns of `skill` (at most [`crate::store::revisions::MAX_PATTERNS`])
+    /// and how many it has.
+    pub async fn list_patterns(
+        &self,
+        skill: &str,
+    ) -> Result<(Vec<PatternRecord>, u64), RevisionError> {
         Ok(self.store.list_patterns(skill).await?)
+    }
+
+    /// The skills of the roles `scope` includes, as the live catalog has them: what a
+    /// curator of that scope may read and change.
+    pub fn skills_in_scope(&self, scope: &str) -> BTreeSet<String> {
+        let catalog = self.catalog.load();
+        catalog
+            .roles_in_scope(scope)
+            .iter()
+            .flat_map(|role| role.skills.iter().map(|s| s.to_string()))
+            .collect()
+    }
+
+    /// The scope of the governance session `session_id`, which must be `agent`'s: how the
+    /// curator tools learn the caller's reach from what the gateway passes them.
+    pub async fn caller_scope(&self, agent: &str, session_id: &str) -> Result<Slug, RevisionError> {
+        if session_id.is_empty() {
+            return Err(RevisionError::NoSession);
+        }
+        match self.store.load_session(session_id).await? {
+            Some(session) if session.key_name == agent => Ok(session.view.scope),
+            _ => Err(RevisionError::NoSession),
+        }
+    }
+
+    /// Refuses `skill` unless a role of `scope` includes it.
+    pub fn check_reach(&self, scope: &str, skill: &str) -> Result<(), RevisionError> {
+        if self.skills_in_scope(scope).contains(skill) {
+            Ok(())
+        } else {
+            Err(RevisionError::OutOfScope(skill.to_owned()))
+        }
+    }
+
+    /// Takes one slot of `limit` for the agent key `agent`, or refuses saying when to retry.
+    pub async fn reserve_slot(&self, agent: &str, limit: &RateLimit) -> Result<(), RevisionError> {
+        match self
+            .store
+            .reserve_rate_slot(&super::limits::key_subject(agent), limit, Utc::now())
+            .await?
+        {
+            Slot::Reserved => Ok(()),
+            Slot::Refused { retry_in } => Err(RevisionError::RateLimited {
+                message: limit.refusal(retry_in),
+                retry_in,
+            }),
+        }
     }
 
     /// Records a proposal: checks citations, computes the gate verdict, stores, audits.
@@ -249,16 +318,14 @@ impl Revisions {
             )));
         }
         let evidence = Evidence::parse(&proposal.evidence)?;
-        let known = self.store.known_sources(&proposal.skill).await?;
-        check_citations(
-            &proposal.skill,
-            proposal
-                .sources
-                .iter()
-                .map(String::as_str)
-                .chain(evidence.requirement_sources()),
-            &known,
-        )?;
+        let cited: Vec<&str> = proposal
+            .sources
+            .iter()
+            .map(|s| s.trim())
+            .chain(evidence.requirement_sources().into_iter().map(str::trim))
+            .collect();
+        let known = self.store.known_sources(&proposal.skill, &cited).await?;
+        check_citations(&proposal.skill, cited.iter().copied(), &known)?;
         let pending = self
             .store
             .pending_requirements(&proposal.skill, proposal.base_version)
@@ -320,12 +387,18 @@ impl Revisions {
         })
     }
 
+    /// A page of candidates, newest first, after candidate `before`.
     pub async fn list_candidates(
         &self,
         status: Option<CandidateStatus>,
         skill: Option<&str>,
-    ) -> Result<Vec<CandidateRecord>, RevisionError> {
-        Ok(self.store.list_candidates(status, skill).await?)
+        before: Option<&str>,
+        limit: u32,
+    ) -> Result<Page<CandidateRecord>, RevisionError> {
+        Ok(self
+            .store
+            .list_candidates(status, skill, before, limit)
+            .await?)
     }
 
     fn check_decision(
@@ -493,8 +566,14 @@ impl Revisions {
                 "pattern content is 1 to {MAX_PATTERN} bytes"
             )));
         }
-        let known = self.store.known_sources(skill).await?;
-        check_citations(skill, sources.iter().map(String::as_str), &known)?;
+        if sources.len() > MAX_SOURCES {
+            return Err(RevisionError::Invalid(format!(
+                "cite at most {MAX_SOURCES} sources"
+            )));
+        }
+        let cited: Vec<&str> = sources.iter().map(|s| s.trim()).collect();
+        let known = self.store.known_sources(skill, &cited).await?;
+        check_citations(skill, cited.iter().copied(), &known)?;
         let pattern = PatternRecord {
             id: format!("pat_{}", Uuid::new_v4().simple()),
             skill: skill.to_owned(),
@@ -772,9 +851,10 @@ mod tests {
         assert!(err.to_string().contains("fb_nope"), "{err}");
         assert!(
             revisions
-                .list_candidates(None, None)
+                .list_candidates(None, None, None, 50)
                 .await
                 .unwrap()
+                .items
                 .is_empty()
         );
         assert!(admin_actions(&revisions).await.is_empty());

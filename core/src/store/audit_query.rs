@@ -61,6 +61,13 @@ fn session_delta(kind: &str, payload: &str) -> SessionDelta {
         "call_result" if payload.get("status").and_then(Value::as_str) == Some("error") => {
             delta.errors = 1;
         }
+        "feedback" if payload.get("decision").and_then(Value::as_str) == Some("denied") => {
+            if payload.get("code").and_then(Value::as_str) == Some(VIOLATION_CODE) {
+                delta.violations = 1;
+            } else {
+                delta.denials = 1;
+            }
+        }
         _ => {}
     }
     delta
@@ -433,23 +440,45 @@ impl Store {
         .await?)
     }
 
-    /// Every event of the listed sessions, in chain order.
+    /// The first `limit` events of the listed sessions, in chain order.
     pub async fn audit_rows_of_sessions(
         &self,
         session_ids: &[String],
+        limit: u32,
     ) -> Result<Vec<AuditRow>, StoreError> {
         if session_ids.is_empty() {
             return Ok(Vec::new());
         }
         let marks = vec!["?"; session_ids.len()].join(",");
         let sql = format!(
-            "SELECT {COLUMNS} FROM audit_events WHERE session_id IN ({marks}) ORDER BY seq"
+            "SELECT {COLUMNS} FROM audit_events WHERE session_id IN ({marks}) ORDER BY seq LIMIT ?"
         );
         let mut query = sqlx::query_as::<_, AuditRow>(&sql);
         for id in session_ids {
             query = query.bind(id);
         }
-        Ok(query.fetch_all(self.pool()).await?)
+        Ok(query.bind(i64::from(limit)).fetch_all(self.pool()).await?)
+    }
+
+    /// The roles a session learned at or before `seq`, in the order first learned: what a
+    /// timeline page that starts after `seq` needs to mark where the scope grew.
+    pub async fn audit_roles_learned_through(
+        &self,
+        session_id: &str,
+        seq: u64,
+    ) -> Result<Vec<String>, StoreError> {
+        Ok(sqlx::query_scalar(
+            "SELECT role FROM (
+               SELECT json_extract(payload, '$.role') AS role, MIN(seq) AS first
+               FROM audit_events
+               WHERE session_id = ? AND kind = 'learn_granted' AND seq <= ?
+               GROUP BY role)
+             WHERE role IS NOT NULL ORDER BY first",
+        )
+        .bind(session_id)
+        .bind(seq_to_db(seq))
+        .fetch_all(self.pool())
+        .await?)
     }
 
     /// `(hash, prev_hash)` of each listed seq that exists.
@@ -646,6 +675,22 @@ mod tests {
         assert_eq!(delta.tool.as_deref(), Some("issue_refund"));
         let delta = session_delta("call_denied", r#"{"code":"ACCESS_DENIED","tool":"x"}"#);
         assert_eq!((delta.violations, delta.denials), (0, 1));
+    }
+
+    #[test]
+    fn a_refused_feedback_counts_as_a_denial_and_a_recorded_one_does_not() {
+        let denied = session_delta(
+            "feedback",
+            r#"{"decision":"denied","code":"ACCESS_DENIED","skill":"s"}"#,
+        );
+        assert_eq!((denied.violations, denied.denials), (0, 1));
+        let limited = session_delta(
+            "feedback",
+            r#"{"decision":"denied","code":"GOVERNANCE_VIOLATION","skill":"s"}"#,
+        );
+        assert_eq!((limited.violations, limited.denials), (1, 0));
+        let recorded = session_delta("feedback", r#"{"skill":"s","rating":4}"#);
+        assert_eq!((recorded.violations, recorded.denials), (0, 0));
     }
 
     #[test]

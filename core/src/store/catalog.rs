@@ -1,4 +1,8 @@
 //! SQL for the governance catalog: upstreams, tools, versioned skills, roles and scopes.
+//!
+//! Every transaction that writes begins `IMMEDIATE`: a deferred one that reads first and
+//! writes later cannot take the write lock while another process holds it, and SQLite
+//! answers "database is locked" at once instead of waiting out the busy timeout.
 
 use std::collections::BTreeMap;
 
@@ -77,7 +81,7 @@ impl Store {
         upstream: &Slug,
         tools: &[ToolSpec],
     ) -> Result<(), StoreError> {
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.pool().begin_with("BEGIN IMMEDIATE").await?;
         upsert_tools(&mut tx, upstream, tools).await?;
         tx.commit().await?;
         Ok(())
@@ -96,7 +100,7 @@ impl Store {
         upstream: &Slug,
         missing: &[String],
     ) -> Result<(), StoreError> {
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.pool().begin_with("BEGIN IMMEDIATE").await?;
         sqlx::query(
             "UPDATE tools SET missing_since = NULL \
              WHERE upstream = ? AND name NOT IN (SELECT value FROM json_each(?))",
@@ -155,7 +159,7 @@ impl Store {
 
     /// Creates a skill at version 1.
     pub async fn create_skill(&self, skill: &Skill) -> Result<Revised<SkillVersion>, StoreError> {
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.pool().begin_with("BEGIN IMMEDIATE").await?;
         let saved = create_skill_on(&mut tx, skill).await?;
         tx.commit().await?;
         Ok(saved)
@@ -168,7 +172,7 @@ impl Store {
         skill: &Skill,
         expected_revision: i64,
     ) -> Result<Revised<SkillVersion>, StoreError> {
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.pool().begin_with("BEGIN IMMEDIATE").await?;
         let saved = update_skill_on(&mut tx, skill, expected_revision).await?;
         tx.commit().await?;
         Ok(saved)
@@ -181,7 +185,7 @@ impl Store {
         version: u32,
         expected_revision: i64,
     ) -> Result<i64, StoreError> {
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.pool().begin_with("BEGIN IMMEDIATE").await?;
         let saved = set_current_skill_version_on(&mut tx, slug, version, expected_revision).await?;
         tx.commit().await?;
         Ok(saved)
@@ -208,7 +212,7 @@ impl Store {
     }
 
     pub async fn create_role(&self, role: &Role) -> Result<i64, StoreError> {
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.pool().begin_with("BEGIN IMMEDIATE").await?;
         let saved = create_role_on(&mut tx, role).await?;
         tx.commit().await?;
         Ok(saved)
@@ -220,7 +224,7 @@ impl Store {
         role: &Role,
         expected_revision: i64,
     ) -> Result<i64, StoreError> {
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.pool().begin_with("BEGIN IMMEDIATE").await?;
         let saved = update_role_on(&mut tx, role, expected_revision).await?;
         tx.commit().await?;
         Ok(saved)
@@ -240,7 +244,7 @@ impl Store {
     }
 
     pub async fn create_scope(&self, scope: &Scope) -> Result<i64, StoreError> {
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.pool().begin_with("BEGIN IMMEDIATE").await?;
         let saved = create_scope_on(&mut tx, scope).await?;
         tx.commit().await?;
         Ok(saved)
@@ -251,7 +255,7 @@ impl Store {
         scope: &Scope,
         expected_revision: i64,
     ) -> Result<i64, StoreError> {
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.pool().begin_with("BEGIN IMMEDIATE").await?;
         let saved = update_scope_on(&mut tx, scope, expected_revision).await?;
         tx.commit().await?;
         Ok(saved)
@@ -266,7 +270,7 @@ impl Store {
     /// upstream `demo` that runs `command demo-upstream` (the running `skillgate` binary).
     /// Returns whether anything was seeded; a catalog that already has roles is left alone.
     pub async fn seed_demo(&self, command: &str) -> Result<bool, StoreError> {
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.pool().begin_with("BEGIN IMMEDIATE").await?;
         let roles: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM roles")
             .fetch_one(&mut *tx)
             .await?;

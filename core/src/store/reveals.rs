@@ -14,7 +14,7 @@ impl Store {
         payload: &str,
         expires_at: DateTime<Utc>,
     ) -> Result<(), StoreError> {
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.pool().begin_with("BEGIN IMMEDIATE").await?;
         sqlx::query("DELETE FROM agent_key_reveals WHERE expires_at <= ?")
             .bind(stamp(Utc::now()))
             .execute(&mut *tx)

@@ -1,5 +1,8 @@
-//! SQL for skill revisions: candidates, wiki patterns, feedback as curators read it, and
-//! the IDs a proposal may cite.
+//! SQL for skill revisions: candidates, wiki patterns, feedback as curators read it, the
+//! IDs a proposal may cite, and the per-key rate limit windows of agents' writes.
+//!
+//! Lists are paged by keyset: a page holds at most [`MAX_PAGE`] rows and names the row to
+//! continue after, so no request reads more than a page however long the list grows.
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
@@ -8,6 +11,40 @@ use sqlx::sqlite::SqliteRow;
 
 use super::{Store, StoreError, stamp};
 use crate::revisions::citations::KnownSources;
+use crate::revisions::limits::{RateLimit, Slot};
+
+/// Rows per page when the caller does not say.
+pub const DEFAULT_PAGE: u32 = 50;
+/// The most rows one page may hold.
+pub const MAX_PAGE: u32 = 200;
+/// The most wiki patterns a skill's readers get at once.
+pub const MAX_PATTERNS: u32 = 100;
+
+/// One page of a list and the cursor of the next (`None`: this page is the last).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    /// The ID of the last row shown, to pass back as the cursor of the next page.
+    pub next: Option<String>,
+}
+
+impl<T> Page<T> {
+    /// `rows` fetched with a limit of `limit + 1`: the extra row only says there is more.
+    fn of(mut rows: Vec<T>, limit: u32, id: impl Fn(&T) -> String) -> Self {
+        let more = rows.len() > limit as usize;
+        rows.truncate(limit as usize);
+        let next = more.then(|| rows.last().map(&id)).flatten();
+        Self { items: rows, next }
+    }
+}
+
+/// A page size within `1..=MAX_PAGE` (0 and `None` mean the default).
+pub fn page_size(requested: Option<u32>) -> u32 {
+    match requested {
+        None | Some(0) => DEFAULT_PAGE,
+        Some(n) => n.min(MAX_PAGE),
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CandidateStatus {
@@ -205,24 +242,62 @@ impl Store {
         Ok(row.as_ref().map(candidate_from_row).transpose()?)
     }
 
-    /// Candidates, newest first, optionally of one status and/or one skill.
+    /// A page of candidates, newest first, optionally of one status and/or one skill,
+    /// continuing after candidate `before` (the previous page's `next`). An unknown
+    /// cursor is [`StoreError::NotFound`].
     pub async fn list_candidates(
         &self,
         status: Option<CandidateStatus>,
         skill: Option<&str>,
-    ) -> Result<Vec<CandidateRecord>, StoreError> {
+        before: Option<&str>,
+        limit: u32,
+    ) -> Result<Page<CandidateRecord>, StoreError> {
+        let limit = page_size(Some(limit));
+        let cursor: Option<String> = match before {
+            None => None,
+            Some(id) => Some(
+                sqlx::query_scalar("SELECT created_at FROM skill_candidates WHERE id = ?")
+                    .bind(id)
+                    .fetch_optional(self.pool())
+                    .await?
+                    .ok_or_else(|| {
+                        StoreError::NotFound(format!("candidate `{id}` (the page cursor)"))
+                    })?,
+            ),
+        };
         let rows = sqlx::query(&format!(
             "{CANDIDATE_COLUMNS} WHERE (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR skill = ?2) \
-             ORDER BY created_at DESC, rowid DESC"
+             AND (?3 IS NULL OR created_at < ?3 OR (created_at = ?3 AND id < ?4)) \
+             ORDER BY created_at DESC, id DESC LIMIT ?5"
         ))
         .bind(status.map(CandidateStatus::as_str))
         .bind(skill)
+        .bind(cursor)
+        .bind(before)
+        .bind(i64::from(limit) + 1)
         .fetch_all(self.pool())
         .await?;
-        Ok(rows
+        let rows = rows
             .iter()
             .map(candidate_from_row)
-            .collect::<Result<_, _>>()?)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Page::of(rows, limit, |c| c.id.clone()))
+    }
+
+    /// The candidate whose approval made `version` of `skill`, if one did.
+    pub async fn candidate_approved_as(
+        &self,
+        skill: &str,
+        version: u32,
+    ) -> Result<Option<CandidateRecord>, StoreError> {
+        let row = sqlx::query(&format!(
+            "{CANDIDATE_COLUMNS} WHERE skill = ? AND status = 'approved' AND approved_version = ? LIMIT 1"
+        ))
+        .bind(skill)
+        .bind(i64::from(version))
+        .fetch_optional(self.pool())
+        .await?;
+        Ok(row.as_ref().map(candidate_from_row).transpose()?)
     }
 
     /// Records the decision on a pending candidate. False when it was no longer pending
@@ -275,63 +350,116 @@ impl Store {
         Ok(())
     }
 
-    /// The wiki patterns of `skill`, oldest first.
-    pub async fn list_patterns(&self, skill: &str) -> Result<Vec<PatternRecord>, StoreError> {
+    /// The first [`MAX_PATTERNS`] wiki patterns of `skill`, oldest first, and how many it
+    /// has in all.
+    pub async fn list_patterns(
+        &self,
+        skill: &str,
+    ) -> Result<(Vec<PatternRecord>, u64), StoreError> {
         let rows = sqlx::query(
             "SELECT id, skill, name, content, sources, created_by, created_at FROM wiki_patterns \
-             WHERE skill = ? ORDER BY created_at, rowid",
+             WHERE skill = ? ORDER BY created_at, id LIMIT ?",
         )
         .bind(skill)
+        .bind(i64::from(MAX_PATTERNS))
         .fetch_all(self.pool())
         .await?;
-        Ok(rows
+        let total: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM wiki_patterns WHERE skill = ?")
+            .bind(skill)
+            .fetch_one(self.pool())
+            .await?;
+        let patterns = rows
             .iter()
-            .map(|row| {
-                Ok(PatternRecord {
-                    id: row.try_get("id")?,
-                    skill: row.try_get("skill")?,
-                    name: row.try_get("name")?,
-                    content: row.try_get("content")?,
-                    sources: json_list(row.try_get("sources")?)?,
-                    created_by: row.try_get("created_by")?,
-                    created_at: row.try_get("created_at")?,
-                })
-            })
-            .collect::<Result<_, sqlx::Error>>()?)
+            .map(pattern_from_row)
+            .collect::<Result<_, sqlx::Error>>()?;
+        Ok((patterns, u64::try_from(total).unwrap_or(0)))
     }
 
-    /// Feedback on `skill` at or after `since` (all when `None`), oldest first.
+    /// The patterns of `skill` among `ids` (a candidate's citations), in `ids` order.
+    pub async fn patterns_by_ids(
+        &self,
+        skill: &str,
+        ids: &[String],
+    ) -> Result<Vec<PatternRecord>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT id, skill, name, content, sources, created_by, created_at FROM wiki_patterns \
+             WHERE skill = ?1 AND id IN (SELECT value FROM json_each(?2))",
+        )
+        .bind(skill)
+        .bind(id_list(ids))
+        .fetch_all(self.pool())
+        .await?;
+        let mut found = rows
+            .iter()
+            .map(pattern_from_row)
+            .collect::<Result<Vec<_>, sqlx::Error>>()?;
+        found.sort_by_key(|p| ids.iter().position(|id| *id == p.id));
+        Ok(found)
+    }
+
+    /// A page of feedback on `skill` at or after `since` (all when `None`), oldest first,
+    /// continuing after feedback `after` (the previous page's `next`). A cursor that is not
+    /// feedback of this skill is [`StoreError::NotFound`].
     pub async fn list_feedback(
         &self,
         skill: &str,
         since: Option<DateTime<Utc>>,
-    ) -> Result<Vec<FeedbackRecord>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT id, skill, version, rating, comment, session_id, COALESCE(author, key_name) AS author, \
-             kind, at FROM skill_feedback WHERE skill = ? AND (? IS NULL OR at >= ?) ORDER BY at, rowid",
-        )
+        after: Option<&str>,
+        limit: u32,
+    ) -> Result<Page<FeedbackRecord>, StoreError> {
+        let limit = page_size(Some(limit));
+        let cursor: Option<String> = match after {
+            None => None,
+            Some(id) => Some(
+                sqlx::query_scalar("SELECT at FROM skill_feedback WHERE id = ? AND skill = ?")
+                    .bind(id)
+                    .bind(skill)
+                    .fetch_optional(self.pool())
+                    .await?
+                    .ok_or_else(|| {
+                        StoreError::NotFound(format!(
+                            "feedback `{id}` of skill `{skill}` (the page cursor)"
+                        ))
+                    })?,
+            ),
+        };
+        let rows = sqlx::query(&format!(
+            "{FEEDBACK_COLUMNS} WHERE skill = ?1 AND (?2 IS NULL OR at >= ?2) \
+             AND (?3 IS NULL OR at > ?3 OR (at = ?3 AND id > ?4)) ORDER BY at, id LIMIT ?5"
+        ))
         .bind(skill)
         .bind(since.map(stamp))
-        .bind(since.map(stamp))
+        .bind(cursor)
+        .bind(after)
+        .bind(i64::from(limit) + 1)
         .fetch_all(self.pool())
         .await?;
-        Ok(rows
+        let rows = rows
             .iter()
-            .map(|row| {
-                let rating: i64 = row.try_get("rating")?;
-                Ok(FeedbackRecord {
-                    id: row.try_get("id")?,
-                    skill: row.try_get("skill")?,
-                    version: version(row, "version")?,
-                    rating: u8::try_from(rating).unwrap_or(0),
-                    comment: row.try_get("comment")?,
-                    session_id: row.try_get("session_id")?,
-                    author: row.try_get("author")?,
-                    kind: row.try_get("kind")?,
-                    at: row.try_get("at")?,
-                })
-            })
-            .collect::<Result<_, sqlx::Error>>()?)
+            .map(feedback_from_row)
+            .collect::<Result<Vec<_>, sqlx::Error>>()?;
+        Ok(Page::of(rows, limit, |f| f.id.clone()))
+    }
+
+    /// The feedback of `skill` among `ids` (a candidate's citations), in `ids` order.
+    pub async fn feedback_by_ids(
+        &self,
+        skill: &str,
+        ids: &[String],
+    ) -> Result<Vec<FeedbackRecord>, StoreError> {
+        let rows = sqlx::query(&format!(
+            "{FEEDBACK_COLUMNS} WHERE skill = ?1 AND id IN (SELECT value FROM json_each(?2))"
+        ))
+        .bind(skill)
+        .bind(id_list(ids))
+        .fetch_all(self.pool())
+        .await?;
+        let mut found = rows
+            .iter()
+            .map(feedback_from_row)
+            .collect::<Result<Vec<_>, sqlx::Error>>()?;
+        found.sort_by_key(|f| ids.iter().position(|id| *id == f.id));
+        Ok(found)
     }
 
     pub async fn insert_human_feedback(&self, f: &NewHumanFeedback<'_>) -> Result<(), StoreError> {
@@ -373,32 +501,133 @@ impl Store {
         .await?)
     }
 
-    /// Every ID a proposal for `skill` may cite: its feedback, the sessions that learned it
-    /// or rated it, and its wiki patterns.
-    pub async fn known_sources(&self, skill: &str) -> Result<KnownSources, StoreError> {
-        let feedback: Vec<String> =
-            sqlx::query_scalar("SELECT id FROM skill_feedback WHERE skill = ?")
-                .bind(skill)
-                .fetch_all(self.pool())
-                .await?;
+    /// Which of `cited` a proposal for `skill` may cite: its feedback, the sessions that
+    /// learned it or rated it, and its wiki patterns. Reads only the cited IDs, so the cost
+    /// does not grow with the skill's history.
+    pub async fn known_sources(
+        &self,
+        skill: &str,
+        cited: &[&str],
+    ) -> Result<KnownSources, StoreError> {
+        let ids = serde_json::to_string(cited).expect("strings serialize");
+        let feedback: Vec<String> = sqlx::query_scalar(
+            "SELECT id FROM skill_feedback WHERE skill = ?1 AND id IN (SELECT value FROM json_each(?2))",
+        )
+        .bind(skill)
+        .bind(&ids)
+        .fetch_all(self.pool())
+        .await?;
         let sessions: Vec<String> = sqlx::query_scalar(
-            "SELECT session_id FROM skill_feedback WHERE skill = ?1 AND session_id IS NOT NULL \
-             UNION SELECT g.id FROM governance_sessions g WHERE EXISTS ( \
+            "SELECT session_id FROM skill_feedback WHERE skill = ?1 \
+               AND session_id IN (SELECT value FROM json_each(?2)) \
+             UNION SELECT g.id FROM governance_sessions g \
+             WHERE g.id IN (SELECT value FROM json_each(?2)) AND EXISTS ( \
                SELECT 1 FROM json_each(g.state, '$.learned') AS l, json_each(l.value, '$.skills') AS s \
                WHERE json_extract(s.value, '$.skill') = ?1)",
         )
         .bind(skill)
+        .bind(&ids)
         .fetch_all(self.pool())
         .await?;
-        let patterns: Vec<String> =
-            sqlx::query_scalar("SELECT id FROM wiki_patterns WHERE skill = ?")
-                .bind(skill)
-                .fetch_all(self.pool())
-                .await?;
+        let patterns: Vec<String> = sqlx::query_scalar(
+            "SELECT id FROM wiki_patterns WHERE skill = ?1 AND id IN (SELECT value FROM json_each(?2))",
+        )
+        .bind(skill)
+        .bind(&ids)
+        .fetch_all(self.pool())
+        .await?;
         Ok(KnownSources {
             feedback: feedback.into_iter().collect(),
             sessions: sessions.into_iter().collect(),
             patterns: patterns.into_iter().collect(),
         })
     }
+
+    /// Reserves one slot of `limit` for `subject` (an agent key) at `now`, in one
+    /// statement that counts the slots of the last `window` and inserts only when fewer
+    /// than `max` are taken. A writing statement holds SQLite's write lock from its start,
+    /// so the count is exact whichever process of a shared database asks.
+    pub async fn reserve_rate_slot(
+        &self,
+        subject: &str,
+        limit: &RateLimit,
+        now: DateTime<Utc>,
+    ) -> Result<Slot, StoreError> {
+        let now_ms = now.timestamp_millis();
+        let window_ms = i64::try_from(limit.window.as_millis()).unwrap_or(i64::MAX);
+        let since = now_ms.saturating_sub(window_ms);
+        let reserved = sqlx::query(
+            "INSERT INTO rate_limit_slots (subject, action, at_ms) SELECT ?1, ?2, ?3 \
+             WHERE (SELECT COUNT(*) FROM rate_limit_slots \
+                    WHERE subject = ?1 AND action = ?2 AND at_ms > ?4) < ?5",
+        )
+        .bind(subject)
+        .bind(limit.action)
+        .bind(now_ms)
+        .bind(since)
+        .bind(i64::from(limit.max))
+        .execute(self.pool())
+        .await?
+        .rows_affected()
+            == 1;
+        // Slots out of the window count for nothing: keep the table at `max` rows a key.
+        sqlx::query("DELETE FROM rate_limit_slots WHERE subject = ? AND action = ? AND at_ms <= ?")
+            .bind(subject)
+            .bind(limit.action)
+            .bind(since)
+            .execute(self.pool())
+            .await?;
+        if reserved {
+            return Ok(Slot::Reserved);
+        }
+        // Only for the message: the refusal itself was decided by the statement above.
+        let oldest: Option<i64> = sqlx::query_scalar(
+            "SELECT MIN(at_ms) FROM rate_limit_slots WHERE subject = ? AND action = ? AND at_ms > ?",
+        )
+        .bind(subject)
+        .bind(limit.action)
+        .bind(since)
+        .fetch_one(self.pool())
+        .await?;
+        let frees_at = oldest.unwrap_or(now_ms).saturating_add(window_ms);
+        let retry_in = u64::try_from(frees_at.saturating_sub(now_ms)).unwrap_or(0);
+        Ok(Slot::Refused {
+            retry_in: std::time::Duration::from_millis(retry_in),
+        })
+    }
+}
+
+/// IDs as the JSON array `json_each` reads.
+fn id_list(ids: &[String]) -> String {
+    serde_json::to_string(ids).expect("strings serialize")
+}
+
+fn pattern_from_row(row: &SqliteRow) -> Result<PatternRecord, sqlx::Error> {
+    Ok(PatternRecord {
+        id: row.try_get("id")?,
+        skill: row.try_get("skill")?,
+        name: row.try_get("name")?,
+        content: row.try_get("content")?,
+        sources: json_list(row.try_get("sources")?)?,
+        created_by: row.try_get("created_by")?,
+        created_at: row.try_get("created_at")?,
+    })
+}
+
+const FEEDBACK_COLUMNS: &str = "SELECT id, skill, version, rating, comment, session_id, \
+     COALESCE(author, key_name) AS author, kind, at FROM skill_feedback";
+
+fn feedback_from_row(row: &SqliteRow) -> Result<FeedbackRecord, sqlx::Error> {
+    let rating: i64 = row.try_get("rating")?;
+    Ok(FeedbackRecord {
+        id: row.try_get("id")?,
+        skill: row.try_get("skill")?,
+        version: version(row, "version")?,
+        rating: u8::try_from(rating).unwrap_or(0),
+        comment: row.try_get("comment")?,
+        session_id: row.try_get("session_id")?,
+        author: row.try_get("author")?,
+        kind: row.try_get("kind")?,
+        at: row.try_get("at")?,
+    })
 }

@@ -76,3 +76,139 @@ impl UpstreamError {
         }
     }
 }
+
+impl UpstreamError {
+    /// What the agent is told: the kind of failure and the upstream's name, never a command
+    /// line, URL, header, token or the upstream's own error text (those stay in the log and
+    /// the audit, through `Display`).
+    pub fn agent_message(&self) -> String {
+        match self {
+            Self::Unknown { upstream } => {
+                format!("the upstream `{upstream}` of this tool is not configured")
+            }
+            Self::Spawn { upstream, .. } => {
+                format!("the upstream `{upstream}` could not be started")
+            }
+            Self::Connect { upstream, .. } => {
+                format!("the upstream `{upstream}` could not be reached")
+            }
+            Self::Unauthorized { upstream } => {
+                format!("the upstream `{upstream}` refused the gateway's credentials")
+            }
+            Self::Disconnected { upstream, .. } => format!(
+                "the connection to the upstream `{upstream}` was lost during the call; \
+                 it may or may not have run and was not retried"
+            ),
+            Self::Timeout { upstream, .. } => {
+                format!("the upstream `{upstream}` did not answer in time")
+            }
+            Self::BackingOff { upstream, retry_in } => format!(
+                "the upstream `{upstream}` is restarting after repeated failures; retry in {} s",
+                retry_in.as_secs().max(1)
+            ),
+            Self::Rpc { upstream, code, .. } => {
+                format!("the upstream `{upstream}` answered with an error (JSON-RPC code {code})")
+            }
+            Self::Protocol { upstream, .. } => {
+                format!("the upstream `{upstream}` sent an answer the gateway could not use")
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const COMMAND: &str = "/opt/acme/bin/crm-mcp";
+    const URL: &str = "http://crm.internal:8443/mcp?api_key=sk-live-4242";
+    const TOKEN: &str = "sk-live-4242";
+
+    /// One error of every variant, each carrying a command line, URL or token where the
+    /// variant has room for one.
+    fn every_variant() -> Vec<UpstreamError> {
+        let upstream = || "crm".to_owned();
+        let secret = format!("{COMMAND} --token {TOKEN} ({URL})");
+        vec![
+            UpstreamError::Unknown {
+                upstream: upstream(),
+            },
+            UpstreamError::Spawn {
+                upstream: upstream(),
+                command: format!("{COMMAND} --token {TOKEN}"),
+                source: std::io::Error::new(std::io::ErrorKind::NotFound, secret.clone()),
+            },
+            UpstreamError::Connect {
+                upstream: upstream(),
+                target: URL.to_owned(),
+                reason: format!(
+                    "error sending request for url ({URL}): Authorization: Bearer {TOKEN}"
+                ),
+            },
+            UpstreamError::Unauthorized {
+                upstream: upstream(),
+            },
+            UpstreamError::Disconnected {
+                upstream: upstream(),
+                reason: secret.clone(),
+            },
+            UpstreamError::Timeout {
+                upstream: upstream(),
+                operation: format!("tools/call `x` at {URL}"),
+                timeout: Duration::from_secs(30),
+            },
+            UpstreamError::BackingOff {
+                upstream: upstream(),
+                retry_in: Duration::from_millis(1500),
+            },
+            UpstreamError::Rpc {
+                upstream: upstream(),
+                code: -32603,
+                message: secret.clone(),
+            },
+            UpstreamError::Protocol {
+                upstream: upstream(),
+                reason: secret,
+            },
+        ]
+    }
+
+    #[test]
+    fn the_agent_message_names_the_kind_of_failure_and_no_command_url_or_token() {
+        for error in every_variant() {
+            let message = error.agent_message();
+            for leak in [COMMAND, URL, TOKEN, "crm.internal", "--token", "Bearer"] {
+                assert!(
+                    !message.contains(leak),
+                    "{error:?} tells the agent `{leak}`: {message}"
+                );
+            }
+            assert!(message.contains("`crm`"), "{message}");
+        }
+    }
+
+    #[test]
+    fn the_full_detail_stays_in_the_display_text_for_the_log_and_audit() {
+        let spawn = &every_variant()[1];
+        assert!(spawn.to_string().contains(COMMAND), "{spawn}");
+        assert_eq!(
+            spawn.agent_message(),
+            "the upstream `crm` could not be started"
+        );
+    }
+
+    #[test]
+    fn each_kind_of_failure_reads_differently() {
+        let messages: std::collections::BTreeSet<String> = every_variant()
+            .iter()
+            .map(UpstreamError::agent_message)
+            .collect();
+        assert_eq!(messages.len(), every_variant().len());
+        assert!(
+            every_variant()[5]
+                .agent_message()
+                .contains("did not answer in time")
+        );
+        assert!(every_variant()[6].agent_message().ends_with("retry in 1 s"));
+    }
+}

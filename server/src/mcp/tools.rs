@@ -188,9 +188,10 @@ impl<'a> Args<'a> {
         }
     }
 
+    /// Any integer: the gateway refuses one outside 1 to 5, and audits the refusal.
     fn rating(&mut self, key: &str) -> Result<i64, ParseError> {
         match self.required(key)?.as_i64() {
-            Some(rating @ 1..=5) => Ok(rating),
+            Some(rating) => Ok(rating),
             _ => Err(self.invalid(format_args!("`{key}` must be an integer from 1 to 5"))),
         }
     }
@@ -290,7 +291,7 @@ mod tests {
         assert!(invalid(CALL_TOOL, json!({"tool": "x"})).contains("`arguments` is required"));
         assert!(invalid(LEARN, json!({"path": "/roles/a", "extra": 1})).contains("`extra`"));
         assert!(invalid(INIT_SKILDER, json!({"session_id": ["a"]})).contains("`session_id`"));
-        for rating in [json!(0), json!(6), json!(2.5), json!("3")] {
+        for rating in [json!(2.5), json!("3")] {
             let message = invalid(FEEDBACK_SKILL, json!({"skill": "s", "rating": rating}));
             assert!(message.contains("1 to 5"), "{message}");
         }
