@@ -102,6 +102,7 @@ pub struct Metrics {
     requests: Histogram,
     decisions: Family<DecisionLabel, Counter>,
     refusals: Family<StatusLabel, Counter>,
+    password_verifications: Counter,
 }
 
 /// Bucket bounds in seconds: 25 µs doubling to about 0.8 s, so both a 0.1 ms store read
@@ -153,12 +154,19 @@ impl Metrics {
             "Requests to /mcp and /api/v1 refused at admission, by HTTP status",
             refusals.clone(),
         );
+        let password_verifications = Counter::default();
+        registry.register(
+            "password_verifications",
+            "Console passwords checked with argon2, including the dummy check for unknown names",
+            password_verifications.clone(),
+        );
         Self {
             registry,
             phases,
             requests,
             decisions,
             refusals,
+            password_verifications,
         }
     }
 
@@ -182,6 +190,12 @@ impl Metrics {
     /// Counts a request refused at admission (`/mcp`, `/api/v1`); `status` is the HTTP status code as text.
     pub fn count_refusal(&self, status: &'static str) {
         self.refusals.get_or_create(&StatusLabel { status }).inc();
+    }
+
+    /// Counts one argon2 password verification (the expensive, memory-hungry step of a
+    /// sign-in), so an operator can see that a burst of sign-ins was throttled before it.
+    pub fn count_password_verification(&self) {
+        self.password_verifications.inc();
     }
 
     /// The Prometheus text exposition format (version 0.0.4 compatible, OpenMetrics
