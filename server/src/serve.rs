@@ -17,6 +17,7 @@ use skillgate_core::audit::AuditLog;
 use skillgate_core::catalog_service::CatalogService;
 use skillgate_core::gateway::{Gateway, GatewayOptions};
 use skillgate_core::keys::AgentKeys;
+use skillgate_core::metrics::Metrics;
 use skillgate_core::policy::CatalogHandle;
 use skillgate_core::revisions::Revisions;
 use skillgate_core::revisions::curator::{CURATION_UPSTREAM, in_process_config};
@@ -31,8 +32,10 @@ use tower_sessions::{Expiry, SessionManagerLayer};
 use tower_sessions_sqlx_store::SqliteStore;
 
 use crate::cli::ServeArgs;
+use crate::console_guard::ConsoleGuard;
 use crate::{
-    api, compliance_http, console_auth, export, health, key_cmd, mcp, metrics_http, upstream_sync,
+    api, compliance_http, console_auth, console_guard, export, health, key_cmd, mcp, metrics_http,
+    upstream_sync,
 };
 
 /// Console sessions end after this long without a request.
@@ -48,7 +51,9 @@ pub struct AppState {
 /// Opens the database, creates the first admin if there is none, and builds the router.
 pub async fn build(database_url: &str, args: &ServeArgs) -> anyhow::Result<Router> {
     let store = Store::open(database_url).await?;
-    let users = Users::new(store.clone());
+    // One registry for the gateway's calls and the console's password checks.
+    let metrics = Arc::new(Metrics::new());
+    let users = Users::new(store.clone()).with_metrics(metrics.clone());
     if let Some(password) = users.bootstrap_admin().await? {
         println!("Created the console user `admin` (first start of an empty database).");
         println!("  password: {}", password.expose());
@@ -71,13 +76,26 @@ pub async fn build(database_url: &str, args: &ServeArgs) -> anyhow::Result<Route
             .clone()
             .continuously_delete_expired(Duration::from_secs(600)),
     );
+    let secure = args.secure_cookies();
+    if secure {
+        tracing::info!(
+            "console cookies are Secure: browsers send them over HTTPS only \
+             (--secure-cookies=false serves the console over plain HTTP)"
+        );
+    }
     let session_layer = SessionManagerLayer::new(sessions)
-        .with_name("skillgate_session")
+        // `__Host-` makes browsers refuse the cookie from a sibling subdomain, which could
+        // otherwise plant a session; browsers accept the prefix only on Secure cookies.
+        .with_name(if secure {
+            "__Host-skillgate_session"
+        } else {
+            "skillgate_session"
+        })
         .with_http_only(true)
         .with_same_site(SameSite::Strict)
-        // Plain HTTP on loopback by default; behind TLS the cookie is still HttpOnly+Strict.
-        .with_secure(false)
+        .with_secure(secure)
         .with_expiry(Expiry::OnInactivity(CONSOLE_IDLE_TIMEOUT));
+    let origin_guard = ConsoleGuard::new(&args.public_origins)?;
 
     compliance_http::spawn_retention(store.clone());
     let catalog = Arc::new(CatalogHandle::new(store.compiled_catalog().await?));
@@ -103,7 +121,8 @@ pub async fn build(database_url: &str, args: &ServeArgs) -> anyhow::Result<Route
         audit.clone(),
         upstreams,
         GatewayOptions::default(),
-    );
+    )
+    .with_metrics(metrics.clone());
     let anonymous_scope = args
         .anonymous_scope
         .as_deref()
@@ -123,7 +142,6 @@ pub async fn build(database_url: &str, args: &ServeArgs) -> anyhow::Result<Route
         max_body_bytes: mcp::DEFAULT_MAX_BODY_BYTES,
     };
     mcp_options.validate()?;
-    let metrics = gateway.metrics().clone();
     let api_router = api::router(
         revisions.clone(),
         catalog.clone(),
@@ -182,6 +200,11 @@ pub async fn build(database_url: &str, args: &ServeArgs) -> anyhow::Result<Route
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             console_auth::require_console_login,
+        ))
+        // Before the login check, so posts to public paths (/login, server functions) pass it.
+        .layer(axum::middleware::from_fn_with_state(
+            origin_guard,
+            console_guard::guard,
         ))
         .layer(session_layer)
         .with_state(state)

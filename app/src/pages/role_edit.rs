@@ -1,6 +1,7 @@
 //! The role editor (title, description, instructions, skills), its limit editor, and the
 //! new-role form.
 
+use crate::csrf::CsrfField;
 use leptos::form::ActionForm;
 use leptos::prelude::*;
 use leptos::server::ServerAction;
@@ -50,6 +51,7 @@ pub fn NewRolePage() -> impl IntoView {
                         let choices = choices.into_iter().map(|c| (c.name, c.note)).collect();
                         view! {
                             <ActionForm action=create attr:class="card form">
+                                <CsrfField />
                                 <FormOutcome
                                     action=create
                                     fields=&["slug", "title", "description", "instructions", "skills"]
@@ -181,6 +183,7 @@ fn role_editor(
         </p>
         {read_only_notice(can_edit)}
         <ActionForm action=save attr:class="card form" attr:aria-label="Role">
+            <CsrfField />
             <fieldset disabled=!can_edit class="plain">
                 <FormOutcome
                     action=save
@@ -300,6 +303,7 @@ fn limit_item(
                     .map(|n| {
                         view! {
                             <ActionForm action=edit attr:class="inline-form">
+                                <CsrfField />
                                 <fieldset disabled=!can_edit class="plain">
                                     <input type="hidden" name="role" value=edit_slug.clone() />
                                     <input type="hidden" name="revision" value=revision />
@@ -324,6 +328,7 @@ fn limit_item(
                         }
                     })}
                 <ActionForm action=remove attr:class="inline-form">
+                    <CsrfField />
                     <fieldset disabled=!can_edit class="plain">
                         <input type="hidden" name="role" value=slug.clone() />
                         <input type="hidden" name="revision" value=revision />
@@ -410,6 +415,7 @@ fn limit_form(role: &RoleEditor, add: ServerAction<AddLimit>) -> impl IntoView +
     );
     view! {
         <ActionForm action=add attr:class="card form" attr:aria-labelledby="add-limit-heading">
+            <CsrfField />
             <fieldset disabled=!can_edit class="plain">
                 <h3 id="add-limit-heading">"Add a limit"</h3>
                 <FormOutcome

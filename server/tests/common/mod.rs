@@ -34,6 +34,8 @@ pub struct Server {
     pub port: u16,
     /// The key the demo seed printed, for scope `support`.
     pub support_key: String,
+    /// The password of the console user `admin`, printed on the first start of a database.
+    pub admin_password: Option<String>,
 }
 
 impl Drop for Server {
@@ -45,8 +47,13 @@ impl Drop for Server {
 
 impl Server {
     pub fn start() -> Self {
+        Self::start_with(&[])
+    }
+
+    /// `skillgate serve --demo` with more arguments.
+    pub fn start_with(args: &[&str]) -> Self {
         let dir = Arc::new(tempfile::tempdir().expect("a temporary directory"));
-        Self::spawn(dir, true, "server.log", None)
+        Self::spawn(dir, true, "server.log", None, args)
     }
 
     /// A second `skillgate serve` process on the same database, as a replica behind a
@@ -57,10 +64,17 @@ impl Server {
             false,
             "replica.log",
             Some(self.support_key.clone()),
+            &[],
         )
     }
 
-    fn spawn(dir: Arc<TempDir>, demo: bool, log: &str, support_key: Option<String>) -> Self {
+    fn spawn(
+        dir: Arc<TempDir>,
+        demo: bool,
+        log: &str,
+        support_key: Option<String>,
+        args: &[&str],
+    ) -> Self {
         let database_url = database_url(dir.path());
         let mut child = Command::new(BIN)
             .arg("serve")
@@ -69,6 +83,7 @@ impl Server {
             .args(["--database-url", &database_url])
             .arg("--site-root")
             .arg(dir.path())
+            .args(args)
             .env(
                 "SKILLGATE_DEMO_EXECUTIONS_LOG",
                 dir.path().join("exec.jsonl"),
@@ -94,6 +109,7 @@ impl Server {
             }
         });
         let mut support_key = support_key;
+        let mut admin_password = None;
         let base = loop {
             let line = match received.recv_timeout(STARTUP_DEADLINE) {
                 Ok(line) => line,
@@ -107,6 +123,9 @@ impl Server {
             };
             if let Some(key) = key_on_line(&line, "support") {
                 support_key = Some(key);
+            }
+            if let Some(password) = line.strip_prefix("  password: ") {
+                admin_password = Some(password.trim().to_owned());
             }
             if let Some(url) = line.strip_prefix("Skillgate is listening on ") {
                 break url.trim().to_owned();
@@ -123,7 +142,13 @@ impl Server {
             base,
             port,
             support_key: support_key.expect("`--demo` prints a key for scope support"),
+            admin_password,
         }
+    }
+
+    /// The server process's id (for reading its memory from /proc).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     pub fn mcp_url(&self) -> String {
