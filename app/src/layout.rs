@@ -1,5 +1,6 @@
 //! The console frame: header, navigation, sign-out, and the page outlet.
 
+use crate::csrf::CsrfField;
 use leptos::prelude::*;
 use leptos_router::components::{A, Outlet};
 
@@ -51,6 +52,7 @@ pub fn ConsoleLayout() -> impl IntoView {
                                         <span class="who-name">{me.name}</span>
                                         <span class="badge">{me.role}</span>
                                         <form method="post" action="/logout">
+                                            <CsrfField />
                                             <button type="submit" class="link-button">
                                                 "Sign out"
                                             </button>

@@ -11,6 +11,7 @@ pub mod api;
 pub mod authoring_api;
 pub mod catalog_api;
 pub mod compliance_api;
+pub mod csrf;
 pub mod flash;
 mod layout;
 pub mod limits_api;
@@ -48,6 +49,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
 #[component]
 pub fn App() -> impl IntoView {
     provide_meta_context();
+    csrf::provide_form_token();
     // Every route renders fully on the server before the first byte (SsrMode::Async), so a
     // browser without JavaScript gets complete pages, not Suspense fallbacks.
     view! {

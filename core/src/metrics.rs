@@ -105,6 +105,7 @@ pub struct Metrics {
     decisions: Family<DecisionLabel, Counter>,
     refusals: Family<StatusLabel, Counter>,
     panics: Counter,
+    password_verifications: Counter,
 }
 
 /// Bucket bounds in seconds: 25 µs doubling to about 0.8 s, so both a 0.1 ms store read
@@ -162,6 +163,12 @@ impl Metrics {
             "MCP requests whose handler panicked (answered as an internal error and audited)",
             panics.clone(),
         );
+        let password_verifications = Counter::default();
+        registry.register(
+            "password_verifications",
+            "Console passwords checked with argon2, including the dummy check for unknown names",
+            password_verifications.clone(),
+        );
         Self {
             registry,
             phases,
@@ -169,6 +176,7 @@ impl Metrics {
             decisions,
             refusals,
             panics,
+            password_verifications,
         }
     }
 
@@ -197,6 +205,12 @@ impl Metrics {
     /// Counts a request refused at admission (`/mcp`, `/api/v1`); `status` is the HTTP status code as text.
     pub fn count_refusal(&self, status: &'static str) {
         self.refusals.get_or_create(&StatusLabel { status }).inc();
+    }
+
+    /// Counts one argon2 password verification (the expensive, memory-hungry step of a
+    /// sign-in), so an operator can see that a burst of sign-ins was throttled before it.
+    pub fn count_password_verification(&self) {
+        self.password_verifications.inc();
     }
 
     /// The Prometheus text exposition format (version 0.0.4 compatible, OpenMetrics

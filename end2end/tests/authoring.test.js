@@ -333,13 +333,17 @@ describe('console authoring', () => {
         assert.match(await viewer.textContent('main'), /only an admin can change the catalog/);
         assert.equal(await viewer.isDisabled('button:has-text("Save role")'), true);
         assert.equal(await viewer.isDisabled('button:has-text("Add limit")'), true);
-        // Around the disabled form: the server itself refuses the viewer's save.
+        // Around the disabled form: the server itself refuses the viewer's save. The post
+        // carries the page's form token, so it is the role check that refuses it.
+        const csrf = await viewer.locator('input[name=csrf_token]').first().getAttribute('value');
         const refused = await viewer.request.post('/console/api/save_role', {
           form: {
             slug: role, revision: '1', title: 'Hijacked', description: '', instructions: 'x',
+            csrf_token: csrf,
           },
         });
         assert.equal(refused.status(), 403);
+        assert.match(await refused.text(), /admin/);
         await screenshot(viewer, `authoring-viewer-${mode}`);
         await viewer.context().close();
         await open(`/roles/${role}`);

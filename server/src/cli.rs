@@ -68,6 +68,31 @@ pub struct ServeArgs {
     )]
     pub allowed_origins: Vec<String>,
 
+    /// Mark the console's session cookie `Secure`, so browsers send it over HTTPS only.
+    /// On unless --bind is a loopback address; set it explicitly behind a TLS-terminating
+    /// proxy (`--secure-cookies`), or turn it off to serve the console over plain HTTP on a
+    /// network (`--secure-cookies=false`).
+    #[arg(
+        long,
+        env = "SKILLGATE_SECURE_COOKIES",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "true",
+        value_name = "BOOL",
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
+    pub secure_cookies: Option<bool>,
+
+    /// The address browsers reach the console at, when it is not `http://` and the Host
+    /// header the server receives (a TLS-terminating proxy: https://skillgate.example.com).
+    /// Console changes are accepted only from the console's own origin or these; repeatable.
+    #[arg(
+        long = "public-origin",
+        env = "SKILLGATE_PUBLIC_ORIGINS",
+        value_delimiter = ','
+    )]
+    pub public_origins: Vec<String>,
+
     /// Directory holding the built console assets (`pkg/` with wasm, JS and CSS).
     #[arg(long, env = "SKILLGATE_SITE_ROOT", default_value = "target/site")]
     pub site_root: PathBuf,
@@ -86,6 +111,14 @@ pub struct ServeArgs {
         value_parser = clap::value_parser!(u64).range(1..)
     )]
     pub audit_checkpoint_interval: u64,
+}
+
+impl ServeArgs {
+    /// Whether the console cookie is `Secure`: as configured, else off on loopback only.
+    pub fn secure_cookies(&self) -> bool {
+        self.secure_cookies
+            .unwrap_or_else(|| !self.bind.ip().is_loopback())
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -148,6 +181,41 @@ mod tests {
         assert!(
             Cli::try_parse_from(["skillgate", "serve", "--audit-checkpoint-interval", "0"])
                 .is_err()
+        );
+    }
+
+    fn serve(args: &[&str]) -> ServeArgs {
+        let mut all = vec!["skillgate", "serve"];
+        all.extend_from_slice(args);
+        match Cli::parse_from(all).command {
+            Some(Command::Serve(args)) => args,
+            _ => panic!("serve"),
+        }
+    }
+
+    #[test]
+    fn console_cookies_are_secure_off_loopback_unless_turned_off() {
+        assert!(!serve(&[]).secure_cookies());
+        assert!(!serve(&["--bind", "[::1]:3000"]).secure_cookies());
+        assert!(serve(&["--bind", "0.0.0.0:3000"]).secure_cookies());
+        assert!(serve(&["--bind", "10.1.2.3:3000"]).secure_cookies());
+        assert!(serve(&["--secure-cookies"]).secure_cookies());
+        assert!(serve(&["--secure-cookies=true"]).secure_cookies());
+        assert!(!serve(&["--bind", "0.0.0.0:3000", "--secure-cookies=false"]).secure_cookies());
+        assert!(Cli::try_parse_from(["skillgate", "serve", "--secure-cookies=maybe"]).is_err());
+    }
+
+    #[test]
+    fn public_origins_are_repeatable() {
+        let args = serve(&[
+            "--public-origin",
+            "https://a.example",
+            "--public-origin",
+            "https://b.example",
+        ]);
+        assert_eq!(
+            args.public_origins,
+            ["https://a.example", "https://b.example"]
         );
     }
 

@@ -2,7 +2,8 @@
 //!
 //! Sign-in is a plain HTML form post handled here (not a server function) so it behaves
 //! identically with JavaScript off, and so the session id can be cycled before the
-//! response leaves.
+//! response leaves. Like every console post, it first passes `console_guard` (origin and
+//! form token).
 
 use std::net::SocketAddr;
 
@@ -16,6 +17,7 @@ use skillgate_app::api::ssr::{USER_ID_KEY, session_user_id};
 use skillgate_core::users::{Password, UserError};
 use tower_sessions::Session;
 
+use crate::console_guard;
 use crate::serve::AppState;
 
 #[derive(Deserialize)]
@@ -51,6 +53,11 @@ pub async fn login(
                 tracing::error!(%error, "cannot store the console session");
                 return StatusCode::INTERNAL_SERVER_ERROR.into_response();
             }
+            // The token of the anonymous sign-in page does not carry over into the session.
+            if let Err(error) = console_guard::rotate_form_token(&session).await {
+                tracing::error!(%error, "cannot store the console form token");
+                return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+            }
             tracing::info!(role = %user.role, "console sign-in");
             Redirect::to("/").into_response()
         }
@@ -80,7 +87,7 @@ pub async fn logout(session: Session) -> Response {
 /// Paths anyone may reach: the sign-in page, health, built assets, and the machine
 /// endpoints that authenticate on their own (MCP with agent keys, server functions that
 /// check the console role themselves).
-fn is_public(path: &str) -> bool {
+pub(crate) fn is_public(path: &str) -> bool {
     const PREFIXES: &[&str] = &["/pkg/", "/mcp", "/api/", "/console/api/"];
     const EXACT: &[&str] = &["/login", "/logout", "/healthz"];
     EXACT.contains(&path)

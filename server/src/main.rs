@@ -5,6 +5,7 @@ mod audit_cmd;
 mod cli;
 mod compliance_http;
 mod console_auth;
+mod console_guard;
 mod demo_upstream;
 mod dev;
 mod export;

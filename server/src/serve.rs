@@ -18,6 +18,7 @@ use skillgate_core::audit::{AuditLog, CheckpointSigner};
 use skillgate_core::catalog_service::CatalogService;
 use skillgate_core::gateway::{Gateway, GatewayOptions};
 use skillgate_core::keys::AgentKeys;
+use skillgate_core::metrics::Metrics;
 use skillgate_core::policy::CatalogHandle;
 use skillgate_core::revisions::Revisions;
 use skillgate_core::revisions::curator::{CURATION_UPSTREAM, in_process_config};
@@ -32,9 +33,10 @@ use tower_sessions::{Expiry, SessionManagerLayer};
 use tower_sessions_sqlx_store::SqliteStore;
 
 use crate::cli::ServeArgs;
+use crate::console_guard::ConsoleGuard;
 use crate::{
-    api, audit_cmd, compliance_http, console_auth, export, health, key_cmd, mcp, metrics_http,
-    upstream_sync,
+    api, audit_cmd, compliance_http, console_auth, console_guard, export, health, key_cmd, mcp,
+    metrics_http, upstream_sync,
 };
 
 /// Console sessions end after this long without a request.
@@ -70,7 +72,9 @@ pub async fn build(
     args: &ServeArgs,
 ) -> anyhow::Result<(Router, AuditCheckpoints)> {
     let store = Store::open(database_url).await?;
-    let users = Users::new(store.clone());
+    // One registry for the gateway's calls and the console's password checks.
+    let metrics = Arc::new(Metrics::new());
+    let users = Users::new(store.clone()).with_metrics(metrics.clone());
     if let Some(password) = users.bootstrap_admin().await? {
         println!("Created the console user `admin` (first start of an empty database).");
         println!("  password: {}", password.expose());
@@ -93,13 +97,26 @@ pub async fn build(
             .clone()
             .continuously_delete_expired(Duration::from_secs(600)),
     );
+    let secure = args.secure_cookies();
+    if secure {
+        tracing::info!(
+            "console cookies are Secure: browsers send them over HTTPS only \
+             (--secure-cookies=false serves the console over plain HTTP)"
+        );
+    }
     let session_layer = SessionManagerLayer::new(sessions)
-        .with_name("skillgate_session")
+        // `__Host-` makes browsers refuse the cookie from a sibling subdomain, which could
+        // otherwise plant a session; browsers accept the prefix only on Secure cookies.
+        .with_name(if secure {
+            "__Host-skillgate_session"
+        } else {
+            "skillgate_session"
+        })
         .with_http_only(true)
         .with_same_site(SameSite::Strict)
-        // Plain HTTP on loopback by default; behind TLS the cookie is still HttpOnly+Strict.
-        .with_secure(false)
+        .with_secure(secure)
         .with_expiry(Expiry::OnInactivity(CONSOLE_IDLE_TIMEOUT));
+    let origin_guard = ConsoleGuard::new(&args.public_origins)?;
 
     let signer = Arc::new(audit_cmd::load_signer(
         database_url,
@@ -140,7 +157,8 @@ pub async fn build(
         audit.clone(),
         upstreams,
         GatewayOptions::default(),
-    );
+    )
+    .with_metrics(metrics.clone());
     let anonymous_scope = args
         .anonymous_scope
         .as_deref()
@@ -160,7 +178,6 @@ pub async fn build(
         max_body_bytes: mcp::DEFAULT_MAX_BODY_BYTES,
     };
     mcp_options.validate()?;
-    let metrics = gateway.metrics().clone();
     let api_router = api::router(
         gateway.clone(),
         AgentKeys::new(store.clone()),
@@ -219,6 +236,11 @@ pub async fn build(
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             console_auth::require_console_login,
+        ))
+        // Before the login check, so posts to public paths (/login, server functions) pass it.
+        .layer(axum::middleware::from_fn_with_state(
+            origin_guard,
+            console_guard::guard,
         ))
         .layer(session_layer)
         .with_state(state)

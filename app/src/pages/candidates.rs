@@ -1,6 +1,7 @@
 //! Candidates: the review queue of proposed skill revisions, and one candidate with its
 //! diff, cited sources, evidence, gate verdict and the approve/reject form.
 
+use crate::csrf::CsrfField;
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::components::A;
@@ -326,6 +327,7 @@ fn candidate_view(c: CandidateDetail, decide: ServerAction<DecideCandidate>) -> 
 fn decision_form(id: String, stale: bool, decide: ServerAction<DecideCandidate>) -> impl IntoView {
     view! {
         <ActionForm action=decide attr:class="form decide-form">
+            <CsrfField />
             <input type="hidden" name="id" value=id />
             <label for="decide-reason">"Reason (required)"</label>
             <textarea id="decide-reason" name="reason" required rows="3"></textarea>

@@ -8,6 +8,7 @@ use leptos::server::ServerAction;
 use super::catalog::inline_code;
 use super::forms::{FieldError, FormOutcome, checkbox_group, error_for, last_error};
 use crate::authoring_api::{LimitView, ToolChoice};
+use crate::csrf::CsrfField;
 use crate::limits_api::{AddLimit, EditLimitValue, RemoveLimit};
 
 /// Whose limits an editor shows: a role's (`kind` = `role`) or a scope's guardrails (`scope`).
@@ -88,6 +89,7 @@ fn limit_item(
                     .map(|n| {
                         view! {
                             <ActionForm action=edit attr:class="inline-form">
+                                <CsrfField />
                                 <fieldset disabled=!can_edit class="plain">
                                     <input type="hidden" name="holder" value=kind />
                                     <input type="hidden" name="name" value=edit_slug.clone() />
@@ -113,6 +115,7 @@ fn limit_item(
                         }
                     })}
                 <ActionForm action=remove attr:class="inline-form">
+                    <CsrfField />
                     <fieldset disabled=!can_edit class="plain">
                         <input type="hidden" name="holder" value=kind />
                         <input type="hidden" name="name" value=slug.clone() />
@@ -210,6 +213,7 @@ pub fn limit_form(holder: &LimitHolder, add: ServerAction<AddLimit>) -> impl Int
     );
     view! {
         <ActionForm action=add attr:class="card form" attr:aria-labelledby="add-limit-heading">
+            <CsrfField />
             <fieldset disabled=!can_edit class="plain">
                 <h3 id="add-limit-heading">{heading}</h3>
                 <FormOutcome

@@ -1,3 +1,4 @@
+use crate::csrf::CsrfField;
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
@@ -10,6 +11,7 @@ pub fn LoginPage() -> impl IntoView {
     let message = move || {
         query.with(|q| match q.get("error").as_deref() {
             Some("throttled") => Some("Too many failed sign-ins. Wait 15 minutes and try again."),
+            Some("expired") => Some("This sign-in form had expired. Sign in again."),
             Some(_) => Some("Wrong user name or password."),
             None => None,
         })
@@ -19,6 +21,7 @@ pub fn LoginPage() -> impl IntoView {
         <Title text="Sign in" />
         <main class="login">
             <form class="card login-card" method="post" action="/login">
+                <CsrfField />
                 <h1>"Skillgate"</h1>
                 <p class="muted">"Sign in to the admin console."</p>
                 <Show when=signed_out>

@@ -1,6 +1,7 @@
 //! The role editor (title, description, instructions, skills), its limit editor, and the
 //! new-role form.
 
+use crate::csrf::CsrfField;
 use leptos::form::ActionForm;
 use leptos::prelude::*;
 use leptos::server::ServerAction;
@@ -49,6 +50,7 @@ pub fn NewRolePage() -> impl IntoView {
                         let choices = choices.into_iter().map(|c| (c.name, c.note)).collect();
                         view! {
                             <ActionForm action=create attr:class="card form">
+                                <CsrfField />
                                 <FormOutcome
                                     action=create
                                     fields=&["slug", "title", "description", "instructions", "skills"]
@@ -188,6 +190,7 @@ fn role_editor(
         </p>
         {read_only_notice(can_edit)}
         <ActionForm action=save attr:class="card form" attr:aria-label="Role">
+            <CsrfField />
             <fieldset disabled=!can_edit class="plain">
                 <FormOutcome
                     action=save

@@ -1,6 +1,7 @@
 //! Scope editor (which roles are learnable), the new-scope form, and agent-key creation
 //! and revocation.
 
+use crate::csrf::CsrfField;
 use leptos::form::ActionForm;
 use leptos::prelude::*;
 use leptos::server::ServerAction;
@@ -44,6 +45,7 @@ pub fn NewScopePage() -> impl IntoView {
                         );
                         view! {
                             <ActionForm action=create attr:class="card form">
+                                <CsrfField />
                                 <FormOutcome
                                     action=create
                                     fields=&["slug", "roles"]
@@ -137,6 +139,7 @@ pub fn ScopeEditPage() -> impl IntoView {
                                     }
                                 })}
                             <ActionForm action=save attr:class="card form">
+                                <CsrfField />
                                 <fieldset disabled=!can_edit class="plain">
                                     <FormOutcome
                                         action=save
@@ -272,6 +275,7 @@ pub fn CreateKeyPanel(form: Resource<Result<KeyForm, ConsoleError>>) -> impl Int
                                 create.value().get().and_then(Result::ok).flatten().map(fresh_key)
                             }}
                             <ActionForm action=create attr:class="card form" attr:aria-labelledby="new-key-heading">
+                                <CsrfField />
                                 <h3 id="new-key-heading">"Create an agent key"</h3>
                                 <FormOutcome
                                     action=create
@@ -330,6 +334,7 @@ pub fn revoke_button(name: String, action: ServerAction<RevokeKey>) -> impl Into
     let label = format!("Revoke key {name}");
     view! {
         <ActionForm action=action attr:class="inline-form">
+            <CsrfField />
             <input type="hidden" name="name" value=name />
             <button type="submit" class="danger" aria-label=label>
                 "Revoke"

@@ -1,6 +1,7 @@
 //! Compliance pages: the filtered sessions list, one session's timeline, and the audit
 //! page (full chain verification and retention).
 
+use crate::csrf::CsrfField;
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::components::A;
@@ -453,6 +454,7 @@ pub fn AuditPage() -> impl IntoView {
                         </p>
                         {r.can_change.then(|| view! {
                             <form class="inline-form" method="post" action="/console/retention">
+                                <CsrfField />
                                 <label for="days">
                                     "Retention (days, empty keeps everything)"
                                     <input id="days" name="days" type="number" min="1"

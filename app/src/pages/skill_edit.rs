@@ -1,6 +1,7 @@
 //! The skill editor (instructions, tools, resources), its version history with restore,
 //! and the read-only view of any stored version.
 
+use crate::csrf::CsrfField;
 use leptos::form::ActionForm;
 use leptos::prelude::*;
 use leptos::server::ServerAction;
@@ -156,6 +157,7 @@ fn skill_editor(
                 }
             })}
         <ActionForm action=save attr:class="card form" attr:aria-label="Skill">
+            <CsrfField />
             <fieldset disabled=!can_edit class="plain">
                 <FormOutcome
                     action=save
@@ -213,6 +215,7 @@ fn version_table(
                 let slug = slug.clone();
                 view! {
                     <ActionForm action=restore attr:class="inline-form">
+                        <CsrfField />
                         <input type="hidden" name="slug" value=slug />
                         <input type="hidden" name="revision" value=revision />
                         <input type="hidden" name="version" value=v.version />

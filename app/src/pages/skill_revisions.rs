@@ -2,6 +2,7 @@
 //! reviewers (add general feedback or an explicit requirement), wiki patterns, candidates,
 //! and a `SKILL.md` upload that becomes a candidate.
 
+use crate::csrf::CsrfField;
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 
@@ -129,6 +130,7 @@ fn revisions_view(
                                 </a>
                                 {(!current && d.can_restore).then(|| view! {
                                     <ActionForm action=restore attr:class="inline-form">
+                                        <CsrfField />
                                         <input type="hidden" name="skill" value=skill />
                                         <input type="hidden" name="version" value=v.to_string() />
                                         <button type="submit">{format!("Restore v{v}")}</button>
@@ -205,6 +207,7 @@ fn revisions_view(
                 view! {
                     <h3>"Add reviewer feedback"</h3>
                     <ActionForm action=feedback attr:class="form">
+                        <CsrfField />
                         <input type="hidden" name="skill" value=skill />
                         <label for="fb-rating">"Rating"</label>
                         <select id="fb-rating" name="rating">
@@ -246,6 +249,7 @@ fn revisions_view(
                     "Paste an Agent Skills SKILL.md (frontmatter name and description) and, optionally, a WikiSkill provenance.json with base_version, note, sources and evidence. Another reviewer decides the candidate."
                 </p>
                 <ActionForm action=upload attr:class="form">
+                    <CsrfField />
                     <input type="hidden" name="skill" value=skill.clone() />
                     <label for="up-skill-md">"SKILL.md"</label>
                     <textarea id="up-skill-md" name="skill_md" required rows="10"></textarea>

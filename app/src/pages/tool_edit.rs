@@ -1,5 +1,6 @@
 //! Tool authoring: which arguments the audit stores as a digest only.
 
+use crate::csrf::CsrfField;
 use leptos::form::ActionForm;
 use leptos::prelude::*;
 use leptos::server::ServerAction;
@@ -34,6 +35,7 @@ pub fn SensitiveArgsForm(tool: String, arguments: Vec<ArgumentRow>) -> impl Into
                 <A href=history>"Change log"</A>
             </p>
             <ActionForm action=save attr:class="card form">
+                <CsrfField />
                 <FormOutcome action=save fields=&[] saved="Saved: later audit events store these as digests." />
                 <input type="hidden" name="tool" value=tool />
                 {picker}

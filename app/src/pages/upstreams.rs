@@ -1,6 +1,7 @@
 //! Upstreams: register one (stdio command or streamable HTTP URL), check its health, and
 //! sync the tools of every upstream. A tool an upstream stops listing is kept and flagged.
 
+use crate::csrf::CsrfField;
 use leptos::form::ActionForm;
 use leptos::prelude::*;
 use leptos::server::ServerAction;
@@ -34,6 +35,7 @@ pub fn UpstreamsPage() -> impl IntoView {
             "The MCP servers whose tools the gateway executes. A sync lists each one's tools into the catalog; a tool an upstream stops listing is kept and flagged, never silently dropped."
         </p>
         <ActionForm action=sync attr:class="inline-form">
+            <CsrfField />
             <button type="submit" class="secondary">
                 "Sync tools of every upstream"
             </button>
@@ -57,6 +59,7 @@ pub fn UpstreamsPage() -> impl IntoView {
             })}
         </Suspense>
         <ActionForm action=register attr:class="card form" attr:aria-labelledby="register-heading">
+            <CsrfField />
             <h2 id="register-heading">"Register an upstream"</h2>
             <FormOutcome
                 action=register

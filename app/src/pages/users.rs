@@ -4,6 +4,7 @@
 //! refreshes in place; without it, it is a plain form post and the page comes back with the
 //! outcome (see [`crate::flash`]).
 
+use crate::csrf::CsrfField;
 use leptos::prelude::*;
 use leptos_meta::Title;
 
@@ -67,6 +68,7 @@ pub fn UsersPage() -> impl IntoView {
                             <section aria-labelledby="add-user-heading" class="card form-card">
                                 <h2 id="add-user-heading">"Add a user"</h2>
                                 <ActionForm action=add attr:class="inline-form">
+                                    <CsrfField />
                                     <div>
                                         <label for="new-user-name">"User name"</label>
                                         <input
@@ -145,6 +147,7 @@ fn UserLine(
                 } else {
                     view! {
                         <ActionForm action=update attr:class="inline-form">
+                            <CsrfField />
                             <input type="hidden" name="name" value=name.clone() />
                             <label for=role_id.clone() class="visually-hidden">
                                 {role_label}
@@ -170,6 +173,7 @@ fn UserLine(
             </td>
             <td>
                 <ActionForm action=reset attr:class="inline-form">
+                    <CsrfField />
                     <input type="hidden" name="name" value=name_for_reset />
                     <button type="submit" class="secondary" aria-label=reset_label>
                         "Reset password"

@@ -19,7 +19,7 @@ pub mod revisions;
 pub mod sessions;
 mod users;
 
-pub use users::{LoginAttemptCounts, UserRecord};
+pub use users::{LoginAttemptCounts, LoginBudget, UserRecord};
 
 /// Errors at the store boundary.
 #[derive(Debug, thiserror::Error)]

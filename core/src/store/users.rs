@@ -27,6 +27,13 @@ impl std::fmt::Debug for UserRecord {
     }
 }
 
+/// Failed sign-ins allowed within the throttle window, per user name and per address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoginBudget {
+    pub per_user: i64,
+    pub per_address: i64,
+}
+
 /// Recent failed logins for one user name and for one client address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LoginAttemptCounts {
@@ -120,19 +127,37 @@ impl Store {
         Ok(())
     }
 
-    pub async fn record_login_failure(
+    /// Reserves one failed-sign-in slot for `user_name` and for `address` before the
+    /// password is checked, only while both have fewer than their budget since `since`.
+    /// Returns the slot's row id, or `None` when either budget is spent.
+    ///
+    /// One statement: SQLite runs an `INSERT … SELECT` under the database's write lock,
+    /// so two requests (or two replicas on one database file) cannot both take the last
+    /// slot. A PostgreSQL store needs a row lock for the same guarantee (e.g. one budget
+    /// row per subject updated with `… WHERE failures < budget`).
+    pub async fn reserve_login_attempt(
         &self,
         user_name: &str,
         address: &str,
         at: DateTime<Utc>,
-    ) -> Result<(), StoreError> {
-        sqlx::query("INSERT INTO login_failures (user_name, address, at) VALUES (?, ?, ?)")
-            .bind(user_name)
-            .bind(address)
-            .bind(stamp(at))
-            .execute(self.pool())
-            .await?;
-        Ok(())
+        since: DateTime<Utc>,
+        budget: LoginBudget,
+    ) -> Result<Option<i64>, StoreError> {
+        Ok(sqlx::query_scalar(
+            "INSERT INTO login_failures (user_name, address, at)
+             SELECT ?1, ?2, ?3
+             WHERE (SELECT COUNT(*) FROM login_failures WHERE user_name = ?1 AND at >= ?4) < ?5
+               AND (SELECT COUNT(*) FROM login_failures WHERE address = ?2 AND at >= ?4) < ?6
+             RETURNING id",
+        )
+        .bind(user_name)
+        .bind(address)
+        .bind(stamp(at))
+        .bind(stamp(since))
+        .bind(budget.per_user)
+        .bind(budget.per_address)
+        .fetch_optional(self.pool())
+        .await?)
     }
 
     pub async fn login_failures_since(
@@ -161,7 +186,8 @@ impl Store {
         })
     }
 
-    /// Forgets a user's failures after a successful login, and prunes rows older than `before`.
+    /// Forgets a user's failures (and the slot the successful sign-in reserved) after a
+    /// successful login, and prunes rows older than `before`.
     pub async fn clear_login_failures(
         &self,
         user_name: &str,
@@ -217,5 +243,98 @@ impl Store {
         }
         tx.commit().await?;
         Ok(before)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BUDGET: LoginBudget = LoginBudget {
+        per_user: 5,
+        per_address: 20,
+    };
+
+    async fn reserve_many(store: &Store, n: usize, now: DateTime<Utc>) -> usize {
+        let attempts = (0..n).map(|i| {
+            let store = store.clone();
+            async move {
+                store
+                    .reserve_login_attempt(
+                        "admin",
+                        &format!("10.0.0.{i}"),
+                        now,
+                        now - chrono::Duration::minutes(15),
+                        BUDGET,
+                    )
+                    .await
+                    .unwrap()
+            }
+        });
+        futures::future::join_all(attempts)
+            .await
+            .into_iter()
+            .filter(Option::is_some)
+            .count()
+    }
+
+    #[tokio::test]
+    async fn two_stores_on_one_database_file_never_both_take_the_last_slot() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("sg.db").display());
+        let (first, second) = (
+            Store::open(&url).await.unwrap(),
+            Store::open(&url).await.unwrap(),
+        );
+        let now = Utc::now();
+        let (a, b) = tokio::join!(
+            reserve_many(&first, 20, now),
+            reserve_many(&second, 20, now)
+        );
+        assert_eq!(a + b, 5, "{a} + {b} slots taken of a budget of 5");
+        let counts = first
+            .login_failures_since("admin", "10.0.0.1", now - chrono::Duration::minutes(15))
+            .await
+            .unwrap();
+        assert_eq!(counts.for_user, 5);
+    }
+
+    #[tokio::test]
+    async fn the_address_budget_binds_across_user_names_and_old_attempts_fall_out_of_it() {
+        let store = crate::store::test_store().await;
+        let now = Utc::now();
+        let since = now - chrono::Duration::minutes(15);
+        for i in 0..20 {
+            let name = format!("user-{i}");
+            assert!(
+                store
+                    .reserve_login_attempt(&name, "10.9.9.9", now, since, BUDGET)
+                    .await
+                    .unwrap()
+                    .is_some()
+            );
+        }
+        assert!(
+            store
+                .reserve_login_attempt("fresh", "10.9.9.9", now, since, BUDGET)
+                .await
+                .unwrap()
+                .is_none()
+        );
+        // A window later the old attempts no longer count.
+        let later = now + chrono::Duration::minutes(16);
+        assert!(
+            store
+                .reserve_login_attempt(
+                    "fresh",
+                    "10.9.9.9",
+                    later,
+                    later - chrono::Duration::minutes(15),
+                    BUDGET
+                )
+                .await
+                .unwrap()
+                .is_some()
+        );
     }
 }

@@ -34,6 +34,8 @@ pub struct Server {
     pub port: u16,
     /// The key the demo seed printed, for scope `support`.
     pub support_key: String,
+    /// The password of the console user `admin`, printed on the first start of a database.
+    pub admin_password: Option<String>,
 }
 
 impl Drop for Server {
@@ -45,13 +47,19 @@ impl Drop for Server {
 
 impl Server {
     pub fn start() -> Self {
-        Self::start_with_env(&[])
+        Self::start_with(&[])
+    }
+
+    /// `skillgate serve --demo` with more arguments.
+    pub fn start_with(args: &[&str]) -> Self {
+        let dir = Arc::new(tempfile::tempdir().expect("a temporary directory"));
+        Self::spawn(dir, true, "server.log", None, args, &[])
     }
 
     /// [`Self::start`] with extra environment variables for the server process.
     pub fn start_with_env(env: &[(&str, &str)]) -> Self {
         let dir = Arc::new(tempfile::tempdir().expect("a temporary directory"));
-        Self::spawn(dir, true, "server.log", None, env)
+        Self::spawn(dir, true, "server.log", None, &[], env)
     }
 
     /// A second `skillgate serve` process on the same database, as a replica behind a
@@ -63,6 +71,7 @@ impl Server {
             "replica.log",
             Some(self.support_key.clone()),
             &[],
+            &[],
         )
     }
 
@@ -71,6 +80,7 @@ impl Server {
         demo: bool,
         log: &str,
         support_key: Option<String>,
+        args: &[&str],
         env: &[(&str, &str)],
     ) -> Self {
         let database_url = database_url(dir.path());
@@ -81,6 +91,7 @@ impl Server {
             .args(["--database-url", &database_url])
             .arg("--site-root")
             .arg(dir.path())
+            .args(args)
             .env(
                 "SKILLGATE_DEMO_EXECUTIONS_LOG",
                 dir.path().join("exec.jsonl"),
@@ -107,6 +118,7 @@ impl Server {
             }
         });
         let mut support_key = support_key;
+        let mut admin_password = None;
         let base = loop {
             let line = match received.recv_timeout(STARTUP_DEADLINE) {
                 Ok(line) => line,
@@ -120,6 +132,9 @@ impl Server {
             };
             if let Some(key) = key_on_line(&line, "support") {
                 support_key = Some(key);
+            }
+            if let Some(password) = line.strip_prefix("  password: ") {
+                admin_password = Some(password.trim().to_owned());
             }
             if let Some(url) = line.strip_prefix("Skillgate is listening on ") {
                 break url.trim().to_owned();
@@ -136,7 +151,13 @@ impl Server {
             base,
             port,
             support_key: support_key.expect("`--demo` prints a key for scope support"),
+            admin_password,
         }
+    }
+
+    /// The server process's id (for reading its memory from /proc).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     pub fn mcp_url(&self) -> String {
