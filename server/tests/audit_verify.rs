@@ -339,25 +339,33 @@ async fn the_console_audit_page_names_a_truncation_and_the_server_signs_nothing_
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .unwrap();
+    // As a browser signs in: the sign-in page gives a pre-login session and its form token.
+    let form = http.get(format!("{base}/login")).send().await.unwrap();
+    let pre_login = session_cookie(&form).expect("a pre-login session cookie");
+    let html = form.text().await.unwrap();
+    let field = html
+        .find(r#"name="csrf_token""#)
+        .expect("the sign-in form carries a form token");
+    let token = html[field..]
+        .split(r#"value=""#)
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("the token field has a value")
+        .to_owned();
     let login = http
         .post(format!("{base}/login"))
         .header("content-type", "application/x-www-form-urlencoded")
         .header("origin", &base)
         .header("sec-fetch-site", "same-origin")
-        .body("name=auditor&password=correct-horse-battery-staple")
+        .header("cookie", &pre_login)
+        .body(format!(
+            "name=auditor&password=correct-horse-battery-staple&csrf_token={token}"
+        ))
         .send()
         .await
         .unwrap();
     assert!(login.status().is_redirection(), "{}", login.status());
-    let cookie = login
-        .headers()
-        .get_all("set-cookie")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .find(|v| v.starts_with("skillgate_session="))
-        .and_then(|v| v.split(';').next())
-        .expect("a console session cookie")
-        .to_owned();
+    let cookie = session_cookie(&login).expect("a console session cookie");
     let page = http
         .get(format!("{base}/audit?run=1"))
         .header("cookie", &cookie)
@@ -401,4 +409,16 @@ async fn pruning_or_signing_from_the_cli_without_the_servers_key_is_refused() {
     }
     assert!(!db.key_file().exists());
     assert_eq!(db.scalar("SELECT COUNT(*) FROM audit_events").await, 2500);
+}
+
+/// The `name=value` of the console session cookie a response sets, if it sets one.
+fn session_cookie(response: &reqwest::Response) -> Option<String> {
+    response
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find(|v| v.starts_with("skillgate_session="))
+        .and_then(|v| v.split(';').next())
+        .map(str::to_owned)
 }

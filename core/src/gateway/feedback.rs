@@ -13,7 +13,9 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
-use super::{AgentIdentity, Gateway, GatewayError, NO_SESSION, ToolReply, code_label, denial};
+use super::{
+    AgentIdentity, Gateway, GatewayError, NO_SESSION, Place, ToolReply, bounds, code_label, denial,
+};
 use crate::audit::{EventKind, NewEvent};
 use crate::policy::DenyCode;
 use crate::revisions::limits::{self, FEEDBACK, Slot};
@@ -22,16 +24,12 @@ use crate::store::sessions::NewFeedback;
 
 /// Longest comment we take, in characters.
 pub const MAX_COMMENT: usize = 4000;
-/// Our session ids are 36 characters; a longer one cannot be a session and is not looked up.
-const MAX_SESSION_ID: usize = 128;
 
 /// What a refusal's audit event says about the request.
 struct Request<'a> {
     agent: &'a AgentIdentity,
-    /// The caller's own live session, if the request has one.
-    session: Option<&'a str>,
-    /// The session id the request named, if any.
-    named: Option<&'a str>,
+    /// The caller's own live session, or the caller alone naming another id.
+    place: Place,
     skill: &'a str,
     rating: i64,
 }
@@ -54,14 +52,8 @@ impl Request<'_> {
         } else {
             payload["skill_sha256"] = json!(sha256_hex(self.skill));
         }
-        if let (None, Some(named)) = (self.session, self.named) {
-            payload["named_session_digest"] = json!(sha256_hex(named));
-        }
-        let event = NewEvent::new(EventKind::Feedback, payload).by(&self.agent.key_name);
-        match self.session {
-            Some(session) => event.in_session(session),
-            None => event,
-        }
+        self.place
+            .place(NewEvent::new(EventKind::Feedback, payload).by(&self.agent.key_name))
     }
 }
 
@@ -79,15 +71,19 @@ impl Gateway {
     ) -> Result<ToolReply, GatewayError> {
         let now = Self::now();
         let named = session_id.filter(|id| !id.is_empty());
-        let found = match &named {
-            Some(id) if id.len() > MAX_SESSION_ID => None,
-            _ => self.resolve_session(agent, named.clone()).await?,
+        // An id this long cannot be a session: it is not looked up.
+        let found = match bounds::session_id(named.as_deref()) {
+            Err(_) => None,
+            Ok(()) => self.resolve_session(agent, named.clone()).await?,
         };
         let session = Self::usable(agent, found, now);
+        let place = match &session {
+            Some(own) => Place::Session(own.view.id.clone()),
+            None => Place::caller_naming(named.as_deref()),
+        };
         let request = Request {
             agent,
-            session: session.as_ref().map(|s| s.view.id.as_str()),
-            named: named.as_deref(),
+            place,
             skill,
             rating,
         };

@@ -167,10 +167,10 @@ impl Limit {
                 "The `{arg}` of all allowed `{tool}` calls in a session must add up to at most {max}."
             ),
             Self::CountCap { tool, max } => {
-                let times = if *max == 1 {
-                    "once".to_owned()
-                } else {
-                    format!("{max} times")
+                let times = match max {
+                    0 => return format!("`{tool}` may not be called at all."),
+                    1 => "once".to_owned(),
+                    _ => format!("{max} times"),
                 };
                 format!("`{tool}` may be called at most {times} per session.")
             }
