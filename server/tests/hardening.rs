@@ -542,3 +542,72 @@ async fn a_learn_whose_save_keeps_conflicting_is_denied_and_audited() {
             .any(|e| e["kind"] == "learn_granted")
     );
 }
+
+#[tokio::test]
+async fn a_session_whose_start_cannot_be_audited_is_not_created() {
+    let server = Server::start();
+    let client = server.connect(&server.support_key).await;
+    let db = sqlx::SqlitePool::connect(&server.database_url())
+        .await
+        .unwrap();
+    let sessions = || async {
+        sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM governance_sessions")
+            .fetch_one(&db)
+            .await
+            .unwrap()
+    };
+    let before = sessions().await;
+    sqlx::query(
+        "CREATE TRIGGER no_session_events BEFORE INSERT ON audit_events
+         WHEN NEW.kind = 'session_started' BEGIN SELECT RAISE(ABORT, 'audit unavailable'); END",
+    )
+    .execute(&db)
+    .await
+    .unwrap();
+    let failed = client
+        .call_tool(CallToolRequestParams::new("init_skilder"))
+        .await;
+    assert!(failed.is_err(), "init fails as a whole: {failed:?}");
+    assert_eq!(
+        sessions().await,
+        before,
+        "no session exists without its event"
+    );
+}
+
+#[tokio::test]
+async fn a_curator_may_read_tier_one_skills_but_its_scope_forbids_refunds() {
+    let server = Server::start();
+    let curator_key = server.create_key("curator", "curation");
+    let client = server.connect(&curator_key).await;
+    let (session, _) = init(&client).await;
+    assert_allowed(&learn(&client, &session, "/roles/tier-1-support").await);
+    assert_allowed(
+        &call(
+            &client,
+            &session,
+            "check_refund_eligibility",
+            eligibility("O-5005"),
+        )
+        .await,
+    );
+    let refund = call(
+        &client,
+        &session,
+        "process_refund",
+        refund("O-5005", json!(10)),
+    )
+    .await;
+    assert_denied(&refund, "GOVERNANCE_VIOLATION");
+    assert!(
+        refund.text.contains("guardrail of scope curation"),
+        "{}",
+        refund.text
+    );
+    assert!(
+        refund.text.contains("may not be called at all"),
+        "{}",
+        refund.text
+    );
+    assert!(server.executed("process_refund").is_empty());
+}

@@ -10,7 +10,7 @@ use super::{AgentIdentity, Gateway, GatewayError, ToolReply};
 use crate::audit::NewEvent;
 use crate::model::Role;
 use crate::policy::SessionView;
-use crate::store::sessions::NewSession;
+use crate::store::sessions::{NewSession, insert_session_on};
 
 /// Longest task summary we keep; it is advice for reviewers, not a document store.
 const MAX_TASK_SUMMARY: usize = 2000;
@@ -41,23 +41,30 @@ impl Gateway {
             agent.scope.clone(),
             now + ttl,
         );
-        self.store
-            .insert_session(&NewSession {
-                view: &view,
-                key_id: agent.key_id,
-                key_name: &agent.key_name,
-                connection: agent.connection.as_deref(),
-                task_summary: task_summary.as_deref(),
-                created_at: now,
-            })
-            .await?;
+        // The session and its `session_started` event commit together.
+        let started = NewEvent::session_started(
+            &id,
+            &agent.key_name,
+            agent.scope.as_str(),
+            task_summary.as_deref(),
+        );
+        let (row, key_id, key_name) = (view.clone(), agent.key_id, agent.key_name.clone());
+        let (connection, summary) = (agent.connection.clone(), task_summary.clone());
         self.audit
-            .append(NewEvent::session_started(
-                &id,
-                &agent.key_name,
-                agent.scope.as_str(),
-                task_summary.as_deref(),
-            ))
+            .commit(move |conn| {
+                Box::pin(async move {
+                    let session = NewSession {
+                        view: &row,
+                        key_id,
+                        key_name: &key_name,
+                        connection: connection.as_deref(),
+                        task_summary: summary.as_deref(),
+                        created_at: now,
+                    };
+                    insert_session_on(conn, &session).await?;
+                    Ok(Some(((), vec![started])))
+                })
+            })
             .await?;
 
         let catalog = self.catalog.load();

@@ -39,6 +39,31 @@ pub struct NewFeedback<'a> {
     pub at: DateTime<Utc>,
 }
 
+/// [`Store::insert_session`] on a given connection, e.g. inside the audit writer's
+/// transaction, so a session and its `session_started` event commit together.
+pub async fn insert_session_on(
+    conn: &mut SqliteConnection,
+    session: &NewSession<'_>,
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "INSERT INTO governance_sessions
+           (id, key_id, key_name, scope, connection, task_summary, created_at, expires_at, state, revision)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0)",
+    )
+    .bind(&session.view.id)
+    .bind(session.key_id)
+    .bind(session.key_name)
+    .bind(session.view.scope.as_str())
+    .bind(session.connection)
+    .bind(session.task_summary)
+    .bind(stamp(session.created_at))
+    .bind(stamp(session.view.expires_at))
+    .bind(state_json(session.view)?)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
 /// [`Store::save_session_state`] on a given connection, e.g. inside the audit writer's
 /// transaction, so a learned role and its `learn_granted` event commit together.
 pub async fn save_session_state_on(
@@ -65,23 +90,8 @@ fn state_json(view: &SessionView) -> Result<String, StoreError> {
 
 impl Store {
     pub async fn insert_session(&self, session: &NewSession<'_>) -> Result<(), StoreError> {
-        sqlx::query(
-            "INSERT INTO governance_sessions
-               (id, key_id, key_name, scope, connection, task_summary, created_at, expires_at, state, revision)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0)",
-        )
-        .bind(&session.view.id)
-        .bind(session.key_id)
-        .bind(session.key_name)
-        .bind(session.view.scope.as_str())
-        .bind(session.connection)
-        .bind(session.task_summary)
-        .bind(stamp(session.created_at))
-        .bind(stamp(session.view.expires_at))
-        .bind(state_json(session.view)?)
-        .execute(self.pool())
-        .await?;
-        Ok(())
+        let mut conn = self.pool().acquire().await?;
+        insert_session_on(&mut conn, session).await
     }
 
     pub async fn load_session(&self, id: &str) -> Result<Option<StoredSession>, StoreError> {
