@@ -57,6 +57,7 @@ fn catalog(tools: usize) -> CompiledCatalog {
                     input_schema: tool_schema(),
                     sensitive_args: vec![],
                 },
+                quarantine: None,
             });
         }
         draft.skills.push(Skill {

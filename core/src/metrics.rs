@@ -75,6 +75,7 @@ impl Outcome {
             Outcome::Denied(DenyCode::InvalidArguments) => "invalid_arguments",
             Outcome::Denied(DenyCode::ToolUnusable) => "tool_unusable",
             Outcome::Denied(DenyCode::InternalError) => "internal_error",
+            Outcome::Denied(DenyCode::ToolQuarantined) => "tool_quarantined",
         }
     }
 }

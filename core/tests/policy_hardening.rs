@@ -973,3 +973,59 @@ fn a_schema_error_under_a_huge_key_names_a_bounded_place() {
     let length = denial(&decision).rule.chars().count();
     assert!(length <= MAX_RULE, "the rule is {length} characters");
 }
+
+#[test]
+fn a_quarantined_tool_is_denied_as_quarantined_and_no_longer_listed_as_available() {
+    let upstream = Upstream {
+        name: slug(DEMO_UPSTREAM),
+        kind: UpstreamKind::Stdio {
+            command: "skillgate".to_owned(),
+            args: vec!["demo-upstream".to_owned()],
+        },
+    };
+    let mut catalog = demo_catalog().into_catalog(vec![upstream]);
+    let lookup = catalog
+        .tools
+        .iter_mut()
+        .find(|t| t.spec.name == "lookup_customer")
+        .unwrap();
+    lookup.quarantine = Some("its description changed since it was pinned".to_owned());
+    let catalog = CompiledCatalog::compile(catalog);
+    let session = demo_session("support", &["tier-1-support"], &catalog);
+    let decision = call(
+        &catalog,
+        &session,
+        "lookup_customer",
+        r#"{"customer_id": "C-1001"}"#,
+    );
+    assert_eq!(
+        code(&decision),
+        Some(DenyCode::ToolQuarantined),
+        "{}",
+        shown(&decision)
+    );
+    let denial = denial(&decision);
+    assert!(denial.to_string().starts_with("ACCESS DENIED"), "{denial}");
+    assert!(
+        denial.rule.contains("description changed"),
+        "{}",
+        denial.rule
+    );
+    assert!(
+        !denial
+            .available_tools
+            .contains(&"lookup_customer".to_owned())
+    );
+    assert!(
+        denial
+            .available_tools
+            .contains(&"get_order_history".to_owned())
+    );
+    let other = call(
+        &catalog,
+        &session,
+        "get_order_history",
+        r#"{"customer_id": "C-1001"}"#,
+    );
+    assert!(other.is_allowed(), "{}", shown(&other));
+}

@@ -23,6 +23,7 @@ pub fn demo_catalog() -> CatalogDraft {
             .map(|spec| CatalogTool {
                 upstream: upstream.clone(),
                 spec,
+                quarantine: None,
             })
             .collect(),
         skills: skills(),

@@ -13,8 +13,14 @@ use crate::slug::Slug;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CatalogTool {
     pub upstream: Slug,
+    /// The definition as an admin admitted it (its pin): what agents read and calls are
+    /// checked against, whatever the upstream offers now.
     #[serde(flatten)]
     pub spec: ToolSpec,
+    /// Why the tool may not be called, when it is quarantined: new and not yet admitted, or
+    /// its upstream now offers a definition that differs from the pin.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quarantine: Option<String>,
 }
 
 /// A catalog to be seeded: skills without version numbers, upstreams named by the tools.

@@ -275,11 +275,13 @@ impl CompiledCatalog {
         })
     }
 
-    /// Every tool the session's learned roles unlock, sorted, without repeats.
+    /// Every tool the session's learned roles unlock, sorted, without repeats; a
+    /// quarantined tool is not available.
     pub fn available_tools(&self, session: &SessionView) -> Vec<String> {
         let tools: BTreeSet<&String> = self
             .effective_roles(session)
             .flat_map(|(_, r)| r.tools.iter())
+            .filter(|name| self.tool(name).is_none_or(|t| t.quarantine.is_none()))
             .collect();
         tools.into_iter().cloned().collect()
     }

@@ -31,7 +31,8 @@ pub struct CallRequest<'a> {
 /// The order is fixed (DESIGN.md, "The policy engine") and each step fails closed:
 /// 1. unknown, expired or foreign session → `ACCESS_DENIED`, revealing nothing more;
 /// 2. no learned, in-scope role grants the tool → `ACCESS_DENIED` with the available tools;
-///    a granted tool whose schema cannot be compiled → `TOOL_UNUSABLE`;
+///    a granted tool that is quarantined → `TOOL_QUARANTINED`; one whose schema cannot be
+///    compiled → `TOOL_UNUSABLE`;
 /// 3. arguments that do not match the tool's schema → `INVALID_ARGUMENTS`;
 /// 4. the scope's guardrails on the tool → `GOVERNANCE_VIOLATION` naming the guardrail;
 /// 5. each granting role in learn order: step-order guards, per-call bounds, cumulative
@@ -82,6 +83,15 @@ pub fn decide(
             .with_available(catalog.available_tools(session)),
         );
     };
+    if let Some(reason) = catalog.tool(tool).and_then(|t| t.quarantine.as_deref()) {
+        return deny(
+            Denial::new(
+                DenyCode::ToolQuarantined,
+                format!("`{tool}` is quarantined until an admin admits it: {reason}"),
+            )
+            .with_available(catalog.available_tools(session)),
+        );
+    }
     let validator = match &compiled.validator {
         Ok(validator) => validator,
         Err(reason) => {

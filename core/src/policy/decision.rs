@@ -26,6 +26,9 @@ pub enum DenyCode {
     ToolUnusable,
     /// The gateway itself failed while handling the request; nothing further ran.
     InternalError,
+    /// The tool is quarantined: new and not yet admitted, or its upstream's definition
+    /// differs from the one an admin pinned. An agent reads it as an access denial.
+    ToolQuarantined,
 }
 
 impl DenyCode {
@@ -37,6 +40,7 @@ impl DenyCode {
             Self::InvalidArguments => "INVALID ARGUMENTS",
             Self::ToolUnusable => "TOOL UNUSABLE",
             Self::InternalError => "INTERNAL ERROR",
+            Self::ToolQuarantined => "ACCESS DENIED",
         }
     }
 
@@ -48,6 +52,7 @@ impl DenyCode {
             Self::InvalidArguments => "INVALID_ARGUMENTS",
             Self::ToolUnusable => "TOOL_UNUSABLE",
             Self::InternalError => "INTERNAL_ERROR",
+            Self::ToolQuarantined => "TOOL_QUARANTINED",
         }
     }
 }

@@ -104,6 +104,7 @@ pub fn builtin_catalog_parts() -> (Upstream, Vec<CatalogTool>) {
         .map(|spec| CatalogTool {
             upstream: name.clone(),
             spec,
+            quarantine: None,
         })
         .collect();
     (

@@ -707,6 +707,9 @@ async fn list_tools(conn: &mut SqliteConnection) -> Result<Vec<CatalogTool>, sql
                         row.try_get("sensitive_args")?,
                     )?,
                 },
+                // Pins and quarantine are stored by the tool-pinning change; until then no
+                // stored tool is quarantined.
+                quarantine: None,
             })
         })
         .collect()

@@ -26,6 +26,7 @@ pub fn tool(name: &str, input_schema: Value) -> CatalogTool {
             input_schema,
             sensitive_args: Vec::new(),
         },
+        quarantine: None,
     }
 }
 

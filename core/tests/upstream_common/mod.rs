@@ -38,6 +38,7 @@ pub fn permit(tool: &str, arguments: Map<String, Value>) -> Permit {
                 input_schema: json!({"type": "object"}),
                 sensitive_args: Vec::new(),
             },
+            quarantine: None,
         }],
         skills: vec![Skill {
             slug: slug("calling"),
