@@ -790,6 +790,7 @@ pub(crate) mod ssr {
             CatalogError::InvalidPointer { .. } | CatalogError::ResultValueTooLong { .. } => {
                 "result"
             }
+            CatalogError::ApprovalExpiry { .. } => "minutes",
         }
     }
 

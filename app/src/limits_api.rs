@@ -15,7 +15,8 @@ use crate::authoring_api::Checked;
 /// Which ones matter depends on `kind`: `bound` (tool, arg, op, value), `one_of` (tool,
 /// arg, value: comma-separated), `max_length` (tool, arg, value), `sum_cap` (tool, arg,
 /// value), `count_cap` (tool, value), `requires` (tool, after, and optionally
-/// `same_args`: comma-separated, `result_pointer` with `result_equals`: a JSON value).
+/// `same_args`: comma-separated, `result_pointer` with `result_equals`: a JSON value),
+/// `requires_approval` (tool, optionally arg, op and value as its condition, and minutes).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LimitFields {
     pub kind: String,
@@ -30,6 +31,9 @@ pub struct LimitFields {
     pub result_pointer: Option<String>,
     #[serde(default)]
     pub result_equals: Option<String>,
+    /// For `requires_approval`: how long a hold waits and its approval lasts.
+    #[serde(default)]
+    pub minutes: Option<String>,
 }
 
 /// Adds one limit to a role (`holder` = `role`) or one guardrail to a scope (`scope`).
@@ -89,7 +93,7 @@ fn gone() -> ConsoleError {
 #[cfg(feature = "ssr")]
 pub(crate) mod ssr {
     use leptos::serde_json::{self, Value};
-    use skillgate_core::model::{ArgCheck, CmpOp, Limit, ResultCheck};
+    use skillgate_core::model::{ApprovalCondition, ArgCheck, CmpOp, Limit, ResultCheck};
     use skillgate_core::users::ConsoleRole;
 
     use super::LimitFields;
@@ -198,14 +202,19 @@ pub(crate) mod ssr {
             same_args,
             result_pointer,
             result_equals,
+            minutes,
         } = fields;
         if tool.trim().is_empty() {
             return Err(field("tool", "Pick the tool the limit bounds."));
         }
+        let chosen_arg = arg
+            .as_deref()
+            .map(str::trim)
+            .filter(|a| !a.is_empty())
+            .map(str::to_owned);
         let arg = || {
-            arg.clone()
-                .map(|a| a.trim().to_owned())
-                .filter(|a| !a.is_empty())
+            chosen_arg
+                .clone()
                 .ok_or_else(|| field("arg", "Pick the argument the limit reads."))
         };
         let value = value.as_deref();
@@ -250,6 +259,22 @@ pub(crate) mod ssr {
                 tool,
                 max: count("value", value)?,
             },
+            "requires_approval" => {
+                let when = match chosen_arg {
+                    None => None,
+                    Some(arg) => Some(ApprovalCondition {
+                        arg,
+                        op: op(op_text.as_deref())?,
+                        value: decimal("value", value)?,
+                    }),
+                };
+                let minutes = minutes.as_deref().map(str::trim).filter(|m| !m.is_empty());
+                Limit::RequiresApproval {
+                    tool,
+                    when,
+                    expires_in_minutes: minutes.map(|m| count("minutes", Some(m))).transpose()?,
+                }
+            }
             "requires" => Limit::Requires {
                 tool,
                 after: after.unwrap_or_default().into_keys().collect(),
@@ -308,6 +333,7 @@ mod tests {
             same_args: Some(same_args.into()),
             result_pointer: Some(pointer.into()),
             result_equals: Some(equals.into()),
+            minutes: None,
         }
     }
 

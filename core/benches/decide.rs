@@ -155,6 +155,7 @@ fn bench_decide(c: &mut Criterion) {
             key_id: "k",
             tool: &tool,
             arguments,
+            approved: None,
         };
         // Some usage already recorded, as in a session that has made calls.
         for _ in 0..3 {

@@ -10,6 +10,7 @@ pub mod catalog_service;
 pub mod compliance;
 pub mod demo;
 pub mod gateway;
+pub mod holds;
 pub mod keys;
 pub mod metrics;
 pub mod model;

@@ -63,6 +63,8 @@ impl Phase {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
     Allowed,
+    /// Held for a reviewer's approval.
+    Held,
     Denied(DenyCode),
 }
 
@@ -70,6 +72,7 @@ impl Outcome {
     fn as_str(self) -> &'static str {
         match self {
             Outcome::Allowed => "allowed",
+            Outcome::Held => "held",
             Outcome::Denied(DenyCode::AccessDenied) => "access_denied",
             Outcome::Denied(DenyCode::GovernanceViolation) => "governance_violation",
             Outcome::Denied(DenyCode::InvalidArguments) => "invalid_arguments",

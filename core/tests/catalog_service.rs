@@ -68,6 +68,7 @@ fn refund_decision(handle: &CatalogHandle, session: &SessionView, amount: i64) -
         key_id: &session.owner_key_id,
         tool: "process_refund",
         arguments,
+        approved: None,
     };
     decide(&handle.load(), Some(session), request, Utc::now())
 }

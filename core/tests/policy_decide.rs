@@ -36,6 +36,7 @@ fn a_session_the_store_does_not_know_is_access_denied_without_listing_tools() {
         key_id: KEY,
         tool: "check",
         arguments: args("{}"),
+        approved: None,
     };
     let decision = decide(&compiled(), None, request, t0());
     assert_eq!(code(&decision), Some(DenyCode::AccessDenied));
@@ -68,6 +69,7 @@ fn expired_foreign_or_mismatched_sessions_are_access_denied_alike() {
             key_id: key,
             tool: "check",
             arguments: args("{}"),
+            approved: None,
         };
         let decision = decide(&catalog, Some(&session), request, now);
         assert_eq!(code(&decision), Some(DenyCode::AccessDenied), "{case}");
@@ -85,6 +87,7 @@ fn expired_foreign_or_mismatched_sessions_are_access_denied_alike() {
         key_id: KEY,
         tool: "check",
         arguments: args("{}"),
+        approved: None,
     };
     assert!(decide(&catalog, Some(&session), request, just_before).is_allowed());
 }
@@ -678,6 +681,7 @@ fn a_denial_serializes_to_the_structured_content_of_the_mcp_contract() {
             key_id: KEY,
             tool: "x",
             arguments: args("{}"),
+            approved: None,
         },
         t0(),
     );

@@ -644,6 +644,7 @@ fn decide_at_t0(
             key_id: KEY,
             tool,
             arguments,
+            approved: None,
         },
         t0(),
     )
@@ -936,6 +937,11 @@ proptest! {
                     let note = permit.take_note();
                     session.record_success(&tool.name, note.outcome(Some(&instance)));
                     prop_assert!(session.usage.has_succeeded(&tool.name));
+                }
+                Decision::Hold(hold) => {
+                    prop_assert!(valid, "{} held arguments its schema rejects", tool.name);
+                    prop_assert_eq!(hold.permit().arguments(), &args, "a hold keeps the exact call");
+                    prop_assert!(hold.rule().contains("approval"), "{}", hold.rule());
                 }
             }
         }

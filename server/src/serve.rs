@@ -17,6 +17,7 @@ use skillgate_core::audit::checkpoint;
 use skillgate_core::audit::{AuditLog, CheckpointSigner};
 use skillgate_core::catalog_service::CatalogService;
 use skillgate_core::gateway::{Gateway, GatewayOptions};
+use skillgate_core::holds::Holds;
 use skillgate_core::keys::AgentKeys;
 use skillgate_core::metrics::Metrics;
 use skillgate_core::policy::CatalogHandle;
@@ -150,6 +151,8 @@ pub async fn build(
     });
     let audit = AuditLog::new(store.clone());
     let revisions = Revisions::new(store.clone(), catalog.clone(), audit.clone());
+    let holds = Holds::new(store.clone(), audit.clone(), catalog.clone());
+    spawn_hold_expiry(holds.clone());
     upstreams.upsert(CURATION_UPSTREAM, in_process_config(revisions.clone()));
     let gateway = Gateway::new(
         store.clone(),
@@ -213,6 +216,7 @@ pub async fn build(
         move || {
             provide_context(console.clone());
             provide_context(revisions.clone());
+            provide_context(holds.clone());
             provide_context(trusted_keys.clone());
         }
     };
@@ -250,6 +254,25 @@ pub async fn build(
         .merge(metrics_http::router(metrics))
         .layer(TraceLayer::new_for_http());
     Ok((router, checkpoints))
+}
+
+/// How often holds whose time ran out are expired (their usage released, audited). A hold
+/// an agent or reviewer touches after its expiry is expired at that moment anyway.
+const HOLD_SWEEP: Duration = Duration::from_secs(30);
+
+fn spawn_hold_expiry(holds: Holds) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(HOLD_SWEEP);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            match holds.expire_due(chrono::Utc::now()).await {
+                Ok(0) => {}
+                Ok(expired) => tracing::info!(expired, "expired approval holds"),
+                Err(error) => tracing::warn!(%error, "could not expire approval holds"),
+            }
+        }
+    });
 }
 
 /// Seeds the demo catalog into an empty database and prints a key for its `support` scope.

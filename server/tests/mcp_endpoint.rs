@@ -294,7 +294,7 @@ async fn tier_one_support_is_stopped_above_its_refund_cap_and_refunds_within_it(
     )
     .await;
     assert_allowed(&eligibility);
-    let within = call(&client, &session, "process_refund", refund(400)).await;
+    let within = call(&client, &session, "process_refund", refund(200)).await;
     assert_allowed(&within);
     let executed = server.executed("process_refund");
     assert_eq!(executed.len(), 1, "{executed:?}");
@@ -500,13 +500,16 @@ async fn a_second_server_process_on_the_same_database_continues_a_session_and_sh
         )
         .await,
     );
-    assert_allowed(&call(&on_first, &session, "process_refund", refund(400)).await);
-    assert_allowed(&call(&on_second, &session, "process_refund", refund(400)).await);
-    // 800 used of the 1000 per-session cap, across both processes: 300 more is refused.
-    let over = call(&on_first, &session, "process_refund", refund(300)).await;
+    // Refunds of up to 200 need no approval: five of them fill the 1000 per-session cap.
+    for n in 0..5 {
+        let on = if n % 2 == 0 { &on_first } else { &on_second };
+        assert_allowed(&call(on, &session, "process_refund", refund(200)).await);
+    }
+    // 1000 used across both processes: 100 more is refused.
+    let over = call(&on_first, &session, "process_refund", refund(100)).await;
     assert_denied(&over, "GOVERNANCE VIOLATION", "GOVERNANCE_VIOLATION");
     assert!(over.text.contains("1000"), "{}", over.text);
-    assert_eq!(first.executed("process_refund").len(), 2);
+    assert_eq!(first.executed("process_refund").len(), 5);
 }
 
 #[tokio::test]
@@ -528,10 +531,10 @@ async fn concurrent_refunds_never_pass_a_cap_that_only_some_of_them_fit_under() 
         )
         .await,
     );
-    // Six refunds of 400 at once, through two processes: the 1000 cap fits two of them.
-    let refund = json!({"customer_id": "C-1008", "order_id": "O-5011", "amount": 400,
+    // Twelve refunds of 200 at once, through two processes: the 1000 cap fits five of them.
+    let refund = json!({"customer_id": "C-1008", "order_id": "O-5011", "amount": 200,
                         "reason": "Duplicate charge"});
-    let replies = futures::future::join_all((0..6).map(|i| {
+    let replies = futures::future::join_all((0..12).map(|i| {
         let client = &clients[i % 2];
         let session = session.clone();
         let refund = refund.clone();
@@ -543,8 +546,8 @@ async fn concurrent_refunds_never_pass_a_cap_that_only_some_of_them_fit_under() 
         .iter()
         .filter(|r| r.code() == "GOVERNANCE_VIOLATION")
         .count();
-    assert_eq!((allowed, violations), (2, 4), "{replies:?}");
-    assert_eq!(first.executed("process_refund").len(), 2);
+    assert_eq!((allowed, violations), (5, 7), "{replies:?}");
+    assert_eq!(first.executed("process_refund").len(), 5);
 }
 
 /// A raw JSON-RPC POST to `url`, with the connection label echoed when given; returns the
@@ -706,7 +709,7 @@ async fn the_metrics_page_counts_decisions_refusals_and_times_each_phase_of_a_ca
     assert_denied(&over, "GOVERNANCE VIOLATION", "GOVERNANCE_VIOLATION");
     let eligibility = json!({"customer_id": "C-1003", "order_id": "O-5005"});
     assert_allowed(&call(&client, &session, "check_refund_eligibility", eligibility).await);
-    assert_allowed(&call(&client, &session, "process_refund", refund(400)).await);
+    assert_allowed(&call(&client, &session, "process_refund", refund(200)).await);
     let refused = raw_initialize(&server, Some("not-a-key"), "2025-06-18")
         .send()
         .await
@@ -792,7 +795,7 @@ async fn a_call_whose_reservation_keeps_conflicting_is_denied_audited_and_never_
     .await
     .unwrap();
 
-    let busy = call(&client, &session, "process_refund", refund(400)).await;
+    let busy = call(&client, &session, "process_refund", refund(200)).await;
     assert_denied(&busy, "ACCESS DENIED", "ACCESS_DENIED");
     assert!(busy.text.contains("too busy"), "{}", busy.text);
     assert!(server.executed("process_refund").is_empty());

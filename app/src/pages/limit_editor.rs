@@ -144,6 +144,10 @@ const KINDS: &[(&str, &str)] = &[
         "requires",
         "Step order: tool runs only after other tools succeeded",
     ),
+    (
+        "requires_approval",
+        "Approval: a reviewer approves each call (optionally only when an argument passes a comparison)",
+    ),
 ];
 
 /// The add form: kind, tool, argument, comparison and value, or a step guard's
@@ -218,7 +222,7 @@ pub fn limit_form(holder: &LimitHolder, add: ServerAction<AddLimit>) -> impl Int
                 <h3 id="add-limit-heading">{heading}</h3>
                 <FormOutcome
                     action=add
-                    fields=&["kind", "tool", "arg", "op", "value", "after", "result"]
+                    fields=&["kind", "tool", "arg", "op", "value", "after", "result", "minutes"]
                     saved="Added. The gateway enforces it from the next call."
                 />
                 <input type="hidden" name="holder" value=kind_of_holder />
@@ -253,7 +257,7 @@ pub fn limit_form(holder: &LimitHolder, add: ServerAction<AddLimit>) -> impl Int
                         </select>
                         <FieldError id="tool-error" message=err("tool") />
                     </div>
-                    <div hidden=needs(&["bound", "one_of", "max_length", "sum_cap"])>
+                    <div hidden=needs(&["bound", "one_of", "max_length", "sum_cap", "requires_approval"])>
                         <label for="limit-arg">"Argument"</label>
                         <select id="limit-arg" name="limit[arg]" aria-describedby="arg-error">
                             <option value="">"Pick an argument"</option>
@@ -261,7 +265,7 @@ pub fn limit_form(holder: &LimitHolder, add: ServerAction<AddLimit>) -> impl Int
                         </select>
                         <FieldError id="arg-error" message=err("arg") />
                     </div>
-                    <div hidden=needs(&["bound"])>
+                    <div hidden=needs(&["bound", "requires_approval"])>
                         <label for="limit-op">"Comparison"</label>
                         <select id="limit-op" name="limit[op]" aria-describedby="op-error">
                             <option value="<=">"<= at most"</option>
@@ -272,7 +276,7 @@ pub fn limit_form(holder: &LimitHolder, add: ServerAction<AddLimit>) -> impl Int
                         </select>
                         <FieldError id="op-error" message=err("op") />
                     </div>
-                    <div hidden=needs(&["bound", "one_of", "max_length", "sum_cap", "count_cap"])>
+                    <div hidden=needs(&["bound", "one_of", "max_length", "sum_cap", "count_cap", "requires_approval"])>
                         <label for="limit-value">"Value"</label>
                         <input
                             id="limit-value"
@@ -284,6 +288,20 @@ pub fn limit_form(holder: &LimitHolder, add: ServerAction<AddLimit>) -> impl Int
                         </p>
                         <FieldError id="value-error" message=err("value") />
                     </div>
+                </div>
+                <div hidden=needs(&["requires_approval"])>
+                    <label for="limit-minutes">"Approval valid for (minutes, empty: 15)"</label>
+                    <input
+                        id="limit-minutes"
+                        name="limit[minutes]"
+                        inputmode="numeric"
+                        class="short"
+                        aria-describedby="minutes-help minutes-error"
+                    />
+                    <p class="help" id="minutes-help">
+                        "A held call waits this long for a reviewer, and an approval this long for its run. For approval only when an argument passes a comparison, pick the argument, comparison and value above."
+                    </p>
+                    <FieldError id="minutes-error" message=err("minutes") />
                 </div>
                 <div hidden=needs(&["requires"])>
                     {after_picker}

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::policy::Permit;
+use crate::policy::{Hold, Permit};
 
 /// What happened. Serialized (and stored) in snake_case, e.g. `call_allowed`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -26,10 +26,16 @@ pub enum EventKind {
     AdminChange,
     /// Retention deleted a range of older events (see [`NewEvent::audit_pruned`]).
     AuditPruned,
+    /// A call every limit allowed but that waits for a reviewer's approval.
+    CallHeld,
+    HoldApproved,
+    HoldDenied,
+    /// A hold that was not decided, or not run once approved, in time; its usage is released.
+    HoldExpired,
 }
 
 impl EventKind {
-    pub const ALL: [EventKind; 9] = [
+    pub const ALL: [EventKind; 13] = [
         EventKind::SessionStarted,
         EventKind::LearnGranted,
         EventKind::LearnDenied,
@@ -39,6 +45,10 @@ impl EventKind {
         EventKind::Feedback,
         EventKind::AdminChange,
         EventKind::AuditPruned,
+        EventKind::CallHeld,
+        EventKind::HoldApproved,
+        EventKind::HoldDenied,
+        EventKind::HoldExpired,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -52,6 +62,10 @@ impl EventKind {
             EventKind::Feedback => "feedback",
             EventKind::AdminChange => "admin_change",
             EventKind::AuditPruned => "audit_pruned",
+            EventKind::CallHeld => "call_held",
+            EventKind::HoldApproved => "hold_approved",
+            EventKind::HoldDenied => "hold_denied",
+            EventKind::HoldExpired => "hold_expired",
         }
     }
 }
@@ -181,6 +195,80 @@ impl NewEvent {
         )
         .in_session(session_id)
         .by(actor)
+    }
+
+    /// A held call: what waits for approval, under which rule, until when. `arguments` must
+    /// already be redacted with [`super::redact_sensitive`].
+    pub fn call_held(
+        session_id: &str,
+        actor: &str,
+        hold: &Hold,
+        hold_id: &str,
+        arguments: Value,
+        expires_at: &str,
+        catalog_revision: &str,
+    ) -> Self {
+        Self::new(
+            EventKind::CallHeld,
+            json!({
+                "hold_id": hold_id,
+                "tool": hold.permit().tool(),
+                "arguments": arguments,
+                "decision": "pending_approval",
+                "role": hold.permit().role(),
+                "rule": hold.rule(),
+                "expires_at": expires_at,
+                "catalog_revision": catalog_revision,
+            }),
+        )
+        .in_session(session_id)
+        .by(actor)
+    }
+
+    /// A reviewer's decision on a hold, in the hold's session, by the reviewer.
+    pub fn hold_decided(
+        session_id: &str,
+        reviewer: &str,
+        hold_id: &str,
+        tool: &str,
+        approved: bool,
+        reason: &str,
+        catalog_revision: &str,
+    ) -> Self {
+        let kind = if approved {
+            EventKind::HoldApproved
+        } else {
+            EventKind::HoldDenied
+        };
+        Self::new(
+            kind,
+            json!({
+                "hold_id": hold_id,
+                "tool": tool,
+                "reason": reason,
+                "catalog_revision": catalog_revision,
+            }),
+        )
+        .in_session(session_id)
+        .by(reviewer)
+    }
+
+    /// A hold that ran out of time; `was` is the state it expired in.
+    pub fn hold_expired(session_id: &str, hold_id: &str, tool: &str, was: &str) -> Self {
+        Self::new(
+            EventKind::HoldExpired,
+            json!({ "hold_id": hold_id, "tool": tool, "was": was }),
+        )
+        .in_session(session_id)
+        .by("skillgate")
+    }
+
+    /// Marks a call event as the run (or refusal) of an approved hold.
+    pub fn of_hold(mut self, hold_id: &str) -> Self {
+        if let Value::Object(payload) = &mut self.payload {
+            payload.insert("hold_id".to_owned(), json!(hold_id));
+        }
+        self
     }
 
     /// Records, without placing the event in it, which session a refused request named

@@ -7,7 +7,8 @@ use rust_decimal::Decimal;
 
 use super::tools::tool_specs;
 use crate::model::{
-    ArgCheck, CatalogDraft, CatalogTool, CmpOp, Limit, Resource, ResultCheck, Role, Scope, Skill,
+    ApprovalCondition, ArgCheck, CatalogDraft, CatalogTool, CmpOp, Limit, Resource, ResultCheck,
+    Role, Scope, Skill,
 };
 use crate::slug::Slug;
 
@@ -85,6 +86,19 @@ fn refund_requires_eligible_check() -> Limit {
             pointer: "/eligible".to_owned(),
             equals: serde_json::Value::Bool(true),
         }),
+    }
+}
+
+/// A refund above 200 waits for a reviewer: a newcomer sees a hold on day one.
+fn refunds_over_200_need_approval() -> Limit {
+    Limit::RequiresApproval {
+        tool: "process_refund".to_owned(),
+        when: Some(ApprovalCondition {
+            arg: "amount".to_owned(),
+            op: CmpOp::Gt,
+            value: Decimal::from(200),
+        }),
+        expires_in_minutes: None,
     }
 }
 
@@ -192,13 +206,14 @@ fn roles() -> Vec<Role> {
         Role {
             slug: slug("tier-1-support"),
             title: "Tier 1 support".to_owned(),
-            description: "Front-line customer support: look up customers and orders, open tickets, answer from the response policy, escalate billing questions, and refund eligible orders up to 500 per refund and 1000 per session.".to_owned(),
+            description: "Front-line customer support: look up customers and orders, open tickets, answer from the response policy, escalate billing questions, and refund eligible orders up to 500 per refund and 1000 per session (above 200 with a reviewer's approval).".to_owned(),
             instructions: "You are the first person a customer talks to. Identify the customer before anything else, keep one ticket per case, and answer from the response policy rather than from memory. Refunds are yours up to the limits below; anything larger, or anything about payment methods, goes to billing through `escalate_to_billing`.".to_owned(),
             skills: slugs(&["customer-lookup", "refund-handling", "ticketing-and-escalation"]),
             limits: vec![
                 refund_cap(500),
                 Limit::SumCap { tool: "process_refund".to_owned(), arg: "amount".to_owned(), max: Decimal::from(1000) },
                 refund_requires_eligible_check(),
+                refunds_over_200_need_approval(),
             ],
         },
         Role {
@@ -581,6 +596,7 @@ mod tests {
                 "Each call to `process_refund` must have `amount` at most 500.",
                 "The `amount` of all allowed `process_refund` calls in a session must add up to at most 1000.",
                 "`process_refund` may run only after `check_refund_eligibility` has succeeded earlier in the same session for the same `order_id` with a result whose `/eligible` is true.",
+                "`process_refund` needs a reviewer's approval of the exact call before it runs when `amount` is greater than 200; an approval is valid for 15 minutes.",
             ]
         );
     }

@@ -11,12 +11,14 @@ use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+use super::hold::HoldOutcome;
 use super::{AgentIdentity, Gateway, GatewayError, Place, ToolReply, bounds, code_label, refusal};
 use crate::audit::{CallOutcome, NewEvent, redact_sensitive};
 use crate::metrics::{Outcome, Phase};
 use crate::model::UpstreamKind;
 use crate::policy::{
-    Arguments, CallRequest, Decision, Denial, DenyCode, SessionView, SuccessNote, decide,
+    Arguments, CallRequest, CompiledCatalog, Decision, Denial, DenyCode, Permit, SessionView,
+    SuccessNote, decide,
 };
 use crate::revisions::curator::{META_AGENT, META_SESSION};
 use crate::slug::Slug;
@@ -86,7 +88,7 @@ impl Gateway {
         let _guard = self.locks.lock(&sid).await;
         session_time += timer.elapsed();
         let mut attempts = 0;
-        let (mut permit, view) = loop {
+        let (permit, view) = loop {
             let timer = Instant::now();
             let current = if sid.is_empty() {
                 None
@@ -116,6 +118,7 @@ impl Gateway {
                 key_id: &key_id,
                 tool,
                 arguments: args,
+                approved: None,
             };
             let timer = Instant::now();
             let decision = decide(&catalog, current.as_ref().map(|s| &s.view), request, now);
@@ -130,6 +133,39 @@ impl Gateway {
                     return self
                         .record_denial(agent, tool, audited_arguments, denied)
                         .await;
+                }
+                Decision::Hold(hold) => {
+                    let Some(stored) = current else {
+                        unreachable!("decide holds only in a stored session")
+                    };
+                    metrics.observe(Phase::Session, session_time);
+                    match self
+                        .hold_call(agent, &catalog, stored, hold, &audited_arguments, now)
+                        .await?
+                    {
+                        HoldOutcome::Answered(reply) => return Ok(reply),
+                        HoldOutcome::Resume(row) => {
+                            return self.resume_locked(agent, &catalog, *row, now).await;
+                        }
+                        HoldOutcome::Conflict(args) => {
+                            attempts += 1;
+                            if attempts >= SAVE_ATTEMPTS {
+                                let denied = Denied {
+                                    place,
+                                    denial: Denial::new(
+                                        DenyCode::AccessDenied,
+                                        "The session is too busy to hold this call safely; try again.",
+                                    ),
+                                    session_time,
+                                };
+                                return self
+                                    .record_denial(agent, tool, audited_arguments, denied)
+                                    .await;
+                            }
+                            arguments = Ok(args);
+                            continue;
+                        }
+                    }
                 }
                 Decision::Allow(permit) => permit,
             };
@@ -181,6 +217,23 @@ impl Gateway {
             .await?;
         metrics.observe(Phase::AuditDecision, timer.elapsed());
 
+        self.run_permitted(agent, &catalog, &sid, &view, permit)
+            .await
+    }
+
+    /// Executes a permitted call whose `call_allowed` event is durable: the upstream call,
+    /// its durable `call_result`, and the success guards wait for.
+    pub(super) async fn run_permitted(
+        &self,
+        agent: &AgentIdentity,
+        catalog: &CompiledCatalog,
+        sid: &str,
+        view: &SessionView,
+        mut permit: Permit,
+    ) -> Result<ToolReply, GatewayError> {
+        let metrics = &self.metrics;
+        let tool = permit.tool().to_owned();
+        let tool = tool.as_str();
         let role = permit.role().clone();
         let note = permit.take_note();
         let upstream = catalog
@@ -222,7 +275,7 @@ impl Gateway {
                 };
                 self.audit
                     .append(NewEvent::call_result(
-                        &sid,
+                        sid,
                         &agent.key_name,
                         tool,
                         outcome.duration.as_millis() as u64,
@@ -231,7 +284,7 @@ impl Gateway {
                     .await?;
                 metrics.observe(Phase::AuditResult, timer.elapsed());
                 if !outcome.is_error {
-                    self.record_success(&sid, tool, &view, &note, &outcome.result)
+                    self.record_success(sid, tool, view, &note, &outcome.result)
                         .await?;
                 }
                 Ok(ToolReply::Downstream(outcome.result))
@@ -241,7 +294,7 @@ impl Gateway {
                 tracing::warn!(%error, %upstream, "downstream call failed");
                 self.audit
                     .append(NewEvent::call_result(
-                        &sid,
+                        sid,
                         &agent.key_name,
                         tool,
                         started.elapsed().as_millis() as u64,
@@ -270,7 +323,7 @@ impl Gateway {
 
     /// Counts a denial, makes its `call_denied` event durable where it belongs, and answers
     /// the agent with it.
-    async fn record_denial(
+    pub(super) async fn record_denial(
         &self,
         agent: &AgentIdentity,
         tool: &str,
@@ -341,13 +394,13 @@ impl Gateway {
 }
 
 /// A denial as `record_denial` counts, places and audits it.
-struct Denied {
-    place: Place,
-    denial: Denial,
-    session_time: Duration,
+pub(super) struct Denied {
+    pub place: Place,
+    pub denial: Denial,
+    pub session_time: Duration,
 }
 
-fn learned_versions(view: &SessionView, role: &Slug) -> BTreeMap<String, u32> {
+pub(super) fn learned_versions(view: &SessionView, role: &Slug) -> BTreeMap<String, u32> {
     view.learned
         .iter()
         .find(|l| &l.role == role)

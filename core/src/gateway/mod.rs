@@ -14,6 +14,7 @@ use serde_json::Value;
 mod bounds;
 mod call;
 mod feedback;
+mod hold;
 mod init;
 mod learn;
 mod locks;

@@ -38,6 +38,8 @@ pub enum CatalogError {
     InvalidPointer { tool: String, pointer: String },
     #[error("the result value in the guard on `{tool}` is longer than {max} characters")]
     ResultValueTooLong { tool: String, max: usize },
+    #[error("an approval of `{tool}` must be valid for 1 to {max} minutes")]
+    ApprovalExpiry { tool: String, max: u32 },
     #[error("`{0}` is listed twice")]
     Duplicate(String),
 }

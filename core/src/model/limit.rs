@@ -45,7 +45,7 @@ impl CmpOp {
         }
     }
 
-    fn words(self) -> &'static str {
+    pub fn words(self) -> &'static str {
         match self {
             Self::Lt => "less than",
             Self::Le => "at most",
@@ -98,7 +98,29 @@ pub enum Limit {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         result: Option<ResultCheck>,
     },
+    /// `tool` runs only after a reviewer approved that exact call (when `when` holds, if
+    /// given); the approval is valid for `expires_in_minutes` (default 15).
+    RequiresApproval {
+        tool: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        when: Option<ApprovalCondition>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        expires_in_minutes: Option<u32>,
+    },
 }
+
+/// When a requires-approval limit applies: a numeric argument compared exactly.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalCondition {
+    pub arg: String,
+    pub op: CmpOp,
+    pub value: Decimal,
+}
+
+/// How long a hold waits for a reviewer, and an approval stays valid, unless the limit says.
+pub const DEFAULT_APPROVAL_MINUTES: u32 = 15;
+/// The longest an approval may be configured to stay valid: one day.
+pub const MAX_APPROVAL_MINUTES: u32 = 24 * 60;
 
 /// A condition on a prerequisite's structured result: the value at a JSON Pointer equals
 /// `equals` (numbers compared exactly, so `1` and `1.0` match).
@@ -138,7 +160,8 @@ impl Limit {
             Self::ArgBound { tool, .. }
             | Self::SumCap { tool, .. }
             | Self::CountCap { tool, .. }
-            | Self::Requires { tool, .. } => tool,
+            | Self::Requires { tool, .. }
+            | Self::RequiresApproval { tool, .. } => tool,
         }
     }
 
@@ -199,6 +222,25 @@ impl Limit {
                 sentence.push('.');
                 sentence
             }
+            Self::RequiresApproval { tool, when, .. } => {
+                let minutes = self.approval_minutes();
+                let condition = when.as_ref().map_or(String::new(), |c| {
+                    format!(" when `{}` is {} {}", c.arg, c.op.words(), c.value)
+                });
+                format!(
+                    "`{tool}` needs a reviewer's approval of the exact call before it runs{condition}; an approval is valid for {minutes} minutes."
+                )
+            }
+        }
+    }
+
+    /// How long a hold of this limit waits, and its approval stays valid, in minutes.
+    pub fn approval_minutes(&self) -> u32 {
+        match self {
+            Self::RequiresApproval {
+                expires_in_minutes, ..
+            } => expires_in_minutes.unwrap_or(DEFAULT_APPROVAL_MINUTES),
+            _ => DEFAULT_APPROVAL_MINUTES,
         }
     }
 
@@ -260,6 +302,23 @@ impl Limit {
                 }
             }
             Self::CountCap { .. } => {}
+            Self::RequiresApproval {
+                when,
+                expires_in_minutes,
+                ..
+            } => {
+                if let Some(condition) = when
+                    && !arg_kind(&condition.arg)?.numeric
+                {
+                    return Err(not_numeric(&condition.arg));
+                }
+                if expires_in_minutes.is_some_and(|m| m == 0 || m > MAX_APPROVAL_MINUTES) {
+                    return Err(CatalogError::ApprovalExpiry {
+                        tool: tool.to_owned(),
+                        max: MAX_APPROVAL_MINUTES,
+                    });
+                }
+            }
             Self::Requires {
                 after,
                 same_args,
@@ -348,6 +407,13 @@ impl fmt::Display for Limit {
                     write!(f, " where {} == {}", check.pointer, check.equals)?;
                 }
                 Ok(())
+            }
+            Self::RequiresApproval { tool, when, .. } => {
+                write!(f, "{tool} requires approval")?;
+                if let Some(c) = when {
+                    write!(f, " when {} {} {}", c.arg, c.op.symbol(), c.value)?;
+                }
+                write!(f, " ({} min)", self.approval_minutes())
             }
         }
     }

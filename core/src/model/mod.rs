@@ -11,7 +11,10 @@ mod upstream;
 
 pub use catalog::{Catalog, CatalogDraft, CatalogTool};
 pub use error::CatalogError;
-pub use limit::{ArgCheck, CmpOp, Limit, ResultCheck};
+pub use limit::{
+    ApprovalCondition, ArgCheck, CmpOp, DEFAULT_APPROVAL_MINUTES, Limit, MAX_APPROVAL_MINUTES,
+    ResultCheck,
+};
 pub use role::{MAX_ROLE_DESCRIPTION, Role};
 pub use scope::Scope;
 pub use skill::{Resource, Skill, SkillVersion};

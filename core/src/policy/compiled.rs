@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use arc_swap::ArcSwap;
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 
 use super::rules::ToolRules;
 use super::{LearnedSkill, SessionView};
@@ -65,6 +66,7 @@ pub struct CompiledCatalog {
     grants: HashMap<String, Vec<Slug>>,
     tracked: HashMap<String, Tracked>,
     watched: HashMap<String, Watched>,
+    revision: String,
 }
 
 impl CompiledCatalog {
@@ -165,9 +167,15 @@ impl CompiledCatalog {
                             .extend(result.iter().map(|r| r.pointer.clone()));
                     }
                 }
-                Limit::Requires { .. } | Limit::ArgBound { .. } => {}
+                Limit::Requires { .. }
+                | Limit::ArgBound { .. }
+                | Limit::RequiresApproval { .. } => {}
             }
         }
+        // What an approval records it was decided under: equal catalogs, equal revisions.
+        let revision = serde_json::to_vec(&catalog)
+            .map(|bytes| hex::encode(Sha256::digest(&bytes)))
+            .unwrap_or_default();
         Self {
             catalog,
             tools,
@@ -177,7 +185,13 @@ impl CompiledCatalog {
             grants,
             tracked,
             watched,
+            revision,
         }
+    }
+
+    /// A digest of the whole catalog this snapshot was compiled from.
+    pub fn revision(&self) -> &str {
+        &self.revision
     }
 
     /// The catalog this snapshot was compiled from (for `init_skilder` and `learn`).

@@ -10,8 +10,8 @@ use super::amount::decimal_from_json;
 use super::digest::value_digest;
 use super::rules::Failure;
 use super::{
-    Arguments, CompiledCatalog, Decision, Denial, DenyCode, Permit, Reservation, ReservedAmount,
-    SessionView, SuccessNote,
+    Arguments, CompiledCatalog, Decision, Denial, DenyCode, Hold, Permit, Reservation,
+    ReservedAmount, SessionView, SuccessNote,
 };
 
 /// One `call_tool` request, after the MCP layer resolved the session it names.
@@ -24,6 +24,15 @@ pub struct CallRequest<'a> {
     pub tool: &'a str,
     /// Moved into the permit on `Allow`, so the upstream gets exactly what was decided on.
     pub arguments: Arguments,
+    /// The [`arguments_digest`] of the call a reviewer approved in this session, when the
+    /// call resumes a hold: it satisfies a requires-approval limit only for those arguments.
+    pub approved: Option<&'a str>,
+}
+
+/// The digest that binds an approval to one call's arguments: canonical JSON, numbers as
+/// exact decimals, so the same call written differently matches and any change does not.
+pub fn arguments_digest(arguments: &Arguments) -> String {
+    value_digest(&Value::Object(arguments.clone()))
 }
 
 /// Decides one call. `session` is `None` when the store knows no session by that id.
@@ -38,9 +47,12 @@ pub struct CallRequest<'a> {
 /// 5. each granting role in learn order: step-order guards, per-call bounds, cumulative
 ///    caps; the first role whose rules all pass authorizes, else `GOVERNANCE_VIOLATION`
 ///    naming the first role's failed rule;
-/// 6. allow, with a permit naming that role and the session usage to reserve (every cap
-///    counts the session's calls of the tool, whichever role authorised them); an amount a
-///    cap must count that is not an exact number → `INVALID_ARGUMENTS`.
+/// 6. an amount a cap must count that is not an exact number → `INVALID_ARGUMENTS`;
+/// 7. a requires-approval limit of the scope or the authorizing role that applies, and no
+///    approval of exactly these arguments → held, with the permit whose usage the hold
+///    reserves (nothing executes);
+/// 8. allow, with a permit naming that role and the session usage to reserve (every cap
+///    counts the session's calls of the tool, whichever role authorised them).
 pub fn decide(
     catalog: &CompiledCatalog,
     session: Option<&SessionView>,
@@ -52,6 +64,7 @@ pub fn decide(
         key_id,
         tool,
         arguments,
+        approved,
     } = request;
     let Some(session) =
         session.filter(|s| s.id == session_id && s.owner_key_id == key_id && now < s.expires_at)
@@ -133,7 +146,7 @@ pub fn decide(
         };
         match outcome {
             Ok(()) => {
-                authorized = Some(slug.clone());
+                authorized = Some((slug.clone(), role.rules.get(tool)));
                 break;
             }
             Err(failure) => {
@@ -141,7 +154,7 @@ pub fn decide(
             }
         }
     }
-    let Some(role) = authorized else {
+    let Some((role, role_rules)) = authorized else {
         let Some((role, failure)) = first_failure else {
             unreachable!("at least one granting role was evaluated")
         };
@@ -156,8 +169,35 @@ pub fn decide(
         Ok(reservation) => reservation,
         Err(rule) => return deny(Denial::new(DenyCode::InvalidArguments, rule)),
     };
+    // Approval comes last: a call that would be refused anyway is refused, not held.
+    let guardrail = catalog.guardrails_on(session.scope.as_str(), tool);
+    let mut needed = None;
+    for (rules, by_guardrail) in [(guardrail, true), (role_rules, false)] {
+        let Some(rules) = rules else { continue };
+        match rules.approval_needed(&args) {
+            Ok(Some(rule)) => {
+                needed = Some(rule);
+                break;
+            }
+            Ok(None) => {}
+            Err(Failure { rule }) => {
+                let denial = Denial::new(DenyCode::GovernanceViolation, rule)
+                    .with_available(catalog.available_tools(session));
+                return deny(if by_guardrail {
+                    denial.by_guardrail(session.scope.clone())
+                } else {
+                    denial.by_role(role.clone())
+                });
+            }
+        }
+    }
     let note = success_note(catalog, tool, &args);
-    Decision::Allow(Permit::new(tool.to_owned(), role, args, reservation, note))
+    let held = needed.filter(|_| approved.is_none_or(|digest| digest != arguments_digest(&args)));
+    let permit = Permit::new(tool.to_owned(), role, args, reservation, note);
+    match held {
+        Some(rule) => Decision::Hold(Hold::new(permit, rule.sentence, rule.minutes)),
+        None => Decision::Allow(permit),
+    }
 }
 
 fn deny(denial: Denial) -> Decision {

@@ -7,8 +7,8 @@ use rust_decimal::Decimal;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::Outcome;
 use super::digest::value_digest;
+use super::{HeldUsage, Outcome};
 use crate::slug::Slug;
 
 /// The arguments of a downstream call: one JSON object from the MCP adapter to the upstream.
@@ -184,6 +184,20 @@ impl Permit {
         &self.reservation
     }
 
+    /// The usage this permit reserves, in the form a hold keeps to release it later.
+    pub fn held_usage(&self) -> HeldUsage {
+        HeldUsage {
+            tool: self.tool.clone(),
+            count: self.reservation.count,
+            amounts: self
+                .reservation
+                .amounts
+                .iter()
+                .map(|a| (a.arg.clone(), a.amount))
+                .collect(),
+        }
+    }
+
     /// Whether the session must be saved with this permit's usage before the call runs.
     pub fn reserves_usage(&self) -> bool {
         !self.reservation.is_empty()
@@ -287,10 +301,51 @@ impl fmt::Display for Denial {
     }
 }
 
+/// A call every limit allows but that needs a reviewer's approval first: it runs only when
+/// it comes back with an approval of exactly these arguments. It carries the permit whose
+/// usage is reserved while the call waits, so a held call cannot be overtaken by others
+/// that a cap only fits one of.
+#[derive(Debug)]
+pub struct Hold {
+    permit: Permit,
+    rule: String,
+    minutes: u32,
+}
+
+impl Hold {
+    pub(super) fn new(permit: Permit, rule: String, minutes: u32) -> Self {
+        Self {
+            permit,
+            rule,
+            minutes,
+        }
+    }
+
+    /// The permit the hold reserves usage with; it executes nothing until approved.
+    pub fn permit(&self) -> &Permit {
+        &self.permit
+    }
+
+    /// The requires-approval rule's sentence.
+    pub fn rule(&self) -> &str {
+        &self.rule
+    }
+
+    /// How long the hold waits for a reviewer, and its approval stays valid.
+    pub fn minutes(&self) -> u32 {
+        self.minutes
+    }
+
+    pub fn into_permit(self) -> Permit {
+        self.permit
+    }
+}
+
 /// The outcome of [`super::decide`].
 #[derive(Debug)]
 pub enum Decision {
     Allow(Permit),
+    Hold(Hold),
     Deny(Denial),
 }
 
@@ -302,7 +357,7 @@ impl Decision {
     pub fn deny_code(&self) -> Option<DenyCode> {
         match self {
             Self::Deny(denial) => Some(denial.code),
-            Self::Allow(_) => None,
+            Self::Allow(_) | Self::Hold(_) => None,
         }
     }
 }

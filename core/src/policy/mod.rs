@@ -14,11 +14,11 @@ mod session;
 
 pub use amount::{AmountError, decimal_from_json};
 pub use compiled::{CatalogHandle, CompiledCatalog, compile_schema};
-pub use decide::{CallRequest, decide};
+pub use decide::{CallRequest, arguments_digest, decide};
 pub use decision::{
-    Arguments, Decision, Denial, DenyCode, Permit, Reservation, ReservedAmount, SuccessNote,
+    Arguments, Decision, Denial, DenyCode, Hold, Permit, Reservation, ReservedAmount, SuccessNote,
 };
 pub use digest::value_digest;
 pub use session::{
-    LearnedRole, LearnedSkill, MAX_OUTCOMES, Outcome, SessionView, ToolUsage, Usage,
+    HeldUsage, LearnedRole, LearnedSkill, MAX_OUTCOMES, Outcome, SessionView, ToolUsage, Usage,
 };

@@ -28,7 +28,16 @@ fn stage(limit: &Limit) -> u8 {
         Limit::Requires { .. } => 0,
         Limit::ArgBound { .. } => 1,
         Limit::SumCap { .. } | Limit::CountCap { .. } => 2,
+        Limit::RequiresApproval { .. } => 3,
     }
+}
+
+/// A requires-approval rule that applies to one call: what the agent and the reviewer read,
+/// and how long the hold and its approval last.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ApprovalRule {
+    pub sentence: String,
+    pub minutes: u32,
 }
 
 /// A rule that did not pass: the sentence plus what this call did wrong.
@@ -86,9 +95,37 @@ impl ToolRules {
                         )));
                     }
                 }
+                // Not a pass-or-fail rule: `approval_needed` asks it once every other passed.
+                Limit::RequiresApproval { .. } => {}
             }
         }
         Ok(())
+    }
+
+    /// The first requires-approval rule whose condition this call meets. A condition that
+    /// cannot be evaluated (argument missing, not an exact number) fails, as any limit does.
+    pub fn approval_needed(&self, args: &Arguments) -> Result<Option<ApprovalRule>, Failure> {
+        for rule in &self.rules {
+            let Limit::RequiresApproval { when, .. } = &rule.limit else {
+                continue;
+            };
+            let applies = match when {
+                None => true,
+                Some(condition) => {
+                    let actual = number_arg(args, &condition.arg).map_err(|detail| Failure {
+                        rule: format!("{} {detail}", rule.sentence),
+                    })?;
+                    condition.op.holds(actual, condition.value)
+                }
+            };
+            if applies {
+                return Ok(Some(ApprovalRule {
+                    sentence: rule.sentence.clone(),
+                    minutes: rule.limit.approval_minutes(),
+                }));
+            }
+        }
+        Ok(None)
     }
 }
 

@@ -42,6 +42,16 @@ pub struct Outcome {
     pub results: BTreeMap<String, String>,
 }
 
+/// What a held call reserved in its session, kept with the hold so that a denial or an
+/// expiry can give exactly that back. Releasing never takes a count or sum below zero.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeldUsage {
+    pub tool: String,
+    pub count: bool,
+    #[serde(default)]
+    pub amounts: BTreeMap<String, Decimal>,
+}
+
 /// Successes of one prerequisite a session keeps for bound guards: the newest ones. An older
 /// success falling out can only make a guard deny (fail closed), never allow.
 pub const MAX_OUTCOMES: usize = 32;
@@ -195,6 +205,22 @@ impl SessionView {
         }
     }
 
+    /// Gives back what a hold reserved (it was denied, expired, or is about to be decided
+    /// again on resuming).
+    pub fn release(&mut self, held: &HeldUsage) {
+        let Some(usage) = self.usage.tools.get_mut(&held.tool) else {
+            return;
+        };
+        if held.count {
+            usage.count = usage.count.saturating_sub(1);
+        }
+        for (arg, amount) in &held.amounts {
+            if let Some(sum) = usage.sums.get_mut(arg) {
+                *sum = (*sum - *amount).max(Decimal::ZERO);
+            }
+        }
+    }
+
     /// Records that a call of `tool` succeeded upstream, which plain step-order guards wait
     /// for, and (when bound guards compare against `tool`) what it succeeded with.
     /// Returns whether anything changed, i.e. whether the session must be saved.
@@ -238,6 +264,29 @@ mod tests {
         assert!(usage.has_succeeded("check_refund_eligibility"));
         let again: Usage = serde_json::from_value(serde_json::to_value(&usage).unwrap()).unwrap();
         assert_eq!(again, usage);
+    }
+
+    #[test]
+    fn releasing_a_hold_gives_back_exactly_its_usage_and_never_goes_below_zero() {
+        let mut view = SessionView::new("s", "1", Slug::parse("support").unwrap(), Utc::now());
+        let mut total = ToolUsage {
+            count: 2,
+            ..ToolUsage::default()
+        };
+        total.sums.insert("amount".into(), Decimal::from(500));
+        view.usage.tools.insert("refund".into(), total);
+        let held = HeldUsage {
+            tool: "refund".into(),
+            count: true,
+            amounts: [("amount".to_owned(), Decimal::from(300))].into(),
+        };
+        view.release(&held);
+        assert_eq!(view.usage.count("refund"), 1);
+        assert_eq!(view.usage.sum("refund", "amount"), Decimal::from(200));
+        view.release(&held);
+        view.release(&held);
+        assert_eq!(view.usage.count("refund"), 0);
+        assert_eq!(view.usage.sum("refund", "amount"), Decimal::ZERO);
     }
 
     #[test]

@@ -973,6 +973,7 @@ mod tests {
             key_id: "k",
             tool: "process_refund",
             arguments: args.as_object().unwrap().clone(),
+            approved: None,
         };
         let decision = decide(&catalog, Some(&session), request, now);
         assert!(
@@ -1037,7 +1038,7 @@ mod tests {
             .await
             .unwrap()
             .unwrap();
-        assert_eq!((unchanged.value.limits.len(), unchanged.revision), (3, 1));
+        assert_eq!((unchanged.value.limits.len(), unchanged.revision), (4, 1));
     }
 
     #[tokio::test]

@@ -79,6 +79,15 @@ impl Store {
         Ok(row.as_ref().map(key_from_row).transpose()?)
     }
 
+    /// The key with this id, whatever its state.
+    pub async fn agent_key_by_id(&self, id: i64) -> Result<Option<AgentKeyInfo>, StoreError> {
+        let row = sqlx::query(&format!("SELECT {COLUMNS} FROM agent_keys WHERE id = ?"))
+            .bind(id)
+            .fetch_optional(self.pool())
+            .await?;
+        Ok(row.as_ref().map(key_from_row).transpose()?)
+    }
+
     pub async fn list_agent_keys(&self) -> Result<Vec<AgentKeyInfo>, StoreError> {
         let rows = sqlx::query(&format!("SELECT {COLUMNS} FROM agent_keys ORDER BY name"))
             .fetch_all(self.pool())

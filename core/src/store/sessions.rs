@@ -39,6 +39,27 @@ pub struct NewFeedback<'a> {
     pub at: DateTime<Utc>,
 }
 
+/// [`Store::load_session`] on a given connection, e.g. inside a transaction that changes it.
+pub async fn load_session_on(
+    conn: &mut SqliteConnection,
+    id: &str,
+) -> Result<Option<StoredSession>, StoreError> {
+    let row = sqlx::query("SELECT key_name, state, revision FROM governance_sessions WHERE id = ?")
+        .bind(id)
+        .fetch_optional(conn)
+        .await?;
+    let Some(row) = row else { return Ok(None) };
+    let state: String = row.try_get("state")?;
+    let view: SessionView = serde_json::from_str(&state).map_err(|e| {
+        StoreError::Conflict(format!("stored state of session {id} is unreadable: {e}"))
+    })?;
+    Ok(Some(StoredSession {
+        view,
+        key_name: row.try_get("key_name")?,
+        revision: row.try_get("revision")?,
+    }))
+}
+
 /// [`Store::insert_session`] on a given connection, e.g. inside the audit writer's
 /// transaction, so a session and its `session_started` event commit together.
 pub async fn insert_session_on(
@@ -95,21 +116,8 @@ impl Store {
     }
 
     pub async fn load_session(&self, id: &str) -> Result<Option<StoredSession>, StoreError> {
-        let row =
-            sqlx::query("SELECT key_name, state, revision FROM governance_sessions WHERE id = ?")
-                .bind(id)
-                .fetch_optional(self.pool())
-                .await?;
-        let Some(row) = row else { return Ok(None) };
-        let state: String = row.try_get("state")?;
-        let view: SessionView = serde_json::from_str(&state).map_err(|e| {
-            StoreError::Conflict(format!("stored state of session {id} is unreadable: {e}"))
-        })?;
-        Ok(Some(StoredSession {
-            view,
-            key_name: row.try_get("key_name")?,
-            revision: row.try_get("revision")?,
-        }))
+        let mut conn = self.pool().acquire().await?;
+        load_session_on(&mut conn, id).await
     }
 
     /// The newest session that this key opened on this MCP connection.

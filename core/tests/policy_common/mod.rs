@@ -235,6 +235,7 @@ pub fn call(catalog: &CompiledCatalog, session: &SessionView, tool: &str, text: 
             key_id: KEY,
             tool,
             arguments: args(text),
+            approved: None,
         },
         t0(),
     )
@@ -274,6 +275,7 @@ pub fn denial(decision: &Decision) -> &Denial {
     match decision {
         Decision::Deny(denial) => denial,
         Decision::Allow(permit) => panic!("expected a denial, got {permit:?}"),
+        Decision::Hold(hold) => panic!("expected a denial, got a hold: {}", hold.rule()),
     }
 }
 
@@ -282,6 +284,7 @@ pub fn permit(decision: &Decision) -> &Permit {
     match decision {
         Decision::Allow(permit) => permit,
         Decision::Deny(denial) => panic!("expected an allow, got {denial}"),
+        Decision::Hold(hold) => panic!("expected an allow, got a hold: {}", hold.rule()),
     }
 }
 
@@ -290,5 +293,6 @@ pub fn shown(decision: &Decision) -> String {
     match decision {
         Decision::Deny(denial) => denial.to_string(),
         Decision::Allow(permit) => format!("allowed: {permit:?}"),
+        Decision::Hold(hold) => format!("held: {}", hold.rule()),
     }
 }

@@ -77,10 +77,12 @@ pub fn permit(tool: &str, arguments: Map<String, Value>) -> Permit {
         key_id: "k",
         tool,
         arguments,
+        approved: None,
     };
     match decide(&catalog, Some(&session), request, now) {
         Decision::Allow(permit) => permit,
         Decision::Deny(denial) => panic!("the test catalog allows `{tool}`: {denial}"),
+        Decision::Hold(hold) => panic!("the test catalog holds nothing: {}", hold.rule()),
     }
 }
 

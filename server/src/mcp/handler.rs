@@ -48,6 +48,24 @@ impl McpHandler {
                 arguments,
                 session_id,
             } => self.gateway.call(agent, session_id, &tool, arguments).await,
+            PlatformCall::Resume {
+                hold_id,
+                tool,
+                arguments,
+                poll,
+                session_id,
+            } => {
+                self.gateway
+                    .resume(
+                        agent,
+                        session_id,
+                        &hold_id,
+                        tool.as_deref(),
+                        arguments,
+                        poll,
+                    )
+                    .await
+            }
             PlatformCall::Feedback {
                 skill,
                 rating,

@@ -28,13 +28,15 @@ static PLATFORM_TOOLS: LazyLock<Vec<Tool>> = LazyLock::new(|| {
         ),
         tool(
             CALL_TOOL,
-            "Call a tool of a learned role, within its limits.",
+            "Call a tool of a learned role, within its limits. To run a call held for approval, pass its hold_id (poll: true only checks it).",
             json!({
                 "tool": {"type": "string"},
                 "arguments": {"type": "object"},
                 "session_id": {"type": "string"},
+                "hold_id": {"type": "string"},
+                "poll": {"type": "boolean"},
             }),
-            &["tool", "arguments"],
+            &[],
         ),
         tool(
             FEEDBACK_SKILL,
@@ -88,6 +90,14 @@ pub enum PlatformCall {
         arguments: Value,
         session_id: Option<String>,
     },
+    /// `call_tool` naming a `hold_id`: where the hold stands, and its run once approved.
+    Resume {
+        hold_id: String,
+        tool: Option<String>,
+        arguments: Option<Value>,
+        poll: bool,
+        session_id: Option<String>,
+    },
     Feedback {
         skill: String,
         rating: i64,
@@ -109,6 +119,7 @@ impl PlatformCall {
     pub fn downstream_tool(&self) -> Option<&str> {
         match self {
             Self::Call { tool, .. } => Some(tool),
+            Self::Resume { tool, .. } => tool.as_deref(),
             _ => None,
         }
     }
@@ -119,6 +130,7 @@ impl PlatformCall {
             Self::Init { .. } => None,
             Self::Learn { session_id, .. }
             | Self::Call { session_id, .. }
+            | Self::Resume { session_id, .. }
             | Self::Feedback { session_id, .. } => session_id.as_deref(),
         }
     }
@@ -133,10 +145,24 @@ impl PlatformCall {
                 path: args.string("path")?,
                 session_id: args.opt_string("session_id")?,
             },
-            CALL_TOOL => Self::Call {
-                tool: args.string("tool")?,
-                arguments: args.required("arguments")?,
-                session_id: args.opt_string("session_id")?,
+            CALL_TOOL => match args.opt_string("hold_id")? {
+                Some(hold_id) => Self::Resume {
+                    hold_id,
+                    tool: args.opt_string("tool")?,
+                    arguments: args.optional("arguments"),
+                    poll: args.opt_bool("poll")?.unwrap_or(false),
+                    session_id: args.opt_string("session_id")?,
+                },
+                None => {
+                    if args.opt_bool("poll")?.is_some() {
+                        return Err(args.invalid("`poll` goes with `hold_id`"));
+                    }
+                    Self::Call {
+                        tool: args.string("tool")?,
+                        arguments: args.required("arguments")?,
+                        session_id: args.opt_string("session_id")?,
+                    }
+                }
             },
             FEEDBACK_SKILL => Self::Feedback {
                 skill: args.string("skill")?,
@@ -170,6 +196,18 @@ impl<'a> Args<'a> {
         match self.map.remove(key) {
             None | Some(Value::Null) => Err(self.invalid(format_args!("`{key}` is required"))),
             Some(value) => Ok(value),
+        }
+    }
+
+    fn optional(&mut self, key: &str) -> Option<Value> {
+        self.map.remove(key).filter(|v| !v.is_null())
+    }
+
+    fn opt_bool(&mut self, key: &str) -> Result<Option<bool>, ParseError> {
+        match self.map.remove(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Bool(flag)) => Ok(Some(flag)),
+            Some(_) => Err(self.invalid(format_args!("`{key}` must be true or false"))),
         }
     }
 

@@ -1,0 +1,251 @@
+//! Approval holds: the reviewers' side (queue, approve, deny) and the expiry of holds no
+//! one decided or ran in time. The agents' side (raising and resuming a hold) is in
+//! `gateway::hold`.
+//!
+//! Every change of a hold commits with its audit event through the one audit writer, and a
+//! hold that stops reserving (denied, expired) gives its usage back to its session in the
+//! same transaction.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Duration, Utc};
+use sqlx::SqliteConnection;
+
+use crate::audit::{AuditError, AuditLog, NewEvent};
+use crate::policy::CatalogHandle;
+use crate::store::holds::{self, HoldRow, HoldState};
+use crate::store::sessions::{load_session_on, save_session_state_on};
+use crate::store::{Store, StoreError};
+
+/// The longest reason a reviewer may give.
+pub const MAX_REASON: usize = 2000;
+/// The most holds one page of the queue shows.
+pub const PAGE: u32 = 50;
+
+#[derive(Debug, thiserror::Error)]
+pub enum HoldError {
+    #[error("there is no hold `{0}`")]
+    NotFound(String),
+    #[error("give a reason for the decision (at most {MAX_REASON} characters)")]
+    Reason,
+    #[error(
+        "hold `{0}` was raised by a session of one of your own agent keys: another reviewer must decide it"
+    )]
+    OwnHold(String),
+    #[error("hold `{id}` can no longer be decided: it is {state}")]
+    Settled { id: String, state: &'static str },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Audit(#[from] AuditError),
+}
+
+impl HoldError {
+    /// Whether the reviewer can fix this (as opposed to a server fault).
+    pub fn is_user_error(&self) -> bool {
+        !matches!(self, Self::Store(_) | Self::Audit(_))
+    }
+}
+
+/// The reviewers' service. Cheap to share behind an `Arc`.
+#[derive(Debug, Clone)]
+pub struct Holds {
+    store: Store,
+    audit: AuditLog,
+    catalog: Arc<CatalogHandle>,
+}
+
+impl Holds {
+    pub fn new(store: Store, audit: AuditLog, catalog: Arc<CatalogHandle>) -> Self {
+        Self {
+            store,
+            audit,
+            catalog,
+        }
+    }
+
+    /// A page of the queue, newest first: `state` `None` lists every hold.
+    pub async fn list(
+        &self,
+        state: Option<HoldState>,
+        before: Option<&str>,
+    ) -> Result<Vec<HoldRow>, HoldError> {
+        Ok(self.store.list_holds(state, before, PAGE).await?)
+    }
+
+    pub async fn get(&self, id: &str) -> Result<HoldRow, HoldError> {
+        self.store
+            .hold(id)
+            .await?
+            .ok_or_else(|| HoldError::NotFound(id.to_owned()))
+    }
+
+    /// Approves the exact call held as `id`: it may run once within the hold's minutes.
+    #[tracing::instrument(skip(self, reason))]
+    pub async fn approve(
+        &self,
+        reviewer: &str,
+        id: &str,
+        reason: &str,
+        now: DateTime<Utc>,
+    ) -> Result<(), HoldError> {
+        self.decide(reviewer, id, true, reason, now).await
+    }
+
+    /// Denies the call held as `id` and gives its reserved usage back to its session.
+    #[tracing::instrument(skip(self, reason))]
+    pub async fn deny(
+        &self,
+        reviewer: &str,
+        id: &str,
+        reason: &str,
+        now: DateTime<Utc>,
+    ) -> Result<(), HoldError> {
+        self.decide(reviewer, id, false, reason, now).await
+    }
+
+    async fn decide(
+        &self,
+        reviewer: &str,
+        id: &str,
+        approve: bool,
+        reason: &str,
+        now: DateTime<Utc>,
+    ) -> Result<(), HoldError> {
+        let reason = reason.trim().to_owned();
+        if reason.is_empty() || reason.chars().count() > MAX_REASON {
+            return Err(HoldError::Reason);
+        }
+        let hold = self.get(id).await?;
+        if self.raised_by_own_key(reviewer, &hold).await? {
+            return Err(HoldError::OwnHold(hold.id));
+        }
+        if hold.is_due(now) {
+            expire(&self.audit, &hold, now).await?;
+            return Err(HoldError::Settled {
+                id: hold.id,
+                state: HoldState::Expired.as_str(),
+            });
+        }
+        let revision = self.catalog.load().revision().to_owned();
+        let until = approve.then(|| now + Duration::minutes(i64::from(hold.minutes)));
+        let reviewer = reviewer.to_owned();
+        let decided = hold.clone();
+        let done = self
+            .audit
+            .commit(move |conn| {
+                Box::pin(async move {
+                    let changed = holds::decide_hold_on(
+                        conn,
+                        &decided.id,
+                        until,
+                        &reviewer,
+                        &reason,
+                        &revision,
+                        now,
+                    )
+                    .await?;
+                    if !changed {
+                        return Ok(None);
+                    }
+                    if until.is_none() {
+                        release_on(conn, &decided).await?;
+                    }
+                    let event = NewEvent::hold_decided(
+                        &decided.session_id,
+                        &reviewer,
+                        &decided.id,
+                        &decided.tool,
+                        until.is_some(),
+                        &reason,
+                        &revision,
+                    );
+                    Ok(Some(((), vec![event])))
+                })
+            })
+            .await?;
+        match done {
+            Some(()) => Ok(()),
+            None => {
+                let state = self.get(id).await?.state.as_str();
+                Err(HoldError::Settled {
+                    id: id.to_owned(),
+                    state,
+                })
+            }
+        }
+    }
+
+    /// Whether the hold's session belongs to an agent key that `reviewer` created: a person
+    /// does not approve their own agent's call.
+    async fn raised_by_own_key(&self, reviewer: &str, hold: &HoldRow) -> Result<bool, HoldError> {
+        let key = self.store.agent_key_by_id(hold.key_id).await?;
+        Ok(key.and_then(|k| k.created_by).as_deref() == Some(reviewer))
+    }
+
+    /// Expires every hold whose time ran out, releasing what each reserved. Returns how many.
+    pub async fn expire_due(&self, now: DateTime<Utc>) -> Result<usize, HoldError> {
+        let mut expired = 0;
+        loop {
+            let due = self.store.due_holds(now, 100).await?;
+            if due.is_empty() {
+                return Ok(expired);
+            }
+            let batch = due.len();
+            for hold in due {
+                if expire(&self.audit, &hold, now).await? {
+                    expired += 1;
+                }
+            }
+            if batch < 100 {
+                return Ok(expired);
+            }
+        }
+    }
+}
+
+/// Gives back what `hold` reserved in its session, inside the caller's transaction.
+pub(crate) async fn release_on(
+    conn: &mut SqliteConnection,
+    hold: &HoldRow,
+) -> Result<(), StoreError> {
+    let Some(mut stored) = load_session_on(conn, &hold.session_id).await? else {
+        return Ok(());
+    };
+    stored.view.release(&hold.usage);
+    // Inside `BEGIN IMMEDIATE` nobody else writes: the revision cannot have moved.
+    save_session_state_on(conn, &stored.view, stored.revision).await?;
+    Ok(())
+}
+
+/// Expires `hold` if it is still pending or approved: its usage is released and a
+/// `hold_expired` event written, all in one transaction. Returns whether it expired now.
+pub(crate) async fn expire(
+    audit: &AuditLog,
+    hold: &HoldRow,
+    now: DateTime<Utc>,
+) -> Result<bool, AuditError> {
+    let hold = hold.clone();
+    let done = audit
+        .commit(move |conn| {
+            Box::pin(async move {
+                let was = hold.state.as_str();
+                let changed = holds::finish_hold_on(
+                    conn,
+                    &hold.id,
+                    &[HoldState::Pending, HoldState::Approved],
+                    HoldState::Expired,
+                    now,
+                )
+                .await?;
+                if !changed {
+                    return Ok(None);
+                }
+                release_on(conn, &hold).await?;
+                let event = NewEvent::hold_expired(&hold.session_id, &hold.id, &hold.tool, was);
+                Ok(Some(((), vec![event])))
+            })
+        })
+        .await?;
+    Ok(done.is_some())
+}
