@@ -15,5 +15,5 @@ pub use limit::{ArgCheck, CmpOp, Limit, ResultCheck};
 pub use role::{MAX_ROLE_DESCRIPTION, Role};
 pub use scope::Scope;
 pub use skill::{Resource, Skill, SkillVersion};
-pub use tool::ToolSpec;
+pub use tool::{ToolSpec, quarantine_reason};
 pub use upstream::{Upstream, UpstreamKind};
