@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use skillgate_core::audit::{AuditEvent, AuditLog};
 use skillgate_core::catalog_service::{AuthoringError, CatalogService};
 use skillgate_core::demo::tools::tool_specs;
-use skillgate_core::model::{CatalogError, Skill, ToolSpec};
+use skillgate_core::model::{ArgCheck, CatalogError, Limit, Skill, ToolSpec};
 use skillgate_core::policy::{CallRequest, CatalogHandle, Decision, DenyCode, SessionView, decide};
 use skillgate_core::slug::Slug;
 use skillgate_core::store::Store;
@@ -395,34 +395,78 @@ async fn admitting_re_pins_the_offer_the_admin_saw_and_refuses_one_that_changed_
 }
 
 #[tokio::test]
-async fn admitting_an_offer_that_strands_a_role_limit_is_refused_and_changes_nothing() {
+async fn admitting_an_offer_that_strands_a_role_limit_or_a_guardrail_is_refused_and_changes_nothing()
+ {
     let f = fixture().await;
-    // tier-1-support bounds `process_refund.amount`; this offer drops the argument.
-    let listed = offered("process_refund", |s| {
-        s.input_schema["properties"]
-            .as_object_mut()
-            .unwrap()
-            .remove("amount");
-        s.input_schema["required"] = json!(["order_id"]);
-    });
-    f.service.sync_tools(&demo(), listed).await.unwrap();
-    let stored = f.store.tool_pin("process_refund").await.unwrap().unwrap();
-    let refused = f
+    // A role limit only: tier-1-support bounds the length of `lookup_customer.customer_id`.
+    let role = f
         .service
-        .admit_tool("admin", "process_refund", &stored.offered_pin().unwrap())
+        .role(&slug("tier-1-support"))
         .await
-        .unwrap_err();
-    assert!(
-        matches!(
-            &refused,
-            AuthoringError::Invalid(CatalogError::UnknownArgument { arg, .. }) if arg == "amount"
-        ),
-        "{refused}"
-    );
-    assert_eq!(
-        f.store.tool_pin("process_refund").await.unwrap().unwrap(),
-        stored
-    );
+        .unwrap()
+        .unwrap();
+    let mut bounded = role.value.clone();
+    bounded.limits.push(Limit::ArgBound {
+        tool: "lookup_customer".into(),
+        arg: "customer_id".into(),
+        check: ArgCheck::MaxLength { max: 32 },
+    });
+    f.service
+        .update_role("admin", &bounded, role.revision)
+        .await
+        .unwrap();
+    // A guardrail only: the ops scope bounds the length of `get_order_history.customer_id`.
+    let scope = f
+        .service
+        .scopes()
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|s| s.value.slug.as_str() == "ops")
+        .unwrap();
+    let mut guarded = scope.value.clone();
+    guarded.guardrails.push(Limit::ArgBound {
+        tool: "get_order_history".into(),
+        arg: "customer_id".into(),
+        check: ArgCheck::MaxLength { max: 32 },
+    });
+    f.service
+        .update_scope("admin", &guarded, scope.revision)
+        .await
+        .unwrap();
+    // Both offers make the id a number, which a length cannot bound.
+    let mut listed = offered("lookup_customer", |s| {
+        s.input_schema["properties"]["customer_id"] = json!({"type": "integer"});
+    });
+    listed
+        .iter_mut()
+        .find(|s| s.name == "get_order_history")
+        .unwrap()
+        .input_schema["properties"]["customer_id"] = json!({"type": "integer"});
+    f.service.sync_tools(&demo(), listed).await.unwrap();
+
+    for tool in ["lookup_customer", "get_order_history"] {
+        let stored = f.store.tool_pin(tool).await.unwrap().unwrap();
+        let refused = f
+            .service
+            .admit_tool("admin", tool, &stored.offered_pin().unwrap())
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(
+                &refused,
+                AuthoringError::Invalid(CatalogError::NotString { arg, .. }) if arg == "customer_id"
+            ),
+            "{tool}: {refused}"
+        );
+        assert_eq!(f.store.tool_pin(tool).await.unwrap().unwrap(), stored);
+        assert!(
+            history(&f.service, tool)
+                .await
+                .iter()
+                .all(|e| e.payload["action"] != "tool.admit")
+        );
+    }
 }
 
 #[tokio::test]
