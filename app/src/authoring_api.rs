@@ -778,7 +778,9 @@ pub(crate) mod ssr {
             CatalogError::Empty(_) => "instructions",
             CatalogError::UnknownSkill(_) => "skills",
             CatalogError::UnknownRole(_) => "roles",
-            CatalogError::UnknownTool(_) | CatalogError::ToolNotGranted { .. } => "tool",
+            CatalogError::UnknownTool(_)
+            | CatalogError::ToolNotAdmitted(_)
+            | CatalogError::ToolNotGranted { .. } => "tool",
             CatalogError::UnknownArgument { .. }
             | CatalogError::NotNumeric { .. }
             | CatalogError::NotString { .. } => "arg",

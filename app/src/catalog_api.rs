@@ -102,6 +102,9 @@ pub struct ToolRow {
     pub broken: Option<String>,
     /// Since when the tool's upstream no longer lists it (kept, flagged, still granted).
     pub missing_since: Option<String>,
+    /// `new` (never admitted) or `changed` (its upstream offers another definition than
+    /// the pinned one) while the tool is quarantined: every call is refused.
+    pub quarantine: Option<String>,
 }
 
 /// One top-level argument of a tool, as its input schema declares it.
@@ -121,6 +124,28 @@ pub struct ToolDetail {
     pub arguments: Vec<ArgumentRow>,
     /// The input schema, pretty-printed JSON.
     pub schema: String,
+    /// The pin and, while quarantined, the offer; `None` for a built-in tool.
+    pub pin: Option<PinDetail>,
+}
+
+/// A stored tool's pin: the hash of the definition an admin admitted, and while the tool
+/// is quarantined what its upstream offers instead.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PinDetail {
+    /// Hex SHA-256 of the canonical pinned definition; `None`: never admitted.
+    pub pin: Option<String>,
+    /// `new` or `changed` while quarantined.
+    pub quarantine: Option<String>,
+    /// Why calls are refused, as a refused call says it.
+    pub reason: Option<String>,
+    pub since: Option<String>,
+    /// Hex SHA-256 of the offered definition: what admitting re-pins (the form sends it back,
+    /// so an offer that changes in the meantime is not admitted unseen).
+    pub offered_pin: Option<String>,
+    /// Pinned definition → offered definition, line by line (pretty JSON, keys sorted).
+    pub diff: Vec<crate::revisions_api::DiffLine>,
+    /// Whether the signed-in user may admit it (admins only).
+    pub can_admit: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -265,28 +290,42 @@ pub async fn list_tools(page: usize) -> Result<Paged<ToolRow>, ConsoleError> {
     let skills = ssr::skills_by_tool(catalog);
     let broken = compiled.broken_tools();
     let missing = ssr::missing_tools().await?;
+    let quarantined = ssr::quarantined_tools().await?;
     Ok(ssr::page_of(&catalog.tools, page, |tool| {
-        ssr::tool_row(&compiled, tool, &skills, &broken, &missing)
+        let mut row = ssr::tool_row(&compiled, tool, &skills, &broken, &missing);
+        row.quarantine = quarantined.get(tool.spec.name.as_str()).cloned();
+        row
     }))
 }
 
 #[server(prefix = "/console/api")]
 pub async fn get_tool(name: String) -> Result<Option<ToolDetail>, ConsoleError> {
     use skillgate_core::users::ConsoleRole;
-    crate::api::ssr::require(ConsoleRole::Viewer).await?;
-    let compiled = crate::api::ssr::context().catalog.load();
+    let user = crate::api::ssr::require(ConsoleRole::Viewer).await?;
+    let ctx = crate::api::ssr::context();
+    let compiled = ctx.catalog.load();
     let Some(tool) = compiled.tool(&name) else {
         return Ok(None);
     };
     let skills = ssr::skills_by_tool(compiled.catalog());
     let missing = ssr::missing_tools().await?;
-    let row = ssr::tool_row(&compiled, tool, &skills, &compiled.broken_tools(), &missing);
+    let mut row = ssr::tool_row(&compiled, tool, &skills, &compiled.broken_tools(), &missing);
     let schema = leptos::serde_json::to_string_pretty(&tool.spec.input_schema)
         .map_err(crate::api::ssr::internal)?;
+    // Read from the store, not the snapshot: the page shows the offer this replica's
+    // snapshot may not have caught up with yet.
+    let pin = ctx
+        .store
+        .tool_pin(&name)
+        .await
+        .map_err(crate::api::ssr::internal)?
+        .map(|pin| ssr::pin_detail(&pin, user.role.allows(ConsoleRole::Admin)));
+    row.quarantine = pin.as_ref().and_then(|p| p.quarantine.clone());
     Ok(Some(ToolDetail {
         arguments: ssr::arguments(&tool.spec),
         tool: row,
         schema,
+        pin,
     }))
 }
 
@@ -315,11 +354,14 @@ pub async fn scopes_and_keys(
 mod ssr {
     use std::collections::HashMap;
 
+    use similar::{ChangeTag, TextDiff};
     use skillgate_core::keys::AgentKeyInfo;
-    use skillgate_core::model::{Catalog, CatalogTool, ToolSpec};
+    use skillgate_core::model::{Catalog, CatalogTool, ToolSpec, quarantine_reason};
     use skillgate_core::policy::CompiledCatalog;
+    use skillgate_core::store::catalog::ToolPin;
 
-    use super::{ArgumentRow, KeyRow, PAGE_SIZE, Paged, ToolRow};
+    use super::{ArgumentRow, KeyRow, PAGE_SIZE, Paged, PinDetail, ToolRow};
+    use crate::revisions_api::DiffLine;
 
     /// Page `page` (1-based, clamped into range) of `items`, mapping only the rows shown.
     pub fn page_of<S, T>(items: &[S], page: usize, row: impl FnMut(&S) -> T) -> Paged<T> {
@@ -410,6 +452,69 @@ mod ssr {
                 .ok()
                 .map(|i| broken[i].1.to_owned()),
             missing_since: missing.get(name).cloned(),
+            quarantine: None,
+        }
+    }
+
+    /// Quarantined tools by name: `new` or `changed`.
+    pub async fn quarantined_tools()
+    -> Result<std::collections::BTreeMap<String, String>, crate::api::ConsoleError> {
+        Ok(crate::api::ssr::context()
+            .store
+            .quarantined_tools()
+            .await
+            .map_err(crate::api::ssr::internal)?
+            .into_iter()
+            .map(|pin| (pin.tool.clone(), quarantine_kind(&pin).to_owned()))
+            .collect())
+    }
+
+    fn quarantine_kind(pin: &ToolPin) -> &'static str {
+        if pin.is_new() { "new" } else { "changed" }
+    }
+
+    /// A definition as pretty JSON with its keys sorted (the canonical form, re-indented),
+    /// so a diff shows what changed, not how the upstream ordered its keys.
+    fn pretty(spec: &ToolSpec) -> String {
+        let sorted: leptos::serde_json::Value =
+            leptos::serde_json::from_str(&spec.canonical_definition())
+                .unwrap_or_else(|_| spec.definition());
+        leptos::serde_json::to_string_pretty(&sorted).unwrap_or_default()
+    }
+
+    pub fn pin_detail(pin: &ToolPin, can_admit: bool) -> PinDetail {
+        let quarantined = pin.quarantined_since.is_some();
+        let diff = match &pin.offered {
+            Some(offered) if quarantined => {
+                let old = pin.pinned.as_ref().map(pretty).unwrap_or_default();
+                let new = pretty(offered);
+                TextDiff::from_lines(&old, &new)
+                    .iter_all_changes()
+                    .map(|change| DiffLine {
+                        tag: match change.tag() {
+                            ChangeTag::Equal => "equal",
+                            ChangeTag::Insert => "insert",
+                            ChangeTag::Delete => "delete",
+                        }
+                        .to_owned(),
+                        text: change.value().trim_end_matches('\n').to_owned(),
+                    })
+                    .collect()
+            }
+            _ => Vec::new(),
+        };
+        PinDetail {
+            pin: pin.pin.clone(),
+            quarantine: quarantined.then(|| quarantine_kind(pin).to_owned()),
+            reason: pin
+                .offered
+                .as_ref()
+                .filter(|_| quarantined)
+                .map(|offered| quarantine_reason(pin.pinned.as_ref(), offered)),
+            since: pin.quarantined_since.clone(),
+            offered_pin: pin.offered_pin().filter(|_| quarantined),
+            diff,
+            can_admit,
         }
     }
 

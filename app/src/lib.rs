@@ -16,6 +16,7 @@ pub mod flash;
 mod layout;
 pub mod limits_api;
 mod pages;
+pub mod pins_api;
 pub mod revisions_api;
 pub mod users_api;
 

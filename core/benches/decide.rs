@@ -55,6 +55,8 @@ fn catalog(tools: usize) -> CompiledCatalog {
                     name: name.clone(),
                     description: "a tool".into(),
                     input_schema: tool_schema(),
+                    output_schema: None,
+                    annotations: None,
                     sensitive_args: vec![],
                 },
                 quarantine: None,

@@ -28,10 +28,12 @@ use tokio::sync::Mutex;
 
 use crate::audit::{AuditError, AuditEvent, AuditLog, NewEvent};
 use crate::keys::{AgentKeyInfo, AgentKeys, KeyError, NewAgentKey};
-use crate::model::{CatalogError, Role, Scope, Skill, SkillVersion, Upstream, UpstreamKind};
+use crate::model::{
+    CatalogError, Role, Scope, Skill, SkillVersion, ToolSpec, Upstream, UpstreamKind,
+};
 use crate::policy::{CatalogHandle, CompiledCatalog};
 use crate::slug::Slug;
-use crate::store::catalog::{self, Revised};
+use crate::store::catalog::{self, Revised, ToolSync};
 use crate::store::{Store, StoreError};
 use crate::upstream::{CredentialSummary, Secret, UpstreamCredentials};
 
@@ -201,10 +203,7 @@ impl CatalogService {
                 })
             })
             .await
-            .map_err(|error| match error {
-                AuditError::Store(store) => AuthoringError::from(store),
-                other => AuthoringError::Audit(other),
-            })?;
+            .map_err(from_audit)?;
         let value = committed.ok_or_else(|| {
             AuthoringError::Conflict("the change was not applied; reload and try again".into())
         })?;
@@ -504,6 +503,69 @@ impl CatalogService {
         .await
     }
 
+    /// Re-pins `tool` to the definition its upstream offers now, if that is still the one
+    /// hashing to `expected_offer` (what the admin reviewed; else a conflict). Audited as
+    /// `tool.admit` with the old and new pins; calls pass again with the next decision.
+    /// Keeping a tool blocked is simply not admitting it. Returns the new pin.
+    #[tracing::instrument(skip(self))]
+    pub async fn admit_tool(
+        &self,
+        actor: &str,
+        tool: &str,
+        expected_offer: &str,
+    ) -> Result<String, AuthoringError> {
+        let (tool, expected) = (tool.to_owned(), expected_offer.to_owned());
+        let target = target("tool", &tool);
+        self.save(actor, "tool.admit", target, move |conn| {
+            Box::pin(async move {
+                let change = catalog::admit_tool_on(conn, &tool, &expected).await?;
+                Ok((expected, change.before, change.after))
+            })
+        })
+        .await
+    }
+
+    /// Saves what `upstream`'s `tools/list` offered against the pins (a new tool arrives
+    /// quarantined, a changed one is quarantined at once, an offer equal to its pin again is
+    /// released: see [`catalog::sync_tools_on`]), with one `admin_change` event by
+    /// `upstream-sync:<upstream>` per quarantine or release, in one transaction; then swaps
+    /// the live snapshot, so a quarantine bites with the next call.
+    #[tracing::instrument(skip(self, listed), fields(upstream = %upstream, listed = listed.len()))]
+    pub async fn sync_tools(
+        &self,
+        upstream: &Slug,
+        listed: Vec<ToolSpec>,
+    ) -> Result<ToolSync, AuthoringError> {
+        let actor = format!("upstream-sync:{upstream}");
+        let upstream = upstream.clone();
+        let committed = self
+            .audit
+            .commit(move |conn| {
+                Box::pin(async move {
+                    let sync = catalog::sync_tools_on(conn, &upstream, &listed).await?;
+                    let events = sync
+                        .changes
+                        .iter()
+                        .map(|change| {
+                            NewEvent::admin_change(
+                                &actor,
+                                change.action,
+                                &target("tool", &change.tool),
+                                change.before.clone(),
+                                change.after.clone(),
+                            )
+                        })
+                        .collect();
+                    Ok(Some((sync, events)))
+                })
+            })
+            .await
+            .map_err(from_audit)?
+            .ok_or_else(|| AuthoringError::Conflict("the tool sync was not applied".into()))?;
+        self.reload().await?;
+        Ok(committed)
+    }
+
     /// Creates an agent key for a scope of the catalog; the key is returned once.
     #[tracing::instrument(skip(self))]
     pub async fn create_key(
@@ -597,6 +659,13 @@ impl CatalogService {
     /// An entity's change log (`target` as made by [`target`]), newest first.
     pub async fn history(&self, target: &str) -> Result<Vec<AuditEvent>, AuthoringError> {
         Ok(self.audit.admin_changes(target, HISTORY_LIMIT).await?)
+    }
+}
+
+fn from_audit(error: AuditError) -> AuthoringError {
+    match error {
+        AuditError::Store(store) => AuthoringError::from(store),
+        other => AuthoringError::Audit(other),
     }
 }
 

@@ -142,14 +142,19 @@ pub async fn build(
         &store.list_upstreams().await?,
         &store.upstream_credentials().await?,
     );
-    upstream_sync::spawn_sync(store.clone(), upstreams.clone(), catalog.clone());
+    let audit = AuditLog::new(store.clone());
+    // One door for catalog changes: the console's saves and the upstream sync alike.
+    let authoring = Arc::new(CatalogService::new(
+        store.clone(),
+        audit.clone(),
+        catalog.clone(),
+    ));
+    upstream_sync::spawn_sync(authoring.clone(), upstreams.clone());
     let console_upstreams = Arc::new(upstream_sync::ConsoleUpstreams {
-        store: store.clone(),
+        service: authoring.clone(),
         pool: upstreams.clone(),
-        catalog: catalog.clone(),
         last: Default::default(),
     });
-    let audit = AuditLog::new(store.clone());
     let revisions = Revisions::new(store.clone(), catalog.clone(), audit.clone());
     let holds = Holds::new(store.clone(), audit.clone(), catalog.clone());
     spawn_hold_expiry(holds.clone());
@@ -199,7 +204,7 @@ pub async fn build(
         store: store.clone(),
         users: users.clone(),
         keys: AgentKeys::new(store.clone()),
-        authoring: Arc::new(CatalogService::new(store.clone(), audit, catalog.clone())),
+        authoring,
         upstreams: console_upstreams,
         catalog,
         version: env!("CARGO_PKG_VERSION"),

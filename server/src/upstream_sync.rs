@@ -1,5 +1,6 @@
 //! Startup sync of the catalog's upstreams: register each in the upstream pool, discover its
-//! tools with `tools/list`, save them to the catalog and swap in a recompiled snapshot.
+//! tools with `tools/list`, save them to the catalog against the pins (what no admin has
+//! reviewed is quarantined, audited) and swap in a recompiled snapshot.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -10,9 +11,9 @@ use std::time::Duration;
 use skillgate_app::api::ssr::UpstreamOps;
 use skillgate_app::authoring_api::SyncSummary;
 
-use skillgate_core::model::{ToolSpec, Upstream, UpstreamKind};
-use skillgate_core::policy::CatalogHandle;
-use skillgate_core::store::Store;
+use skillgate_core::catalog_service::CatalogService;
+use skillgate_core::model::{Upstream, UpstreamKind};
+use skillgate_core::store::catalog::ToolSync;
 use skillgate_core::upstream::{UpstreamConfig, UpstreamCredentials, UpstreamPool};
 
 /// Upper bound of one upstream's discovery (start, handshake and `tools/list`).
@@ -27,6 +28,10 @@ pub struct SyncReport {
     /// Tools the catalog has for this upstream that it no longer lists. They are kept, with
     /// their last known definition, until an admin removes them.
     pub missing: Vec<String>,
+    /// Tools this sync quarantined: new ones, and pinned ones whose definition changed.
+    pub quarantined: Vec<String>,
+    /// Tools released from quarantine: the upstream offers their pinned definition again.
+    pub released: Vec<String>,
     /// Why discovery or saving failed; the upstream's catalog entries are then unchanged.
     pub error: Option<String>,
 }
@@ -37,7 +42,27 @@ impl SyncReport {
             upstream: upstream.to_owned(),
             tools: 0,
             missing: Vec::new(),
+            quarantined: Vec::new(),
+            released: Vec::new(),
             error: Some(error.to_string()),
+        }
+    }
+
+    fn saved(upstream: &str, sync: ToolSync) -> Self {
+        let named = |action: &str| {
+            sync.changes
+                .iter()
+                .filter(|c| c.action == action)
+                .map(|c| c.tool.clone())
+                .collect()
+        };
+        Self {
+            upstream: upstream.to_owned(),
+            tools: sync.listed,
+            quarantined: named("tool.quarantine"),
+            released: named("tool.unquarantine"),
+            missing: sync.missing,
+            error: None,
         }
     }
 }
@@ -80,23 +105,21 @@ pub fn register_upstreams(
     }
 }
 
-/// Registers the catalog's upstreams, discovers their tools concurrently, saves what each
-/// listed and recompiles the catalog. One report per upstream; a failing upstream neither
-/// blocks the others nor changes its own catalog entries.
-pub async fn sync_all(
-    store: &Store,
-    pool: &UpstreamPool,
-    catalog: &CatalogHandle,
-) -> Vec<SyncReport> {
-    sync_all_within(store, pool, catalog, DISCOVERY_TIMEOUT).await
+/// Registers the catalog's upstreams, discovers their tools concurrently and saves what
+/// each listed against the pins, through the catalog service (quarantines and releases are
+/// audited with the change, and the live catalog is swapped after each upstream). One
+/// report per upstream; a failing upstream neither blocks the others nor changes its own
+/// catalog entries.
+pub async fn sync_all(service: &CatalogService, pool: &UpstreamPool) -> Vec<SyncReport> {
+    sync_all_within(service, pool, DISCOVERY_TIMEOUT).await
 }
 
 pub async fn sync_all_within(
-    store: &Store,
+    service: &CatalogService,
     pool: &UpstreamPool,
-    catalog: &CatalogHandle,
     timeout: Duration,
 ) -> Vec<SyncReport> {
+    let store = service.store();
     let upstreams = match store.list_upstreams().await {
         Ok(upstreams) => upstreams,
         Err(error) => {
@@ -126,103 +149,36 @@ pub async fn sync_all_within(
     }))
     .await;
 
-    let mut stored = match stored_tools(store).await {
-        Ok(stored) => stored,
-        Err(error) => {
-            tracing::error!(%error, "upstream sync: cannot read the catalog's tools");
-            return upstreams
-                .iter()
-                .map(|u| SyncReport::failed(u.name.as_str(), &error))
-                .collect();
-        }
-    };
     let mut reports = Vec::with_capacity(upstreams.len());
-    let mut saved_any = false;
     // Saved one after another: SQLite has one writer, and each save is its own transaction.
     for (upstream, listed) in upstreams.iter().zip(discovered) {
         let name = upstream.name.as_str();
         let report = match listed {
             Err(error) => SyncReport::failed(name, error),
-            Ok(listed) => {
-                let previous = stored.remove(name).unwrap_or_default();
-                let (specs, missing) = keep_missing(listed, previous);
-                let saved = match store.upsert_tools(&upstream.name, &specs).await {
-                    Ok(()) => store.mark_missing_tools(&upstream.name, &missing).await,
-                    Err(error) => Err(error),
-                };
-                match saved {
-                    Ok(()) => {
-                        saved_any = true;
-                        SyncReport {
-                            upstream: name.to_owned(),
-                            tools: specs.len() - missing.len(),
-                            missing,
-                            error: None,
-                        }
-                    }
-                    Err(error) => SyncReport::failed(name, error),
-                }
-            }
+            Ok(listed) => match service.sync_tools(&upstream.name, listed).await {
+                Ok(sync) => SyncReport::saved(name, sync),
+                Err(error) => SyncReport::failed(name, error),
+            },
         };
         log(&report);
         reports.push(report);
-    }
-
-    if saved_any {
-        match store.compiled_catalog().await {
-            Ok(compiled) => catalog.replace(compiled),
-            Err(error) => {
-                tracing::error!(%error, "upstream sync: cannot recompile the catalog; keeping the current one");
-            }
-        }
     }
     reports
 }
 
 /// Runs [`sync_all`] in the background, so a slow or broken upstream never delays startup.
 pub fn spawn_sync(
-    store: Store,
+    service: Arc<CatalogService>,
     pool: Arc<UpstreamPool>,
-    catalog: Arc<CatalogHandle>,
 ) -> tokio::task::JoinHandle<Vec<SyncReport>> {
-    tokio::spawn(async move { sync_all(&store, &pool, &catalog).await })
-}
-
-/// The stored tool specs, by upstream.
-async fn stored_tools(
-    store: &Store,
-) -> Result<BTreeMap<String, Vec<ToolSpec>>, skillgate_core::store::StoreError> {
-    let mut by_upstream: BTreeMap<String, Vec<ToolSpec>> = BTreeMap::new();
-    for tool in store.list_tools().await? {
-        by_upstream
-            .entry(tool.upstream.as_str().to_owned())
-            .or_default()
-            .push(tool.spec);
-    }
-    Ok(by_upstream)
-}
-
-/// What to save for an upstream: everything it listed, plus the stored definition of each
-/// tool it no longer lists (`Store::upsert_tools` deletes tools absent from its input, and a
-/// tool that vanishes upstream must be flagged, not silently dropped). Returns the specs and
-/// the names of the missing tools.
-fn keep_missing(listed: Vec<ToolSpec>, previous: Vec<ToolSpec>) -> (Vec<ToolSpec>, Vec<String>) {
-    let missing: Vec<ToolSpec> = previous
-        .into_iter()
-        .filter(|old| !listed.iter().any(|new| new.name == old.name))
-        .collect();
-    let names = missing.iter().map(|tool| tool.name.clone()).collect();
-    let mut specs = listed;
-    specs.extend(missing);
-    (specs, names)
+    tokio::spawn(async move { sync_all(&service, &pool).await })
 }
 
 /// The console's handle on the upstream pool: health pings and on-demand syncs, the same
 /// sync the server runs at startup.
 pub struct ConsoleUpstreams {
-    pub store: Store,
+    pub service: Arc<CatalogService>,
     pub pool: Arc<UpstreamPool>,
-    pub catalog: Arc<CatalogHandle>,
     /// The last on-demand sync's reports, for the page after a form post's redirect. A
     /// display cache only: losing it (restart, another replica) loses nothing saved.
     pub last: Arc<std::sync::Mutex<Vec<SyncSummary>>>,
@@ -250,10 +206,10 @@ impl UpstreamOps for ConsoleUpstreams {
     }
 
     fn sync(&self) -> Pin<Box<dyn Future<Output = Vec<SyncSummary>> + Send>> {
-        let (store, pool, catalog) = (self.store.clone(), self.pool.clone(), self.catalog.clone());
+        let (service, pool) = (self.service.clone(), self.pool.clone());
         let last = self.last.clone();
         Box::pin(async move {
-            let reports: Vec<SyncSummary> = sync_all(&store, &pool, &catalog)
+            let reports: Vec<SyncSummary> = sync_all(&service, &pool)
                 .await
                 .into_iter()
                 .map(|r| SyncSummary {
@@ -278,6 +234,20 @@ fn log(report: &SyncReport) {
         return;
     }
     tracing::info!(upstream, tools = report.tools, "upstream tools synced");
+    if !report.quarantined.is_empty() {
+        tracing::warn!(
+            upstream,
+            quarantined = ?report.quarantined,
+            "tools are quarantined until an admin admits them: new, or their definition differs from the pin"
+        );
+    }
+    if !report.released.is_empty() {
+        tracing::info!(
+            upstream,
+            released = ?report.released,
+            "tools left quarantine: their upstream offers the pinned definition again"
+        );
+    }
     if !report.missing.is_empty() {
         tracing::warn!(
             upstream,
@@ -291,7 +261,11 @@ fn log(report: &SyncReport) {
 mod tests {
     use super::*;
     use serde_json::json;
+    use skillgate_core::audit::AuditLog;
+    use skillgate_core::model::ToolSpec;
+    use skillgate_core::policy::CatalogHandle;
     use skillgate_core::slug::Slug;
+    use skillgate_core::store::Store;
     use skillgate_core::upstream::Secret;
 
     fn upstream(name: &str, kind: UpstreamKind) -> Upstream {
@@ -306,6 +280,8 @@ mod tests {
             name: name.to_owned(),
             description: description.to_owned(),
             input_schema: json!({"type": "object"}),
+            output_schema: None,
+            annotations: None,
             sensitive_args: Vec::new(),
         }
     }
@@ -314,6 +290,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let url = format!("sqlite://{}", dir.path().join("sync.db").display());
         (dir, Store::open(&url).await.unwrap())
+    }
+
+    /// The catalog service over `store`, and the live catalog it swaps.
+    async fn service(store: &Store) -> (Arc<CatalogService>, Arc<CatalogHandle>) {
+        let catalog = Arc::new(CatalogHandle::new(store.compiled_catalog().await.unwrap()));
+        let audit = AuditLog::new(store.clone());
+        let service = CatalogService::new(store.clone(), audit, catalog.clone());
+        (Arc::new(service), catalog)
     }
 
     #[test]
@@ -402,17 +386,6 @@ mod tests {
         assert!(Arc::ptr_eq(&first, &pool.get("demo").unwrap()));
     }
 
-    #[test]
-    fn a_tool_missing_upstream_is_kept_and_named() {
-        let listed = vec![spec("a", "new a"), spec("c", "c")];
-        let previous = vec![spec("a", "old a"), spec("b", "b")];
-        let (specs, missing) = keep_missing(listed, previous);
-        assert_eq!(missing, ["b"]);
-        let names: Vec<_> = specs.iter().map(|s| s.name.as_str()).collect();
-        assert_eq!(names, ["a", "c", "b"]);
-        assert_eq!(specs[0].description, "new a");
-    }
-
     #[tokio::test]
     async fn an_upstream_that_cannot_start_yields_an_error_report_and_leaves_the_catalog_alone() {
         let (_dir, store) = temp_store().await;
@@ -425,14 +398,14 @@ mod tests {
         );
         store.upsert_upstream(&broken).await.unwrap();
         store
-            .upsert_tools(&broken.name, &[spec("lookup", "look up")])
+            .seed_tools(&broken.name, &[spec("lookup", "look up")])
             .await
             .unwrap();
-        let catalog = CatalogHandle::new(store.compiled_catalog().await.unwrap());
+        let (service, catalog) = service(&store).await;
         let before = catalog.load();
         let pool = UpstreamPool::default();
 
-        let reports = sync_all_within(&store, &pool, &catalog, Duration::from_secs(10)).await;
+        let reports = sync_all_within(&service, &pool, Duration::from_secs(10)).await;
 
         assert_eq!(reports.len(), 1);
         let report = &reports[0];
@@ -475,10 +448,10 @@ mod tests {
         store.upsert_upstream(&demo).await.unwrap();
         store.upsert_upstream(&broken).await.unwrap();
         store
-            .upsert_tools(&demo.name, &[spec("retired_tool", "no longer served")])
+            .seed_tools(&demo.name, &[spec("retired_tool", "no longer served")])
             .await
             .unwrap();
-        let catalog = Arc::new(CatalogHandle::new(store.compiled_catalog().await.unwrap()));
+        let (service, catalog) = service(&store).await;
         // The built-in curation tools are in every catalog; count the stored ones.
         let stored = |catalog: &CatalogHandle| {
             catalog
@@ -492,9 +465,7 @@ mod tests {
         assert_eq!(stored(&catalog), 1);
         let pool = Arc::new(UpstreamPool::default());
 
-        let reports = spawn_sync(store.clone(), pool.clone(), catalog.clone())
-            .await
-            .unwrap();
+        let reports = spawn_sync(service.clone(), pool.clone()).await.unwrap();
 
         let by_name: BTreeMap<_, _> = reports.iter().map(|r| (r.upstream.as_str(), r)).collect();
         assert!(by_name["broken"].error.is_some());
@@ -510,11 +481,30 @@ mod tests {
         assert!(tools.iter().all(|t| t.upstream.as_str() == "demo"));
         assert!(tools.iter().any(|t| t.spec.name == "retired_tool"));
         assert_eq!(stored(&catalog), synced.tools + 1);
+        // Nobody admitted the demo's tools in this database: each arrived quarantined.
+        assert_eq!(synced.quarantined.len(), synced.tools);
+        let live = catalog.load();
+        assert!(
+            live.catalog()
+                .tools
+                .iter()
+                .filter(|t| t.upstream.as_str() == "demo" && t.spec.name != "retired_tool")
+                .all(|t| t
+                    .quarantine
+                    .as_deref()
+                    .is_some_and(|r| r.starts_with("it is new"))),
+            "every new demo tool is quarantined as new"
+        );
+        assert_eq!(live.tool("retired_tool").unwrap().quarantine, None);
         // Flagged for the console, with the time it was first missed, and only it.
         let missing = store.missing_tools().await.unwrap();
         assert_eq!(missing.keys().collect::<Vec<_>>(), ["retired_tool"]);
         let first_missed = missing["retired_tool"].clone();
-        sync_all(&store, &pool, &catalog).await;
+        let again = sync_all(&service, &pool).await;
+        assert!(
+            again.iter().all(|r| r.quarantined.is_empty()),
+            "an unchanged offer is not quarantined twice: {again:?}"
+        );
         assert_eq!(
             store.missing_tools().await.unwrap()["retired_tool"],
             first_missed
@@ -527,9 +517,9 @@ mod tests {
     #[tokio::test]
     async fn no_upstreams_means_no_reports() {
         let (_dir, store) = temp_store().await;
-        let catalog = CatalogHandle::new(store.compiled_catalog().await.unwrap());
+        let (service, _) = service(&store).await;
         let pool = UpstreamPool::default();
-        assert!(sync_all(&store, &pool, &catalog).await.is_empty());
+        assert!(sync_all(&service, &pool).await.is_empty());
         assert!(pool.names().is_empty());
     }
 }

@@ -107,10 +107,12 @@ async fn register_careless(server: &Server, url: &str) {
             name: name.to_owned(),
             description: "a tool of the careless upstream".to_owned(),
             input_schema: schema,
+            output_schema: None,
+            annotations: None,
             sensitive_args: Vec::new(),
         })
         .collect();
-    store.upsert_tools(&slug("careless"), &specs).await.unwrap();
+    store.seed_tools(&slug("careless"), &specs).await.unwrap();
     store
         .create_skill(&Skill {
             slug: slug("careless-tools"),

@@ -1,4 +1,5 @@
-//! Tool authoring: which arguments the audit stores as a digest only.
+//! Tool authoring: which arguments the audit stores as a digest only, and admitting a
+//! quarantined tool's offered definition.
 
 use crate::csrf::CsrfField;
 use leptos::form::ActionForm;
@@ -9,6 +10,7 @@ use leptos_router::components::A;
 use super::forms::{FormOutcome, checkbox_group};
 use crate::authoring_api::SetSensitive;
 use crate::catalog_api::ArgumentRow;
+use crate::pins_api::AdmitTool;
 
 /// Checkboxes for the tool's arguments; ticked ones are stored as a SHA-256 digest in the
 /// audit log instead of in clear. The server refuses anyone but an admin.
@@ -44,5 +46,31 @@ pub fn SensitiveArgsForm(tool: String, arguments: Vec<ArgumentRow>) -> impl Into
                 </button>
             </ActionForm>
         </section>
+    }
+}
+
+/// Admits the offered definition the page shows: the form sends its hash back, so an offer
+/// that changed since the page was rendered is refused, not admitted unseen. Keeping the
+/// tool blocked is not admitting it. The server refuses anyone but an admin.
+#[component]
+pub fn AdmitForm(
+    tool: String,
+    offered_pin: String,
+    action: ServerAction<AdmitTool>,
+) -> impl IntoView {
+    let history = format!("/changes/tool/{tool}");
+    view! {
+        <ActionForm action=action attr:class="card form" attr:aria-label="Admit the offered definition">
+            <CsrfField />
+            <input type="hidden" name="tool" value=tool />
+            <input type="hidden" name="offered_pin" value=offered_pin />
+            <p>
+                "Admitting pins the offered definition: calls pass again, and agents read it when they learn a role that grants the tool. To keep it blocked, do nothing. "
+                <A href=history>"Change log"</A>
+            </p>
+            <button type="submit" class="primary">
+                "Admit the offered definition"
+            </button>
+        </ActionForm>
     }
 }

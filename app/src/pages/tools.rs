@@ -1,14 +1,18 @@
-//! Tools: the list with arguments and users, and one tool with its input schema.
+//! Tools: the list with arguments and users, and one tool with its input schema, its pin,
+//! and for a quarantined tool the diff of pinned and offered definitions.
 
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::components::A;
 use leptos_router::hooks::use_params_map;
 
+use leptos::server::ServerAction;
+
 use super::ErrorNotice;
 use super::catalog::{NotFoundNotice, Pager, code_list, link_list, page_param};
-use super::tool_edit::SensitiveArgsForm;
-use crate::catalog_api::{ToolDetail, ToolRow, get_tool, list_tools};
+use super::tool_edit::{AdmitForm, SensitiveArgsForm};
+use crate::catalog_api::{PinDetail, ToolDetail, ToolRow, get_tool, list_tools};
+use crate::pins_api::AdmitTool;
 
 #[component]
 pub fn ToolsPage() -> impl IntoView {
@@ -18,7 +22,7 @@ pub fn ToolsPage() -> impl IntoView {
         <Title text="Tools" />
         <h1>"Tools"</h1>
         <p class="lead">
-            "Tools come from upstream MCP servers; their schemas bound every call. Sensitive arguments are stored in the audit log as a digest only."
+            "Tools come from upstream MCP servers; their schemas bound every call. Each definition is pinned when an admin admits it: a new tool, or one whose upstream changes its definition, is quarantined until an admin admits it. Sensitive arguments are stored in the audit log as a digest only."
         </p>
         <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
             {move || Suspend::new(async move {
@@ -84,6 +88,22 @@ fn missing_badge(since: Option<String>) -> impl IntoView {
     })
 }
 
+fn quarantine_badge(kind: Option<String>) -> impl IntoView {
+    kind.map(|kind| {
+        let title = if kind == "new" {
+            "Its upstream started offering it and no admin has admitted it yet: it cannot be granted or called"
+        } else {
+            "Its upstream offers another definition than the pinned one: calls are refused until an admin admits it"
+        };
+        view! {
+            " "
+            <span class="badge danger quarantined" title=title>
+                {format!("quarantined: {kind}")}
+            </span>
+        }
+    })
+}
+
 fn sensitive_list(names: Vec<String>) -> impl IntoView {
     if names.is_empty() {
         return view! { <span class="muted">"none"</span> }.into_any();
@@ -114,6 +134,7 @@ fn tool_row(tool: ToolRow) -> impl IntoView {
                 <A href=format!("/tools/{}", tool.name)>{tool.name.clone()}</A>
                 {broken_badge(tool.broken.is_some())}
                 {missing_badge(tool.missing_since.clone())}
+                {quarantine_badge(tool.quarantine.clone())}
             </td>
             <td>{tool.upstream}</td>
             <td class="description">{tool.description}</td>
@@ -129,16 +150,42 @@ fn tool_row(tool: ToolRow) -> impl IntoView {
 pub fn ToolPage() -> impl IntoView {
     let params = use_params_map();
     let name = move || params.read().get("name").unwrap_or_default();
-    let tool = Resource::new(name, get_tool);
+    let admit = ServerAction::<AdmitTool>::new();
+    let tool = Resource::new(
+        move || (name(), admit.version().get()),
+        |(name, _)| get_tool(name),
+    );
     view! {
         <Title text=move || format!("Tool {}", name()) />
         <p class="crumbs">
             <A href="/tools">"Tools"</A>
         </p>
+        // Outside the Suspense: the tool reloads after admitting, the outcome stays.
+        {move || match admit.value().get() {
+            Some(Ok(pin)) => {
+                view! {
+                    <p class="notice ok" role="status">
+                        "Admitted: the offered definition is pinned (" <code>{pin}</code>
+                        ") and calls pass again."
+                    </p>
+                }
+                    .into_any()
+            }
+            Some(Err(e)) => {
+                view! {
+                    <p class="notice error" role="alert">
+                        <strong>"Not admitted. "</strong>
+                        {e.to_string()}
+                    </p>
+                }
+                    .into_any()
+            }
+            None => ().into_any(),
+        }}
         <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
             {move || Suspend::new(async move {
                 match tool.await {
-                    Ok(Some(tool)) => tool_view(tool).into_any(),
+                    Ok(Some(tool)) => tool_view(tool, admit).into_any(),
                     Ok(None) => {
                         view! {
                             <h1>"Tool not found"</h1>
@@ -158,12 +205,14 @@ pub fn ToolPage() -> impl IntoView {
     }
 }
 
-fn tool_view(detail: ToolDetail) -> impl IntoView {
+fn tool_view(detail: ToolDetail, admit: ServerAction<AdmitTool>) -> impl IntoView {
     let ToolDetail {
         tool,
         arguments,
         schema,
+        pin,
     } = detail;
+    let pin_section = pin.map(|pin| pin_view(tool.name.clone(), pin, admit));
     let sensitive_form =
         view! { <SensitiveArgsForm tool=tool.name.clone() arguments=arguments.clone() /> };
     let missing_since = tool.missing_since.clone();
@@ -195,6 +244,7 @@ fn tool_view(detail: ToolDetail) -> impl IntoView {
                     </div>
                 }
             })}
+        {pin_section}
         <div class="detail-grid">
             <section class="card" aria-labelledby="tool-skills">
                 <h2 id="tool-skills">"Used by skills"</h2>
@@ -254,4 +304,79 @@ fn tool_view(detail: ToolDetail) -> impl IntoView {
             <pre class="schema"><code>{schema}</code></pre>
         </section>
     }
+}
+
+/// The pin, and for a quarantined tool why, since when, the diff and the admit form (or,
+/// for anyone but an admin, the same read-only).
+fn pin_view(tool: String, pin: PinDetail, admit: ServerAction<AdmitTool>) -> impl IntoView {
+    let PinDetail {
+        pin,
+        quarantine,
+        reason,
+        since,
+        offered_pin,
+        diff,
+        can_admit,
+    } = pin;
+    let pinned = match pin {
+        Some(pin) => {
+            view! { <p class="muted">"Pinned definition: SHA-256 " <code>{pin}</code></p> }
+                .into_any()
+        }
+        None => view! { <p class="muted">"No definition of this tool has been admitted yet."</p> }
+            .into_any(),
+    };
+    let Some(kind) = quarantine else {
+        return pinned;
+    };
+    let heading = if kind == "new" {
+        "Quarantined: a new tool no admin has admitted"
+    } else {
+        "Quarantined: its upstream changed the definition"
+    };
+    let decision = match (offered_pin.clone(), can_admit) {
+        (Some(offered), true) => {
+            view! { <AdmitForm tool=tool offered_pin=offered action=admit /> }.into_any()
+        }
+        (_, false) => view! {
+            <p class="notice info" role="status">
+                "Read-only: only an admin can admit a definition. Until then every call is refused."
+            </p>
+        }
+        .into_any(),
+        (None, true) => ().into_any(),
+    };
+    view! {
+        <div class="notice error" role="alert" id="tool-quarantine">
+            <strong>{heading}</strong>
+            <p>
+                "Every call is refused with TOOL_QUARANTINED"
+                {since.map(|since| format!(" (since {since})"))} ": " {reason}
+                ". Agents that learn a role granting it still read the pinned definition, never the offered one."
+            </p>
+        </div>
+        {pinned}
+        <section aria-labelledby="tool-pin-diff">
+            <h2 id="tool-pin-diff">"Pinned and offered definitions"</h2>
+            <p class="muted">
+                "Lines marked − are only in the pinned definition, + only in the offered one"
+                {offered_pin.map(|p| view! { " (SHA-256 " <code>{p}</code> ")" })} "."
+            </p>
+            <pre class="diff" aria-label="Pinned and offered definitions diff">
+                {diff
+                    .into_iter()
+                    .map(|l| {
+                        let (class, mark) = match l.tag.as_str() {
+                            "insert" => ("diff-insert", "+ "),
+                            "delete" => ("diff-delete", "− "),
+                            _ => ("diff-equal", "  "),
+                        };
+                        view! { <span class=class>{mark} {l.text} "\n"</span> }
+                    })
+                    .collect_view()}
+            </pre>
+            {decision}
+        </section>
+    }
+    .into_any()
 }

@@ -197,6 +197,8 @@ fn spec(name: &str, description: &str, input_schema: Value) -> ToolSpec {
         name: name.to_owned(),
         description: description.to_owned(),
         input_schema,
+        output_schema: None,
+        annotations: None,
         sensitive_args: Vec::new(),
     }
 }

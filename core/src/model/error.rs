@@ -12,6 +12,10 @@ pub enum CatalogError {
     Empty(&'static str),
     #[error("unknown tool `{0}`")]
     UnknownTool(String),
+    #[error(
+        "tool `{0}` is new and quarantined: an admin must admit it on its tool page before a skill can use it"
+    )]
+    ToolNotAdmitted(String),
     #[error("unknown skill `{0}`")]
     UnknownSkill(Slug),
     #[error("unknown role `{0}`")]

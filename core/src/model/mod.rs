@@ -18,5 +18,5 @@ pub use limit::{
 pub use role::{MAX_ROLE_DESCRIPTION, Role};
 pub use scope::Scope;
 pub use skill::{Resource, Skill, SkillVersion};
-pub use tool::ToolSpec;
+pub use tool::{ToolSpec, quarantine_reason};
 pub use upstream::{Upstream, UpstreamKind};

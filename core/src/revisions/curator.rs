@@ -53,6 +53,8 @@ pub fn curator_tool_specs() -> Vec<ToolSpec> {
             "required": required,
             "additionalProperties": false,
         }),
+        output_schema: None,
+        annotations: None,
         sensitive_args: Vec::new(),
     };
     vec![

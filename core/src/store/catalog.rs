@@ -15,7 +15,7 @@ use super::{Store, StoreError, stamp};
 use crate::demo::catalog::{DEMO_UPSTREAM, demo_catalog};
 use crate::model::{
     Catalog, CatalogError, CatalogTool, Role, Scope, Skill, SkillVersion, ToolSpec, Upstream,
-    UpstreamKind,
+    UpstreamKind, quarantine_reason,
 };
 use crate::policy::CompiledCatalog;
 use crate::slug::Slug;
@@ -72,17 +72,17 @@ impl Store {
         Ok(list_upstreams(&mut conn).await?)
     }
 
-    /// Replaces the tool list of `upstream` with what its `tools/list` returned.
+    /// Stores `tools` as the whole tool list of `upstream`, each admitted and pinned as it
+    /// is (deleting the upstream's tools not named): the trust of a seed or an operator's
+    /// script, unaudited. An upstream's sync does not come this way: it goes through
+    /// [`crate::catalog_service::CatalogService::sync_tools`], which quarantines what no admin
+    /// has reviewed and audits it.
     ///
     /// Sensitive-argument markings are the admin's: an incoming spec without any keeps the
     /// stored ones. A tool name another upstream already provides is a conflict.
-    pub async fn upsert_tools(
-        &self,
-        upstream: &Slug,
-        tools: &[ToolSpec],
-    ) -> Result<(), StoreError> {
+    pub async fn seed_tools(&self, upstream: &Slug, tools: &[ToolSpec]) -> Result<(), StoreError> {
         let mut tx = self.pool().begin_with("BEGIN IMMEDIATE").await?;
-        upsert_tools(&mut tx, upstream, tools).await?;
+        seed_tools(&mut tx, upstream, tools).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -101,28 +101,21 @@ impl Store {
         missing: &[String],
     ) -> Result<(), StoreError> {
         let mut tx = self.pool().begin_with("BEGIN IMMEDIATE").await?;
-        sqlx::query(
-            "UPDATE tools SET missing_since = NULL \
-             WHERE upstream = ? AND name NOT IN (SELECT value FROM json_each(?))",
-        )
-        .bind(upstream.as_str())
-        .bind(to_json(&missing))
-        .execute(&mut *tx)
-        .await?;
-        let now = stamp(Utc::now());
-        for name in missing {
-            sqlx::query(
-                "UPDATE tools SET missing_since = COALESCE(missing_since, ?) \
-                 WHERE name = ? AND upstream = ?",
-            )
-            .bind(&now)
-            .bind(name)
-            .bind(upstream.as_str())
-            .execute(&mut *tx)
-            .await?;
-        }
+        mark_missing_on(&mut tx, upstream, missing).await?;
         tx.commit().await?;
         Ok(())
+    }
+
+    /// The pin state of one stored tool (`None`: no such stored tool).
+    pub async fn tool_pin(&self, name: &str) -> Result<Option<ToolPin>, StoreError> {
+        let mut conn = self.pool().acquire().await?;
+        Ok(tool_pin(&mut conn, name).await?)
+    }
+
+    /// The quarantined tools, by name: new ones and those whose upstream changed them.
+    pub async fn quarantined_tools(&self) -> Result<Vec<ToolPin>, StoreError> {
+        let mut conn = self.pool().acquire().await?;
+        Ok(quarantined_tools(&mut conn).await?)
     }
 
     /// Tools flagged missing from their upstream, with the time they were first missed.
@@ -296,7 +289,8 @@ impl Store {
             .filter(|t| t.upstream == upstream.name)
             .map(|t| t.spec.clone())
             .collect();
-        upsert_tools(&mut tx, &upstream.name, &specs).await?;
+        // Admitted by the seed: the demo's definitions are pinned as drafted.
+        seed_tools(&mut tx, &upstream.name, &specs).await?;
         for skill in &draft.skills {
             insert_skill(&mut tx, skill).await?;
         }
@@ -347,6 +341,7 @@ pub(crate) async fn create_skill_on(
 ) -> Result<Revised<SkillVersion>, StoreError> {
     let catalog = load_catalog(&mut *conn).await?;
     catalog.validate_skill(skill)?;
+    refuse_unadmitted(&mut *conn, skill).await?;
     if catalog.skill(skill.slug.as_str()).is_some() {
         return Err(StoreError::Conflict(format!(
             "skill `{}` already exists",
@@ -375,6 +370,7 @@ pub(crate) async fn update_skill_on(
         ));
     }
     catalog.validate_skill(skill)?;
+    refuse_unadmitted(&mut *conn, skill).await?;
     let version = latest + 1;
     if let Some(existing) = catalog
         .skills
@@ -632,27 +628,158 @@ pub(crate) async fn list_upstreams(
         .collect()
 }
 
-async fn upsert_tools(
+/// The pin state of one stored tool: what the console shows and an admin admits.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolPin {
+    pub tool: String,
+    pub upstream: Slug,
+    /// The admitted definition (with the admin's sensitive markings); `None` for a tool no
+    /// admin has admitted yet.
+    pub pinned: Option<ToolSpec>,
+    /// Hex SHA-256 of the pinned definition ([`ToolSpec::pin`]); `None`: never admitted.
+    pub pin: Option<String>,
+    /// What the upstream offers now, while it is not the pinned definition.
+    pub offered: Option<ToolSpec>,
+    /// Since when calls are refused; `None`: not quarantined.
+    pub quarantined_since: Option<String>,
+}
+
+impl ToolPin {
+    /// Quarantined because no admin has admitted it yet (rather than because it changed).
+    pub fn is_new(&self) -> bool {
+        self.pin.is_none()
+    }
+
+    pub fn offered_pin(&self) -> Option<String> {
+        self.offered.as_ref().map(ToolSpec::pin)
+    }
+}
+
+/// One quarantine, lift or admission, for its `admin_change` event on target `tool:<name>`:
+/// `before` and `after` are `{"pin", "offered"}` hashes (`null` where there is none).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PinChange {
+    pub tool: String,
+    /// `tool.quarantine`, `tool.unquarantine` or `tool.admit`.
+    pub action: &'static str,
+    pub before: serde_json::Value,
+    pub after: serde_json::Value,
+}
+
+fn pin_state(pin: Option<&str>, offered: Option<&str>) -> serde_json::Value {
+    serde_json::json!({ "pin": pin, "offered": offered })
+}
+
+/// What a sync of one upstream's `tools/list` changed.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ToolSync {
+    /// Distinct tools the upstream listed.
+    pub listed: usize,
+    /// Stored tools of the upstream it no longer lists (kept with their definition, flagged).
+    pub missing: Vec<String>,
+    /// Quarantines and lifts, by tool name.
+    pub changes: Vec<PinChange>,
+}
+
+/// A tool row as stored, pin columns included.
+struct StoredTool {
+    upstream: String,
+    /// The definition columns with the sensitive markings.
+    spec: ToolSpec,
+    pin: Option<String>,
+    offered: Option<String>,
+    offered_pin: Option<String>,
+    quarantined_since: Option<String>,
+}
+
+impl StoredTool {
+    fn into_pin(self) -> Result<ToolPin, sqlx::Error> {
+        let offered = self
+            .offered
+            .as_deref()
+            .map(ToolSpec::from_definition)
+            .transpose()
+            .map_err(|e| decode_err("offered tool definition", e))?;
+        let upstream = slug_of("tool upstream", &self.upstream)?;
+        Ok(ToolPin {
+            tool: self.spec.name.clone(),
+            upstream,
+            pinned: self.pin.is_some().then(|| self.spec.clone()),
+            pin: self.pin,
+            offered,
+            quarantined_since: self.quarantined_since,
+        })
+    }
+}
+
+const TOOL_COLUMNS: &str = "SELECT name, upstream, description, input_schema, output_schema, annotations, \
+     sensitive_args, pin, offered, offered_pin, quarantined_since FROM tools";
+
+fn stored_tool(row: &sqlx::sqlite::SqliteRow) -> Result<StoredTool, sqlx::Error> {
+    let optional_json =
+        |column: &str, what: &str| -> Result<Option<serde_json::Value>, sqlx::Error> {
+            row.try_get::<Option<String>, _>(column)?
+                .map(|text| from_json(what, &text))
+                .transpose()
+        };
+    Ok(StoredTool {
+        upstream: row.try_get("upstream")?,
+        spec: ToolSpec {
+            name: row.try_get("name")?,
+            description: row.try_get("description")?,
+            input_schema: from_json("tool input schema", row.try_get("input_schema")?)?,
+            output_schema: optional_json("output_schema", "tool output schema")?,
+            annotations: optional_json("annotations", "tool annotations")?,
+            sensitive_args: from_json("tool sensitive arguments", row.try_get("sensitive_args")?)?,
+        },
+        pin: row.try_get("pin")?,
+        offered: row.try_get("offered")?,
+        offered_pin: row.try_get("offered_pin")?,
+        quarantined_since: row.try_get("quarantined_since")?,
+    })
+}
+
+async fn stored_tools(conn: &mut SqliteConnection) -> Result<Vec<StoredTool>, sqlx::Error> {
+    let rows = sqlx::query(&format!("{TOOL_COLUMNS} ORDER BY name"))
+        .fetch_all(conn)
+        .await?;
+    rows.iter().map(stored_tool).collect()
+}
+
+async fn known_upstream(conn: &mut SqliteConnection, upstream: &Slug) -> Result<(), StoreError> {
+    let known: Option<String> = sqlx::query_scalar("SELECT name FROM upstreams WHERE name = ?")
+        .bind(upstream.as_str())
+        .fetch_optional(conn)
+        .await?;
+    match known {
+        Some(_) => Ok(()),
+        None => Err(StoreError::Invalid(CatalogError::UnknownUpstream(
+            upstream.clone(),
+        ))),
+    }
+}
+
+fn optional_text(value: Option<&serde_json::Value>) -> Option<String> {
+    value.map(to_json)
+}
+
+/// [`Store::seed_tools`] on a given connection.
+async fn seed_tools(
     conn: &mut SqliteConnection,
     upstream: &Slug,
     tools: &[ToolSpec],
 ) -> Result<(), StoreError> {
-    let known: Option<String> = sqlx::query_scalar("SELECT name FROM upstreams WHERE name = ?")
-        .bind(upstream.as_str())
-        .fetch_optional(&mut *conn)
-        .await?;
-    if known.is_none() {
-        return Err(StoreError::Invalid(CatalogError::UnknownUpstream(
-            upstream.clone(),
-        )));
-    }
+    known_upstream(&mut *conn, upstream).await?;
     let now = stamp(Utc::now());
     for tool in tools {
         let done = sqlx::query(
-            "INSERT INTO tools (name, upstream, description, input_schema, sensitive_args, updated_at) \
-             VALUES (?, ?, ?, ?, ?, ?) \
+            "INSERT INTO tools (name, upstream, description, input_schema, output_schema, annotations, \
+               sensitive_args, pin, offered, offered_pin, quarantined_since, updated_at) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, NULL, ?) \
              ON CONFLICT (name) DO UPDATE SET description = excluded.description, \
-               input_schema = excluded.input_schema, updated_at = excluded.updated_at, \
+               input_schema = excluded.input_schema, output_schema = excluded.output_schema, \
+               annotations = excluded.annotations, pin = excluded.pin, offered = NULL, \
+               offered_pin = NULL, quarantined_since = NULL, updated_at = excluded.updated_at, \
                sensitive_args = CASE WHEN excluded.sensitive_args = '[]' THEN tools.sensitive_args \
                                      ELSE excluded.sensitive_args END \
              WHERE tools.upstream = excluded.upstream",
@@ -661,7 +788,10 @@ async fn upsert_tools(
         .bind(upstream.as_str())
         .bind(&tool.description)
         .bind(to_json(&tool.input_schema))
+        .bind(optional_text(tool.output_schema.as_ref()))
+        .bind(optional_text(tool.annotations.as_ref()))
         .bind(to_json(&tool.sensitive_args))
+        .bind(tool.pin())
         .bind(&now)
         .execute(&mut *conn)
         .await?;
@@ -688,30 +818,332 @@ async fn upsert_tools(
     Ok(())
 }
 
-async fn list_tools(conn: &mut SqliteConnection) -> Result<Vec<CatalogTool>, sqlx::Error> {
-    let rows = sqlx::query(
-        "SELECT name, upstream, description, input_schema, sensitive_args FROM tools ORDER BY name",
+/// Saves what `upstream`'s `tools/list` offered, against the pins (the sync's store half;
+/// [`crate::catalog_service::CatalogService::sync_tools`] commits it with its events):
+///
+/// - a tool it starts offering is stored quarantined, its offer as its definition, no pin;
+/// - a pinned tool whose offer hashes otherwise is quarantined at once: its definition stays
+///   the pinned one and the offer is stored beside it; an offer equal to the pin lifts it;
+/// - tools it no longer lists are flagged missing (kept as they are), the others unflagged.
+///
+/// A name listed twice counts once, with its last listing; a name another upstream
+/// provides is a conflict and nothing is saved.
+pub(crate) async fn sync_tools_on(
+    conn: &mut SqliteConnection,
+    upstream: &Slug,
+    listed: &[ToolSpec],
+) -> Result<ToolSync, StoreError> {
+    known_upstream(&mut *conn, upstream).await?;
+    let offers: BTreeMap<&str, &ToolSpec> = listed.iter().map(|t| (t.name.as_str(), t)).collect();
+    let stored: BTreeMap<String, StoredTool> = stored_tools(&mut *conn)
+        .await?
+        .into_iter()
+        .map(|t| (t.spec.name.clone(), t))
+        .collect();
+    let now = stamp(Utc::now());
+    let mut changes = Vec::new();
+    for (&name, &offer) in &offers {
+        let offered_pin = offer.pin();
+        let quarantine = |before: serde_json::Value, pin: Option<&str>| PinChange {
+            tool: name.to_owned(),
+            action: "tool.quarantine",
+            before,
+            after: pin_state(pin, Some(&offered_pin)),
+        };
+        let Some(row) = stored.get(name) else {
+            sqlx::query(
+                "INSERT INTO tools (name, upstream, description, input_schema, output_schema, annotations, \
+                   sensitive_args, pin, offered, offered_pin, quarantined_since, updated_at) \
+                 VALUES (?, ?, ?, ?, ?, ?, '[]', NULL, ?, ?, ?, ?)",
+            )
+            .bind(name)
+            .bind(upstream.as_str())
+            .bind(&offer.description)
+            .bind(to_json(&offer.input_schema))
+            .bind(optional_text(offer.output_schema.as_ref()))
+            .bind(optional_text(offer.annotations.as_ref()))
+            .bind(offer.canonical_definition())
+            .bind(&offered_pin)
+            .bind(&now)
+            .bind(&now)
+            .execute(&mut *conn)
+            .await?;
+            changes.push(quarantine(pin_state(None, None), None));
+            continue;
+        };
+        if row.upstream != upstream.as_str() {
+            return Err(StoreError::Conflict(format!(
+                "tool `{name}` is already provided by another upstream"
+            )));
+        }
+        let before = pin_state(row.pin.as_deref(), row.offered_pin.as_deref());
+        match row.pin.as_deref() {
+            // Never admitted: what agents would read is only ever the latest offer.
+            None => {
+                if row.offered_pin.as_deref() == Some(offered_pin.as_str()) {
+                    continue;
+                }
+                sqlx::query(
+                    "UPDATE tools SET description = ?, input_schema = ?, output_schema = ?, \
+                       annotations = ?, offered = ?, offered_pin = ?, \
+                       quarantined_since = COALESCE(quarantined_since, ?), updated_at = ? \
+                     WHERE name = ?",
+                )
+                .bind(&offer.description)
+                .bind(to_json(&offer.input_schema))
+                .bind(optional_text(offer.output_schema.as_ref()))
+                .bind(optional_text(offer.annotations.as_ref()))
+                .bind(offer.canonical_definition())
+                .bind(&offered_pin)
+                .bind(&now)
+                .bind(&now)
+                .bind(name)
+                .execute(&mut *conn)
+                .await?;
+                changes.push(quarantine(before, None));
+            }
+            Some(pin) if pin == offered_pin => {
+                if row.offered.is_none() && row.quarantined_since.is_none() {
+                    continue;
+                }
+                sqlx::query(
+                    "UPDATE tools SET offered = NULL, offered_pin = NULL, quarantined_since = NULL, \
+                       updated_at = ? WHERE name = ?",
+                )
+                .bind(&now)
+                .bind(name)
+                .execute(&mut *conn)
+                .await?;
+                changes.push(PinChange {
+                    tool: name.to_owned(),
+                    action: "tool.unquarantine",
+                    before,
+                    after: pin_state(Some(pin), None),
+                });
+            }
+            Some(pin) => {
+                if row.offered_pin.as_deref() == Some(offered_pin.as_str()) {
+                    continue;
+                }
+                sqlx::query(
+                    "UPDATE tools SET offered = ?, offered_pin = ?, \
+                       quarantined_since = COALESCE(quarantined_since, ?), updated_at = ? \
+                     WHERE name = ?",
+                )
+                .bind(offer.canonical_definition())
+                .bind(&offered_pin)
+                .bind(&now)
+                .bind(&now)
+                .bind(name)
+                .execute(&mut *conn)
+                .await?;
+                changes.push(quarantine(before, Some(pin)));
+            }
+        }
+    }
+    let missing: Vec<String> = stored
+        .values()
+        .filter(|t| t.upstream == upstream.as_str() && !offers.contains_key(t.spec.name.as_str()))
+        .map(|t| t.spec.name.clone())
+        .collect();
+    mark_missing_on(&mut *conn, upstream, &missing).await?;
+    Ok(ToolSync {
+        listed: offers.len(),
+        missing,
+        changes,
+    })
+}
+
+/// [`Store::mark_missing_tools`] on a given connection.
+async fn mark_missing_on(
+    conn: &mut SqliteConnection,
+    upstream: &Slug,
+    missing: &[String],
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "UPDATE tools SET missing_since = NULL \
+         WHERE upstream = ? AND name NOT IN (SELECT value FROM json_each(?))",
     )
+    .bind(upstream.as_str())
+    .bind(to_json(&missing))
+    .execute(&mut *conn)
+    .await?;
+    let now = stamp(Utc::now());
+    for name in missing {
+        sqlx::query(
+            "UPDATE tools SET missing_since = COALESCE(missing_since, ?) \
+             WHERE name = ? AND upstream = ?",
+        )
+        .bind(&now)
+        .bind(name)
+        .bind(upstream.as_str())
+        .execute(&mut *conn)
+        .await?;
+    }
+    Ok(())
+}
+
+/// Re-pins `tool` to the definition its upstream offers, if that is still the one hashing to
+/// `expected_offer` (what the admin reviewed). The offer must be usable: its input schema
+/// compiles and the limits of the roles and scopes that bound the tool still apply to it.
+pub(crate) async fn admit_tool_on(
+    conn: &mut SqliteConnection,
+    tool: &str,
+    expected_offer: &str,
+) -> Result<PinChange, StoreError> {
+    let row = sqlx::query(&format!("{TOOL_COLUMNS} WHERE name = ?"))
+        .bind(tool)
+        .fetch_optional(&mut *conn)
+        .await?
+        .ok_or_else(|| StoreError::NotFound(format!("tool `{tool}`")))?;
+    let row = stored_tool(&row)?;
+    let (Some(offered), Some(offered_pin)) = (row.offered.as_deref(), row.offered_pin.as_deref())
+    else {
+        return Err(StoreError::Conflict(format!(
+            "`{tool}` is not quarantined: its upstream offers the pinned definition, so there is nothing to admit"
+        )));
+    };
+    if offered_pin != expected_offer {
+        return Err(StoreError::Conflict(format!(
+            "the definition `{tool}`'s upstream offers changed since you looked (it is now {}, you reviewed {}): review it again",
+            short_pin(offered_pin),
+            short_pin(expected_offer)
+        )));
+    }
+    let mut offer = ToolSpec::from_definition(offered)
+        .map_err(|e| StoreError::Corrupt(format!("offered definition of `{tool}`: {e}")))?;
+    offer.sensitive_args = row.spec.sensitive_args.clone();
+    let mut catalog = load_catalog(&mut *conn).await?;
+    let Some(entry) = catalog.tools.iter_mut().find(|t| t.spec.name == tool) else {
+        return Err(StoreError::NotFound(format!("tool `{tool}`")));
+    };
+    entry.spec = offer.clone();
+    entry.quarantine = None;
+    let entry = entry.clone();
+    catalog.validate_tool(&entry)?;
+    for role in catalog
+        .roles
+        .iter()
+        .filter(|r| r.limits.iter().any(|l| l.tool() == tool))
+    {
+        catalog.validate_role(role)?;
+    }
+    for scope in catalog
+        .scopes
+        .iter()
+        .filter(|s| s.guardrails.iter().any(|l| l.tool() == tool))
+    {
+        catalog.validate_scope(scope)?;
+    }
+    sqlx::query(
+        "UPDATE tools SET description = ?, input_schema = ?, output_schema = ?, annotations = ?, \
+           pin = ?, offered = NULL, offered_pin = NULL, quarantined_since = NULL, updated_at = ? \
+         WHERE name = ?",
+    )
+    .bind(&offer.description)
+    .bind(to_json(&offer.input_schema))
+    .bind(optional_text(offer.output_schema.as_ref()))
+    .bind(optional_text(offer.annotations.as_ref()))
+    .bind(offered_pin)
+    .bind(stamp(Utc::now()))
+    .bind(tool)
+    .execute(&mut *conn)
+    .await?;
+    Ok(PinChange {
+        tool: tool.to_owned(),
+        action: "tool.admit",
+        before: pin_state(row.pin.as_deref(), Some(offered_pin)),
+        after: pin_state(Some(offered_pin), None),
+    })
+}
+
+fn short_pin(pin: &str) -> &str {
+    pin.get(..12).unwrap_or(pin)
+}
+
+/// Refuses a skill that uses a tool no admin has admitted: it could never be called, and
+/// granting it would let an unreviewed definition reach agents the day it is admitted
+/// without anyone having looked at where it is granted.
+async fn refuse_unadmitted(conn: &mut SqliteConnection, skill: &Skill) -> Result<(), StoreError> {
+    let unadmitted: Option<String> = sqlx::query_scalar(
+        "SELECT name FROM tools WHERE pin IS NULL AND quarantined_since IS NOT NULL \
+           AND name IN (SELECT value FROM json_each(?)) ORDER BY name LIMIT 1",
+    )
+    .bind(to_json(&skill.tools))
+    .fetch_optional(conn)
+    .await?;
+    match unadmitted {
+        Some(tool) => Err(StoreError::Invalid(CatalogError::ToolNotAdmitted(tool))),
+        None => Ok(()),
+    }
+}
+
+/// Pins the tools stored before pins existed, as they are (migration 0015 adds the columns;
+/// SQLite cannot hash, so the store finishes the upgrade when it opens the database). A row
+/// without a pin that is not quarantined is such a tool: nothing else writes one.
+pub(crate) async fn pin_tools_stored_before_pins(store: &Store) -> Result<(), StoreError> {
+    let mut tx = store.pool().begin_with("BEGIN IMMEDIATE").await?;
+    let rows = sqlx::query(&format!(
+        "{TOOL_COLUMNS} WHERE pin IS NULL AND quarantined_since IS NULL"
+    ))
+    .fetch_all(&mut *tx)
+    .await?;
+    for row in &rows {
+        let tool = stored_tool(row)?;
+        sqlx::query("UPDATE tools SET pin = ? WHERE name = ? AND pin IS NULL")
+            .bind(tool.spec.pin())
+            .bind(&tool.spec.name)
+            .execute(&mut *tx)
+            .await?;
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
+async fn list_tools(conn: &mut SqliteConnection) -> Result<Vec<CatalogTool>, sqlx::Error> {
+    stored_tools(conn)
+        .await?
+        .into_iter()
+        .map(|tool| {
+            let quarantine = match (&tool.quarantined_since, &tool.offered) {
+                (None, _) => None,
+                (Some(_), Some(offered)) => {
+                    let offered = ToolSpec::from_definition(offered)
+                        .map_err(|e| decode_err("offered tool definition", e))?;
+                    let pinned = tool.pin.is_some().then_some(&tool.spec);
+                    Some(quarantine_reason(pinned, &offered))
+                }
+                // Quarantined without a stored offer: still refused, fail closed.
+                (Some(_), None) => {
+                    Some("it is quarantined and its offered definition is not stored".to_owned())
+                }
+            };
+            Ok(CatalogTool {
+                upstream: slug_of("tool upstream", &tool.upstream)?,
+                spec: tool.spec,
+                quarantine,
+            })
+        })
+        .collect()
+}
+
+async fn tool_pin(conn: &mut SqliteConnection, name: &str) -> Result<Option<ToolPin>, sqlx::Error> {
+    sqlx::query(&format!("{TOOL_COLUMNS} WHERE name = ?"))
+        .bind(name)
+        .fetch_optional(conn)
+        .await?
+        .map(|row| stored_tool(&row)?.into_pin())
+        .transpose()
+}
+
+async fn quarantined_tools(conn: &mut SqliteConnection) -> Result<Vec<ToolPin>, sqlx::Error> {
+    let rows = sqlx::query(&format!(
+        "{TOOL_COLUMNS} WHERE quarantined_since IS NOT NULL ORDER BY name"
+    ))
     .fetch_all(conn)
     .await?;
     rows.iter()
-        .map(|row| {
-            Ok(CatalogTool {
-                upstream: slug_of("tool upstream", row.try_get("upstream")?)?,
-                spec: ToolSpec {
-                    name: row.try_get("name")?,
-                    description: row.try_get("description")?,
-                    input_schema: from_json("tool input schema", row.try_get("input_schema")?)?,
-                    sensitive_args: from_json(
-                        "tool sensitive arguments",
-                        row.try_get("sensitive_args")?,
-                    )?,
-                },
-                // Pins and quarantine are stored by the tool-pinning change; until then no
-                // stored tool is quarantined.
-                quarantine: None,
-            })
-        })
+        .map(|row| stored_tool(row)?.into_pin())
         .collect()
 }
 
@@ -1181,7 +1613,7 @@ mod tests {
                 spec.description = "Find a customer.".into();
             }
         }
-        store.upsert_tools(&slug("demo"), &specs).await.unwrap();
+        store.seed_tools(&slug("demo"), &specs).await.unwrap();
         let tools = store.list_tools().await.unwrap();
         assert_eq!(tools.len(), 14);
         assert!(tools.iter().all(|t| t.spec.name != "delete_user_account"));
@@ -1211,13 +1643,15 @@ mod tests {
             name: "process_refund".into(),
             description: "x".into(),
             input_schema: json!({"type": "object"}),
+            output_schema: None,
+            annotations: None,
             sensitive_args: vec![],
         };
-        let err = store.upsert_tools(&other.name, &[clash]).await.unwrap_err();
+        let err = store.seed_tools(&other.name, &[clash]).await.unwrap_err();
         assert!(matches!(err, StoreError::Conflict(_)), "{err}");
         assert_eq!(store.list_upstreams().await.unwrap().len(), 2);
         assert!(matches!(
-            store.upsert_tools(&slug("nowhere"), &[]).await,
+            store.seed_tools(&slug("nowhere"), &[]).await,
             Err(StoreError::Invalid(CatalogError::UnknownUpstream(_)))
         ));
     }

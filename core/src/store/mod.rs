@@ -98,7 +98,9 @@ impl Store {
                 source,
             })?;
         MIGRATOR.run(&pool).await?;
-        Ok(Self { pool })
+        let store = Self { pool };
+        catalog::pin_tools_stored_before_pins(&store).await?;
+        Ok(store)
     }
 
     /// The underlying pool, for the session store and the store's own submodules.

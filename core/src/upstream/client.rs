@@ -155,6 +155,14 @@ impl UpstreamClient {
                 name: tool.name.into_owned(),
                 description: tool.description.map(|d| d.into_owned()).unwrap_or_default(),
                 input_schema: serde_json::Value::Object(Arc::unwrap_or_clone(tool.input_schema)),
+                output_schema: tool
+                    .output_schema
+                    .map(|schema| serde_json::Value::Object(Arc::unwrap_or_clone(schema))),
+                // All hints absent is no annotations: `{}` and a missing field pin alike.
+                annotations: tool
+                    .annotations
+                    .and_then(|a| serde_json::to_value(a).ok())
+                    .filter(|a| a.as_object().is_none_or(|map| !map.is_empty())),
                 sensitive_args: Vec::new(),
             })
             .collect())

@@ -24,6 +24,8 @@ pub fn tool(name: &str, input_schema: Value) -> CatalogTool {
             name: name.to_owned(),
             description: format!("{name} does a thing"),
             input_schema,
+            output_schema: None,
+            annotations: None,
             sensitive_args: Vec::new(),
         },
         quarantine: None,

@@ -36,6 +36,8 @@ pub fn permit(tool: &str, arguments: Map<String, Value>) -> Permit {
                 name: tool.to_owned(),
                 description: format!("{tool}, as the test upstream serves it"),
                 input_schema: json!({"type": "object"}),
+                output_schema: None,
+                annotations: None,
                 sensitive_args: Vec::new(),
             },
             quarantine: None,

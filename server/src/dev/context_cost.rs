@@ -326,6 +326,8 @@ impl SyntheticCatalog {
                         format!("{title}: {}", spec.description)
                     },
                     input_schema: spec.input_schema.clone(),
+                    output_schema: None,
+                    annotations: None,
                     sensitive_args: spec.sensitive_args.clone(),
                 })
                 .collect();
@@ -394,7 +396,7 @@ impl SyntheticCatalog {
                 },
             })
             .await?;
-        store.upsert_tools(&upstream, &self.tools).await?;
+        store.seed_tools(&upstream, &self.tools).await?;
         for skill in &self.skills {
             store.create_skill(skill).await?;
         }

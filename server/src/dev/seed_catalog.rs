@@ -50,10 +50,12 @@ pub async fn run(args: SeedCatalogArgs) -> anyhow::Result<()> {
                 },
                 "required": ["account", "amount"],
             }),
+            output_schema: None,
+            annotations: None,
             sensitive_args: Vec::new(),
         })
         .collect();
-    store.upsert_tools(&upstream.name, &specs).await?;
+    store.seed_tools(&upstream.name, &specs).await?;
     let mut roles = Vec::new();
     for (n, chunk) in specs.chunks(10).enumerate() {
         let skill = Skill {
