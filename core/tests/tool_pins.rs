@@ -96,6 +96,7 @@ fn lookup(handle: &CatalogHandle) -> Decision {
         key_id: "k1",
         tool: "lookup_customer",
         arguments,
+        approved: None,
     };
     decide(&handle.load(), Some(&session), request, Utc::now())
 }
