@@ -14,6 +14,7 @@ const SECTIONS: &[(&str, &str)] = &[
     ("/upstreams", "Upstreams"),
     ("/scopes", "Scopes & keys"),
     ("/sessions", "Sessions"),
+    ("/holds", "Holds"),
     ("/candidates", "Candidates"),
     ("/users", "Users"),
 ];

@@ -13,6 +13,7 @@ pub mod catalog_api;
 pub mod compliance_api;
 pub mod csrf;
 pub mod flash;
+pub mod holds_api;
 mod layout;
 pub mod limits_api;
 mod pages;
@@ -90,6 +91,8 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("sessions") view=pages::SessionsPage ssr=SsrMode::Async />
                     <Route path=path!("sessions/:id") view=pages::SessionPage ssr=SsrMode::Async />
                     <Route path=path!("audit") view=pages::AuditPage ssr=SsrMode::Async />
+                    <Route path=path!("holds") view=pages::HoldsPage ssr=SsrMode::Async />
+                    <Route path=path!("holds/:id") view=pages::HoldPage ssr=SsrMode::Async />
                     <Route path=path!("candidates") view=pages::CandidatesPage ssr=SsrMode::Async />
                     <Route path=path!("candidates/:id") view=pages::CandidatePage ssr=SsrMode::Async />
                     <Route path=path!("users") view=UsersPage ssr=SsrMode::Async />

@@ -1,13 +1,16 @@
 use leptos::prelude::*;
 use leptos_meta::Title;
+use leptos_router::components::A;
 
 use super::ErrorNotice;
 use super::charts::ComplianceCharts;
 use crate::api::overview;
+use crate::holds_api::pending_holds;
 
 #[component]
 pub fn Dashboard() -> impl IntoView {
     let data = Resource::new(|| (), |_| overview());
+    let holds = Resource::new(|| (), |_| pending_holds());
     view! {
         <Title text="Dashboard" />
         <h1>"Dashboard"</h1>
@@ -27,6 +30,25 @@ pub fn Dashboard() -> impl IntoView {
                                         {if o.database_ok { "answering" } else { "not answering" }}
                                     </p>
                                 </section>
+                                <Suspense fallback=|| ()>
+                                    {move || Suspend::new(async move {
+                                        holds.await.ok().map(|p| {
+                                            let count = if p.more {
+                                                format!("{}+", p.count)
+                                            } else {
+                                                p.count.to_string()
+                                            };
+                                            view! {
+                                                <section class="card stat">
+                                                    <h2>"Holds waiting for a reviewer"</h2>
+                                                    <p class="big">
+                                                        <A href="/holds">{count}</A>
+                                                    </p>
+                                                </section>
+                                            }
+                                        })
+                                    })}
+                                </Suspense>
                                 <section class="card stat">
                                     <h2>"Console users"</h2>
                                     <p class="big">{o.console_users}</p>

@@ -15,6 +15,8 @@ pub enum Tone {
     Denied,
     Violation,
     Error,
+    /// A call waiting for a reviewer's approval.
+    Held,
 }
 
 impl Tone {
@@ -26,6 +28,7 @@ impl Tone {
             Tone::Denied => "denied",
             Tone::Violation => "violation",
             Tone::Error => "error",
+            Tone::Held => "held",
         }
     }
 }
@@ -138,6 +141,8 @@ pub fn decode_entries_after(rows: &[AuditRow], learned_before: Vec<String>) -> V
                 hash: row.hash.clone(),
             };
             let tool = tool.unwrap_or_default();
+            let hold_id = text(&payload, "hold_id");
+            let hold_id = hold_id.as_deref();
             match row.kind.as_str() {
                 "session_started" => {
                     entry.badge = "init".into();
@@ -170,6 +175,10 @@ pub fn decode_entries_after(rows: &[AuditRow], learned_before: Vec<String>) -> V
                     entry.tone = Tone::Allowed;
                     entry.badge = "allowed".into();
                     entry.headline = format!("Call {tool} allowed");
+                    if let Some(hold) = hold_id {
+                        entry.badge = "approved call runs".into();
+                        entry.headline = format!("Approved call {tool} runs (hold {hold})");
+                    }
                 }
                 "call_denied" => {
                     let code = text(&payload, "code").unwrap_or_default();
@@ -179,7 +188,55 @@ pub fn decode_entries_after(rows: &[AuditRow], learned_before: Vec<String>) -> V
                         Tone::Denied
                     };
                     entry.headline = format!("Call {tool} refused: {code}");
+                    if let Some(hold) = hold_id {
+                        entry.headline = format!(
+                            "Approved call {tool} refused when it came back: {code} (hold {hold})"
+                        );
+                    }
                     entry.badge = code;
+                }
+                "call_held" => {
+                    entry.tone = Tone::Held;
+                    entry.badge = "held".into();
+                    entry.headline = format!("Held for approval: {tool}");
+                    entry.detail = Some(format!(
+                        "Hold {} waits for a reviewer until {}; catalog revision {}.",
+                        hold_id.unwrap_or_default(),
+                        text(&payload, "expires_at").unwrap_or_default(),
+                        text(&payload, "catalog_revision").unwrap_or_default()
+                    ));
+                }
+                "hold_approved" | "hold_denied" => {
+                    let approved = row.kind == "hold_approved";
+                    let by = row.actor.clone().unwrap_or_else(|| "a reviewer".into());
+                    let reason = text(&payload, "reason").unwrap_or_default();
+                    (entry.tone, entry.badge) = if approved {
+                        (Tone::Granted, "hold approved".into())
+                    } else {
+                        (Tone::Denied, "hold denied".into())
+                    };
+                    entry.headline = format!(
+                        "{} by {by}: {reason}",
+                        if approved { "Approved" } else { "Denied" }
+                    );
+                    entry.detail = Some(format!(
+                        "Hold {} of {tool}, decided under catalog revision {}.",
+                        hold_id.unwrap_or_default(),
+                        text(&payload, "catalog_revision").unwrap_or_default()
+                    ));
+                }
+                "hold_expired" => {
+                    entry.badge = "hold expired".into();
+                    entry.headline = "Hold expired".into();
+                    let missed = if text(&payload, "was").as_deref() == Some("approved") {
+                        "was approved but not run in time"
+                    } else {
+                        "was not decided in time"
+                    };
+                    entry.detail = Some(format!(
+                        "Hold {} of {tool} {missed}: nothing ran, and what it reserved was released.",
+                        hold_id.unwrap_or_default(),
+                    ));
                 }
                 "call_result" => {
                     let ok = text(&payload, "status").as_deref() == Some("ok");
@@ -319,5 +376,111 @@ mod tests {
             }
         );
         assert_eq!(e.arguments[0].value, "900");
+    }
+
+    #[test]
+    fn a_held_call_reads_as_waiting_with_its_rule_and_hold() {
+        let entries = decode_entries(&[row(
+            1,
+            "call_held",
+            r#"{"hold_id":"hold_1","tool":"process_refund","arguments":{"amount":300,"token":{"sha256":"ab"}},"decision":"pending_approval","role":"tier-1-support","rule":"`process_refund` needs a reviewer's approval","expires_at":"2026-01-01T00:15:00Z","catalog_revision":"r7"}"#,
+        )]);
+        let e = &entries[0];
+        assert_eq!(e.tone, Tone::Held);
+        assert_eq!(e.tone.as_str(), "held");
+        assert_eq!(e.headline, "Held for approval: process_refund");
+        assert!(e.rule.as_deref().unwrap().contains("reviewer's approval"));
+        assert_eq!(e.role.as_deref(), Some("tier-1-support"));
+        let detail = e.detail.as_deref().unwrap();
+        assert!(
+            detail.contains("hold_1") && detail.contains("2026-01-01T00:15:00Z"),
+            "{detail}"
+        );
+        assert_eq!(e.arguments[1].value, "sha256:ab");
+        assert!(e.arguments[1].digest);
+    }
+
+    #[test]
+    fn a_decision_on_a_hold_names_the_reviewer_and_the_reason() {
+        let mut approved = row(
+            2,
+            "hold_approved",
+            r#"{"hold_id":"hold_1","tool":"process_refund","reason":"Customer is verified","catalog_revision":"r7"}"#,
+        );
+        approved.actor = Some("alice".into());
+        let mut denied = row(
+            3,
+            "hold_denied",
+            r#"{"hold_id":"hold_2","tool":"process_refund","reason":"Duplicate","catalog_revision":"r7"}"#,
+        );
+        denied.actor = Some("bob".into());
+        let entries = decode_entries(&[approved, denied]);
+        assert_eq!(
+            entries[0].headline,
+            "Approved by alice: Customer is verified"
+        );
+        assert_eq!(entries[0].tone, Tone::Granted);
+        assert_eq!(entries[1].headline, "Denied by bob: Duplicate");
+        assert_eq!(entries[1].tone, Tone::Denied);
+        assert!(entries[1].detail.as_deref().unwrap().contains("hold_2"));
+    }
+
+    #[test]
+    fn an_expired_hold_says_whether_it_was_undecided_or_unused() {
+        let entries = decode_entries(&[
+            row(
+                4,
+                "hold_expired",
+                r#"{"hold_id":"hold_1","tool":"process_refund","was":"pending"}"#,
+            ),
+            row(
+                5,
+                "hold_expired",
+                r#"{"hold_id":"hold_2","tool":"process_refund","was":"approved"}"#,
+            ),
+        ]);
+        assert_eq!(entries[0].headline, "Hold expired");
+        assert!(
+            entries[0]
+                .detail
+                .as_deref()
+                .unwrap()
+                .contains("not decided in time")
+        );
+        assert!(
+            entries[1]
+                .detail
+                .as_deref()
+                .unwrap()
+                .contains("approved but not run")
+        );
+    }
+
+    #[test]
+    fn the_run_and_the_refusal_of_an_approved_hold_are_marked_as_that_hold() {
+        let entries = decode_entries(&[
+            row(
+                6,
+                "call_allowed",
+                r#"{"tool":"process_refund","role":"tier-1-support","hold_id":"hold_1"}"#,
+            ),
+            row(
+                7,
+                "call_denied",
+                r#"{"tool":"process_refund","code":"GOVERNANCE_VIOLATION","rule":"cap","hold_id":"hold_2"}"#,
+            ),
+            row(8, "call_allowed", r#"{"tool":"process_refund"}"#),
+        ]);
+        assert_eq!(
+            entries[0].headline,
+            "Approved call process_refund runs (hold hold_1)"
+        );
+        assert_eq!(entries[0].tone, Tone::Allowed);
+        assert_eq!(
+            entries[1].headline,
+            "Approved call process_refund refused when it came back: GOVERNANCE_VIOLATION (hold hold_2)"
+        );
+        assert_eq!(entries[1].tone, Tone::Violation);
+        assert_eq!(entries[2].headline, "Call process_refund allowed");
     }
 }

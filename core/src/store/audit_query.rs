@@ -58,6 +58,15 @@ fn session_delta(kind: &str, payload: &str) -> SessionDelta {
                 delta.denials = 1;
             }
         }
+        // A held call ran nothing yet: it names its tool but counts as a call only when
+        // its approved run is allowed. A reviewer's denial refuses the call.
+        "call_held" | "hold_approved" | "hold_expired" => {
+            delta.tool = str_field(&payload, "tool");
+        }
+        "hold_denied" => {
+            delta.tool = str_field(&payload, "tool");
+            delta.denials = 1;
+        }
         "call_result" if payload.get("status").and_then(Value::as_str) == Some("error") => {
             delta.errors = 1;
         }
@@ -691,6 +700,32 @@ mod tests {
         assert_eq!((limited.violations, limited.denials), (1, 0));
         let recorded = session_delta("feedback", r#"{"skill":"s","rating":4}"#);
         assert_eq!((recorded.violations, recorded.denials), (0, 0));
+    }
+
+    #[test]
+    fn a_held_call_names_its_tool_and_counts_as_a_call_only_when_its_approved_run_is_allowed() {
+        let held = session_delta(
+            "call_held",
+            r#"{"hold_id":"h","tool":"process_refund","decision":"pending_approval"}"#,
+        );
+        assert_eq!(held.tool.as_deref(), Some("process_refund"));
+        assert_eq!((held.calls, held.denials, held.violations), (0, 0, 0));
+        let approved = session_delta(
+            "hold_approved",
+            r#"{"hold_id":"h","tool":"process_refund"}"#,
+        );
+        assert_eq!((approved.calls, approved.denials), (0, 0));
+        let expired = session_delta("hold_expired", r#"{"hold_id":"h","tool":"process_refund"}"#);
+        assert_eq!((expired.calls, expired.denials), (0, 0));
+        let ran = session_delta("call_allowed", r#"{"tool":"process_refund","hold_id":"h"}"#);
+        assert_eq!(ran.calls, 1);
+    }
+
+    #[test]
+    fn a_reviewers_denial_of_a_held_call_counts_as_a_denial() {
+        let denied = session_delta("hold_denied", r#"{"hold_id":"h","tool":"process_refund"}"#);
+        assert_eq!((denied.calls, denied.denials, denied.violations), (0, 1, 0));
+        assert_eq!(denied.tool.as_deref(), Some("process_refund"));
     }
 
     #[test]
