@@ -48,7 +48,7 @@ for (const js of [true, false]) {
       assert.deepEqual((await column(page.locator('main'), 'Role')).sort(), DEMO_ROLES);
       const tier1 = await row(page.locator('main'), 'tier-1-support');
       assert.equal(tier1.Skills, '3');
-      assert.equal(tier1.Limits, '3');
+      assert.equal(tier1.Limits, '4');
       assert.match(tier1['In scopes'], /support/);
       assert.match(tier1['In scopes'], /billing/);
       if (js) {
