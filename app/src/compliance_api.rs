@@ -193,8 +193,12 @@ pub struct RetentionSettings {
     pub anchor_seq: u64,
 }
 
-#[server(prefix = "/console/api")]
-pub async fn list_sessions(query: SessionQuery) -> Result<SessionsList, ConsoleError> {
+/// `query` defaults to no filter: a hydrated page with no filters posts an empty body, and
+/// an all-`None` struct has no fields to post.
+#[server(prefix = "/console/api", endpoint = "list_sessions")]
+pub async fn list_sessions(
+    #[server(default)] query: SessionQuery,
+) -> Result<SessionsList, ConsoleError> {
     use skillgate_core::users::ConsoleRole;
     crate::api::ssr::require(ConsoleRole::Viewer).await?;
     let filter = ssr::filter(&query)?;

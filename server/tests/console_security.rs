@@ -547,3 +547,23 @@ async fn a_burst_of_wrong_passwords_verifies_at_most_the_budget_and_keeps_memory
     assert!(verified <= BUDGET as u64, "{summary}");
     assert!(grown_mib < 100, "{summary}");
 }
+
+#[tokio::test]
+async fn the_sessions_list_answers_a_hydrated_page_that_sets_no_filter() {
+    let server = Server::start();
+    let admin = sign_in(&server).await;
+    // What the hydrated page posts after a client-side navigation to /sessions: the
+    // filter struct with every field empty, which form-encodes to nothing at all.
+    let response = http()
+        .post(format!("{}/console/api/list_sessions", server.base))
+        .headers(background_fetch(&server.base, "same-origin", &admin.cookie))
+        .header(CONTENT_TYPE, FORM)
+        .body("")
+        .send()
+        .await
+        .unwrap();
+    let status = response.status();
+    let body = response.text().await.unwrap();
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(body.contains("\"rows\""), "{body}");
+}
