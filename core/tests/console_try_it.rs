@@ -171,3 +171,24 @@ async fn no_agent_key_and_no_other_console_user_can_use_a_console_users_session(
     );
     assert_eq!(console_actor("bob"), "console:bob");
 }
+
+#[tokio::test]
+async fn a_session_cannot_learn_under_another_scope_than_it_started_in() {
+    let f = fixture().await;
+    let in_support = console(1, "alice");
+    let sid = start(&f, &in_support).await;
+    // The same user naming the session while claiming the curation scope, whose roles
+    // the support scope does not have.
+    let in_curation =
+        AgentIdentity::console_user(1, "alice", Slug::parse("curation").unwrap()).unwrap();
+    let (text, structured, is_error) = parts(
+        f.gateway
+            .learn(&in_curation, Some(sid.clone()), "/roles/skill-curator")
+            .await
+            .unwrap(),
+    );
+    assert!(is_error, "{text}");
+    assert_eq!(structured["code"], "ACCESS_DENIED", "{text}");
+    let kinds: Vec<EventKind> = events(&f).await.iter().map(|e| e.kind).collect();
+    assert!(!kinds.contains(&EventKind::LearnGranted), "{kinds:?}");
+}

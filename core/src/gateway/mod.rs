@@ -280,14 +280,20 @@ impl Gateway {
         Ok(())
     }
 
-    /// A session the agent may use now: its own and not expired.
+    /// A session the agent may use now: its own, of the scope it acts in, and not expired.
+    /// A key's scope is fixed, so the scope check only ever refuses a console user whose
+    /// request names another scope than their try-it session started in: `learn` reads
+    /// the caller's scope, and a session must never learn outside the scope it began with.
     fn usable(
         agent: &AgentIdentity,
         session: Option<StoredSession>,
         now: DateTime<Utc>,
     ) -> Option<StoredSession> {
-        session
-            .filter(|s| s.view.owner_key_id == agent.key_id.to_string() && now < s.view.expires_at)
+        session.filter(|s| {
+            s.view.owner_key_id == agent.key_id.to_string()
+                && s.view.scope == agent.scope
+                && now < s.view.expires_at
+        })
     }
 }
 
