@@ -13,6 +13,7 @@ const SECTIONS: &[(&str, &str)] = &[
     ("/tools", "Tools"),
     ("/upstreams", "Upstreams"),
     ("/scopes", "Scopes & keys"),
+    ("/connect", "Connect an agent"),
     ("/sessions", "Sessions"),
     ("/holds", "Holds"),
     ("/candidates", "Candidates"),

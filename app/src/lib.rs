@@ -11,6 +11,7 @@ pub mod api;
 pub mod authoring_api;
 pub mod catalog_api;
 pub mod compliance_api;
+pub mod connect_api;
 pub mod csrf;
 pub mod flash;
 pub mod holds_api;
@@ -96,6 +97,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("candidates") view=pages::CandidatesPage ssr=SsrMode::Async />
                     <Route path=path!("candidates/:id") view=pages::CandidatePage ssr=SsrMode::Async />
                     <Route path=path!("users") view=UsersPage ssr=SsrMode::Async />
+                    <Route path=path!("connect") view=pages::ConnectPage ssr=SsrMode::Async />
                     <Route
                         path=path!("changes/:kind/:name")
                         view=pages::ChangesPage

@@ -29,7 +29,7 @@ pub enum HoldError {
     #[error("give a reason for the decision (at most {MAX_REASON} characters)")]
     Reason,
     #[error(
-        "hold `{0}` was raised by a session of one of your own agent keys: another reviewer must decide it"
+        "hold `{0}` was raised by a session of one of your own agent keys (or your own try-it): another reviewer must decide it"
     )]
     OwnHold(String),
     #[error("hold `{id}` can no longer be decided: it is {state}")]
@@ -178,7 +178,11 @@ impl Holds {
 
     /// Whether the hold's session belongs to an agent key that `reviewer` created: a person
     /// does not approve their own agent's call.
+    /// A hold raised through the console's try-it panel is its user's own.
     async fn raised_by_own_key(&self, reviewer: &str, hold: &HoldRow) -> Result<bool, HoldError> {
+        if hold.key_id < 0 {
+            return Ok(hold.key_name == crate::gateway::console_actor(reviewer));
+        }
         let key = self.store.agent_key_by_id(hold.key_id).await?;
         Ok(key.and_then(|k| k.created_by).as_deref() == Some(reviewer))
     }

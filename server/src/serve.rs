@@ -192,6 +192,12 @@ pub async fn build(
         &mcp_options,
         metrics.clone(),
     );
+    // The Connect page's try-it drives this same gateway as a console user.
+    let connect = skillgate_app::connect_api::ssr::ConnectContext {
+        gateway: gateway.clone(),
+        public_origins: args.public_origins.clone(),
+        bind: args.bind,
+    };
     let mcp_router = mcp::router(gateway, AgentKeys::new(store.clone()), mcp_options);
 
     let leptos_options = LeptosOptions::builder()
@@ -223,6 +229,7 @@ pub async fn build(
             provide_context(revisions.clone());
             provide_context(holds.clone());
             provide_context(trusted_keys.clone());
+            provide_context(connect.clone());
         }
     };
     let router = Router::new()

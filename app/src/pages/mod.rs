@@ -4,6 +4,7 @@ mod candidates;
 mod catalog;
 mod changes;
 mod charts;
+mod connect;
 mod dashboard;
 mod forms;
 mod holds;
@@ -25,6 +26,7 @@ mod users;
 
 pub use candidates::{CandidatePage, CandidatesPage};
 pub use changes::ChangesPage;
+pub use connect::ConnectPage;
 pub use dashboard::Dashboard;
 pub use holds::{HoldPage, HoldsPage};
 pub use login::LoginPage;

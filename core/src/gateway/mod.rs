@@ -49,6 +49,47 @@ pub struct AgentIdentity {
     pub connection: Option<String>,
 }
 
+/// The audit actor of a console user acting through the console's try-it panel:
+/// `console:<username>`. Agent key names are letters, digits, `.`, `_` and `-`, so no key
+/// can ever be named like this.
+pub const CONSOLE_ACTOR_PREFIX: &str = "console:";
+
+/// The audit actor of the console user `username` (see [`AgentIdentity::console_user`]).
+pub fn console_actor(username: &str) -> String {
+    format!("{CONSOLE_ACTOR_PREFIX}{username}")
+}
+
+impl AgentIdentity {
+    /// A signed-in console user acting as an agent of `scope` (the Connect page's try-it
+    /// panel), so their calls are decided, limited, held and audited exactly as an agent's.
+    ///
+    /// Why not a new principal type: sessions, holds, feedback and rate limits all key
+    /// their owner by `key_id` and name the caller by `key_name`, and the pure policy
+    /// compares the session owner by that id; a second principal kind would have to be
+    /// threaded through every one of them (and the stored columns), for the same rule.
+    /// Instead a console user takes the *negative* of their user id as `key_id`, a range
+    /// no agent key has (keys are SQLite rowids, from 1; the anonymous scope is 0), so:
+    /// a try-it session belongs to no agent key and no key can continue it (nor the user
+    /// continue an agent's session); two console users never share one; and the actor,
+    /// `console:<username>`, cannot be a key name. The key path is untouched: `/mcp`
+    /// still builds identities only from authenticated keys, and only the console's
+    /// admin-only server function builds this one. `None` for an id that is not a
+    /// stored user's (not positive).
+    pub fn console_user(user_id: i64, username: &str, scope: Slug) -> Option<Self> {
+        (user_id > 0).then(|| Self {
+            key_id: -user_id,
+            key_name: console_actor(username),
+            scope,
+            connection: None,
+        })
+    }
+
+    /// True for a console user acting through try-it, not an agent key.
+    pub fn is_console_user(&self) -> bool {
+        self.key_id < 0
+    }
+}
+
 /// What a platform tool returns to the agent.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ToolReply {
@@ -61,6 +102,31 @@ pub enum ToolReply {
     },
     /// A downstream tool's result, passed through unchanged.
     Downstream(CallToolResult),
+}
+
+impl ToolReply {
+    /// The MCP tool result an agent receives: the text as one text block, the structured
+    /// content, `isError` for denials; a downstream result unchanged. The MCP handler and
+    /// the console's try-it panel both answer with this, so they cannot drift apart.
+    pub fn into_call_result(self) -> CallToolResult {
+        match self {
+            Self::Gateway {
+                text,
+                structured,
+                is_error,
+            } => {
+                let content = vec![rmcp::model::ContentBlock::text(text)];
+                let mut result = if is_error {
+                    CallToolResult::error(content)
+                } else {
+                    CallToolResult::success(content)
+                };
+                result.structured_content = Some(structured);
+                result
+            }
+            Self::Downstream(result) => result,
+        }
+    }
 }
 
 /// Failures that are not the agent's fault (the store or audit log failed). Denials are
@@ -214,14 +280,20 @@ impl Gateway {
         Ok(())
     }
 
-    /// A session the agent may use now: its own and not expired.
+    /// A session the agent may use now: its own, of the scope it acts in, and not expired.
+    /// A key's scope is fixed, so the scope check only ever refuses a console user whose
+    /// request names another scope than their try-it session started in: `learn` reads
+    /// the caller's scope, and a session must never learn outside the scope it began with.
     fn usable(
         agent: &AgentIdentity,
         session: Option<StoredSession>,
         now: DateTime<Utc>,
     ) -> Option<StoredSession> {
-        session
-            .filter(|s| s.view.owner_key_id == agent.key_id.to_string() && now < s.view.expires_at)
+        session.filter(|s| {
+            s.view.owner_key_id == agent.key_id.to_string()
+                && s.view.scope == agent.scope
+                && now < s.view.expires_at
+        })
     }
 }
 

@@ -414,7 +414,12 @@ impl Revisions {
                 view.candidate.status.as_str(),
             ));
         }
-        if view.candidate.proposer == Proposer::User(reviewer.to_owned()) {
+        // A proposal made through the console's try-it panel is the reviewer's own too.
+        let own = match &view.candidate.proposer {
+            Proposer::User(name) => name == reviewer,
+            Proposer::Agent(name) => *name == crate::gateway::console_actor(reviewer),
+        };
+        if own {
             return Err(RevisionError::OwnProposal);
         }
         Ok(())
@@ -755,6 +760,27 @@ mod tests {
             ]),
             "{actions:?}"
         );
+    }
+
+    #[tokio::test]
+    async fn a_console_user_cannot_decide_what_they_proposed_through_try_it() {
+        let revisions = service().await;
+        let fb = feedback(&revisions, false).await;
+        let candidate = revisions
+            .propose(
+                proposal(vec![fb], Value::Null),
+                Proposer::Agent(crate::gateway::console_actor("paula")),
+            )
+            .await
+            .unwrap();
+        assert!(matches!(
+            revisions.approve(&candidate.id, "paula", "mine").await,
+            Err(RevisionError::OwnProposal)
+        ));
+        revisions
+            .reject(&candidate.id, "rita", "Not yet.")
+            .await
+            .unwrap();
     }
 
     #[tokio::test]

@@ -4,8 +4,8 @@ use std::panic::AssertUnwindSafe;
 
 use futures::FutureExt as _;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -125,23 +125,7 @@ fn server_info() -> ServerConfig {
 }
 
 pub fn to_call_result(reply: ToolReply) -> CallToolResult {
-    match reply {
-        ToolReply::Gateway {
-            text,
-            structured,
-            is_error,
-        } => {
-            let content = vec![ContentBlock::text(text)];
-            let mut result = if is_error {
-                CallToolResult::error(content)
-            } else {
-                CallToolResult::success(content)
-            };
-            result.structured_content = Some(structured);
-            result
-        }
-        ToolReply::Downstream(result) => result,
-    }
+    reply.into_call_result()
 }
 
 impl ServerHandler for McpHandler {
@@ -240,6 +224,7 @@ impl ServerHandler for McpHandler {
 
 #[cfg(test)]
 mod tests {
+    use rmcp::model::ContentBlock;
     use serde_json::json;
 
     use super::*;
