@@ -18,6 +18,7 @@ pub mod holds_api;
 mod layout;
 pub mod limits_api;
 mod pages;
+mod routes;
 pub mod pins_api;
 pub mod revisions_api;
 pub mod users_api;
@@ -25,10 +26,10 @@ pub mod users_api;
 use leptos::prelude::*;
 use leptos_meta::{MetaTags, Stylesheet, Title, provide_meta_context};
 use leptos_router::components::{ParentRoute, Route, Router, Routes};
-use leptos_router::{SsrMode, path};
+use leptos_router::{Lazy, SsrMode, path};
 
 use crate::layout::ConsoleLayout;
-use crate::pages::{Dashboard, LoginPage, NotFound, UsersPage};
+use crate::pages::{Dashboard, LoginPage, NotFound};
 
 /// The HTML document around the app, rendered on the server.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
@@ -63,44 +64,124 @@ pub fn App() -> impl IntoView {
                 <Route path=path!("/login") view=LoginPage ssr=SsrMode::Async />
                 <ParentRoute path=path!("") view=ConsoleLayout ssr=SsrMode::Async>
                     <Route path=path!("") view=Dashboard ssr=SsrMode::Async />
-                    <Route path=path!("roles") view=pages::RolesPage ssr=SsrMode::Async />
-                    <Route path=path!("roles/new") view=pages::NewRolePage ssr=SsrMode::Async />
-                    <Route path=path!("roles/:slug") view=pages::RolePage ssr=SsrMode::Async />
                     <Route
-                        path=path!("roles/:slug/edit")
-                        view=pages::RoleEditPage
+                        path=path!("roles")
+                        view={Lazy::<routes::RolesRoute>::new()}
                         ssr=SsrMode::Async
                     />
-                    <Route path=path!("skills") view=pages::SkillsPage ssr=SsrMode::Async />
-                    <Route path=path!("skills/:slug") view=pages::SkillPage ssr=SsrMode::Async />
+                    <Route
+                        path=path!("roles/new")
+                        view={Lazy::<routes::NewRoleRoute>::new()}
+                        ssr=SsrMode::Async
+                    />
+                    <Route
+                        path=path!("roles/:slug")
+                        view={Lazy::<routes::RoleRoute>::new()}
+                        ssr=SsrMode::Async
+                    />
+                    <Route
+                        path=path!("roles/:slug/edit")
+                        view={Lazy::<routes::RoleEditRoute>::new()}
+                        ssr=SsrMode::Async
+                    />
+                    <Route
+                        path=path!("skills")
+                        view={Lazy::<routes::SkillsRoute>::new()}
+                        ssr=SsrMode::Async
+                    />
+                    <Route
+                        path=path!("skills/:slug")
+                        view={Lazy::<routes::SkillRoute>::new()}
+                        ssr=SsrMode::Async
+                    />
                     <Route
                         path=path!("skills/:slug/edit")
-                        view=pages::SkillEditPage
+                        view={Lazy::<routes::SkillEditRoute>::new()}
                         ssr=SsrMode::Async
                     />
                     <Route
                         path=path!("skills/:slug/versions/:version")
-                        view=pages::SkillVersionPage
+                        view={Lazy::<routes::SkillVersionRoute>::new()}
                         ssr=SsrMode::Async
                     />
-                    <Route path=path!("tools") view=pages::ToolsPage ssr=SsrMode::Async />
-                    <Route path=path!("tools/:name") view=pages::ToolPage ssr=SsrMode::Async />
-                    <Route path=path!("scopes") view=pages::ScopesPage ssr=SsrMode::Async />
-                    <Route path=path!("upstreams") view=pages::UpstreamsPage ssr=SsrMode::Async />
-                    <Route path=path!("scopes/new") view=pages::NewScopePage ssr=SsrMode::Async />
-                    <Route path=path!("scopes/:slug") view=pages::ScopeEditPage ssr=SsrMode::Async />
-                    <Route path=path!("sessions") view=pages::SessionsPage ssr=SsrMode::Async />
-                    <Route path=path!("sessions/:id") view=pages::SessionPage ssr=SsrMode::Async />
-                    <Route path=path!("audit") view=pages::AuditPage ssr=SsrMode::Async />
-                    <Route path=path!("holds") view=pages::HoldsPage ssr=SsrMode::Async />
-                    <Route path=path!("holds/:id") view=pages::HoldPage ssr=SsrMode::Async />
-                    <Route path=path!("candidates") view=pages::CandidatesPage ssr=SsrMode::Async />
-                    <Route path=path!("candidates/:id") view=pages::CandidatePage ssr=SsrMode::Async />
-                    <Route path=path!("users") view=UsersPage ssr=SsrMode::Async />
-                    <Route path=path!("connect") view=pages::ConnectPage ssr=SsrMode::Async />
+                    <Route
+                        path=path!("tools")
+                        view={Lazy::<routes::ToolsRoute>::new()}
+                        ssr=SsrMode::Async
+                    />
+                    <Route
+                        path=path!("tools/:name")
+                        view={Lazy::<routes::ToolRoute>::new()}
+                        ssr=SsrMode::Async
+                    />
+                    <Route
+                        path=path!("scopes")
+                        view={Lazy::<routes::ScopesRoute>::new()}
+                        ssr=SsrMode::Async
+                    />
+                    <Route
+                        path=path!("upstreams")
+                        view={Lazy::<routes::UpstreamsRoute>::new()}
+                        ssr=SsrMode::Async
+                    />
+                    <Route
+                        path=path!("scopes/new")
+                        view={Lazy::<routes::NewScopeRoute>::new()}
+                        ssr=SsrMode::Async
+                    />
+                    <Route
+                        path=path!("scopes/:slug")
+                        view={Lazy::<routes::ScopeEditRoute>::new()}
+                        ssr=SsrMode::Async
+                    />
+                    <Route
+                        path=path!("sessions")
+                        view={Lazy::<routes::SessionsRoute>::new()}
+                        ssr=SsrMode::Async
+                    />
+                    <Route
+                        path=path!("sessions/:id")
+                        view={Lazy::<routes::SessionRoute>::new()}
+                        ssr=SsrMode::Async
+                    />
+                    <Route
+                        path=path!("audit")
+                        view={Lazy::<routes::AuditRoute>::new()}
+                        ssr=SsrMode::Async
+                    />
+                    <Route
+                        path=path!("holds")
+                        view={Lazy::<routes::HoldsRoute>::new()}
+                        ssr=SsrMode::Async
+                    />
+                    <Route
+                        path=path!("holds/:id")
+                        view={Lazy::<routes::HoldRoute>::new()}
+                        ssr=SsrMode::Async
+                    />
+                    <Route
+                        path=path!("candidates")
+                        view={Lazy::<routes::CandidatesRoute>::new()}
+                        ssr=SsrMode::Async
+                    />
+                    <Route
+                        path=path!("candidates/:id")
+                        view={Lazy::<routes::CandidateRoute>::new()}
+                        ssr=SsrMode::Async
+                    />
+                    <Route
+                        path=path!("users")
+                        view={Lazy::<routes::UsersRoute>::new()}
+                        ssr=SsrMode::Async
+                    />
+                    <Route
+                        path=path!("connect")
+                        view={Lazy::<routes::ConnectRoute>::new()}
+                        ssr=SsrMode::Async
+                    />
                     <Route
                         path=path!("changes/:kind/:name")
-                        view=pages::ChangesPage
+                        view={Lazy::<routes::ChangesRoute>::new()}
                         ssr=SsrMode::Async
                     />
                 </ParentRoute>
@@ -113,12 +194,19 @@ pub fn App() -> impl IntoView {
 #[wasm_bindgen::prelude::wasm_bindgen]
 pub fn hydrate() {
     console_error_panic_hook::set_once();
-    leptos::mount::hydrate_body(App);
-    // A flag the end-to-end suite waits for: it proves the wasm bundle loaded and hydrated,
-    // which a broken wasm-opt can silently prevent while the page still renders.
-    let _ = js_sys::Reflect::set(
-        &leptos::prelude::window(),
-        &"__skillgate_hydrated".into(),
-        &true.into(),
-    );
+    // Lazy routes hydrate asynchronously: the page's chunk is fetched first.
+    _ = any_spawner::Executor::init_wasm_bindgen();
+    leptos::task::spawn_local(async {
+        leptos::mount::hydrate_from_async(leptos::prelude::document().body().expect("a body"), App)
+            .await
+            .forget();
+        // A flag the end-to-end suite waits for: it proves the wasm bundle and the page's
+        // chunk loaded and hydrated, which a broken wasm-opt can silently prevent while the
+        // page still renders.
+        let _ = js_sys::Reflect::set(
+            &leptos::prelude::window(),
+            &"__skillgate_hydrated".into(),
+            &true.into(),
+        );
+    });
 }

@@ -49,7 +49,7 @@ for (const js of [true, false]) {
       await page.getByRole('heading', { name: 'Connect an agent', level: 1 }).waitFor();
       assert.ok(page.url().endsWith('/connect'), page.url());
 
-      await page.getByLabel('Agent key').selectOption(`connect-e2e-${mode}`);
+      await page.getByLabel('Agent key', { exact: true }).selectOption(`connect-e2e-${mode}`);
       await Promise.all([
         page.waitForURL(`**/connect?key=connect-e2e-${mode}`),
         page.getByRole('form', { name: 'Choose an agent key' }).getByRole('button', { name: 'Show configurations' }).click(),

@@ -29,6 +29,9 @@ pub fn ConnectPage() -> impl IntoView {
         move |name: &'static str| move || query.read().get(name).filter(|v| !v.trim().is_empty());
     let (key, scope) = (param("key"), param("scope"));
     let overview = Resource::new(move || (key(), scope()), |(k, s)| connect_overview(k, s));
+    // Created here, outside the Suspense: an effect created inside a resolved Suspend
+    // during hydration never saw the actions' results, so the transcript never updated.
+    let tries = Tries::new();
     view! {
         <Title text="Connect an agent" />
         <h1>"Connect an agent"</h1>
@@ -38,7 +41,7 @@ pub fn ConnectPage() -> impl IntoView {
         <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
             {move || Suspend::new(async move {
                 match overview.await {
-                    Ok(o) => overview_view(o).into_any(),
+                    Ok(o) => overview_view(o, tries).into_any(),
                     Err(e) => view! { <ErrorNotice error=e /> }.into_any(),
                 }
             })}
@@ -46,7 +49,43 @@ pub fn ConnectPage() -> impl IntoView {
     }
 }
 
-fn overview_view(o: ConnectView) -> impl IntoView {
+/// The try-it forms' actions and the newest transcript one of them returned.
+#[derive(Clone, Copy)]
+struct Tries {
+    init: ServerAction<TryInit>,
+    learn: ServerAction<TryLearn>,
+    call: ServerAction<TryCall>,
+    latest: RwSignal<Option<Transcript>>,
+}
+
+impl Tries {
+    fn new() -> Self {
+        let tries = Self {
+            init: ServerAction::new(),
+            learn: ServerAction::new(),
+            call: ServerAction::new(),
+            latest: RwSignal::new(None),
+        };
+        Effect::new(move || {
+            if let Some(Ok(t)) = tries.init.value().get() {
+                tries.latest.set(Some(t));
+            }
+        });
+        Effect::new(move || {
+            if let Some(Ok(t)) = tries.learn.value().get() {
+                tries.latest.set(Some(t));
+            }
+        });
+        Effect::new(move || {
+            if let Some(Ok(t)) = tries.call.value().get() {
+                tries.latest.set(Some(t));
+            }
+        });
+        tries
+    }
+}
+
+fn overview_view(o: ConnectView, tries: Tries) -> impl IntoView {
     let chosen_key = o
         .target
         .as_ref()
@@ -103,7 +142,7 @@ fn overview_view(o: ConnectView) -> impl IntoView {
         <section aria-labelledby="try-it">
             <h2 id="try-it">"Try it"</h2>
             {if o.can_try {
-                try_panel(o.transcript, o.scopes, default_scope, o.learn_paths).into_any()
+                try_panel(tries, o.transcript, o.scopes, default_scope, o.learn_paths).into_any()
             } else {
                 view! {
                     <p class="notice info" role="status">
@@ -174,34 +213,25 @@ fn config_view(c: ClientConfig) -> impl IntoView {
 }
 
 fn try_panel(
+    tries: Tries,
     initial: Option<Transcript>,
     scopes: Vec<String>,
     default_scope: String,
     learn_paths: Vec<String>,
 ) -> impl IntoView {
-    let init = ServerAction::<TryInit>::new();
-    let learn = ServerAction::<TryLearn>::new();
-    let call = ServerAction::<TryCall>::new();
-    let transcript = RwSignal::new(initial);
-    Effect::new(move || {
-        if let Some(Ok(t)) = init.value().get() {
-            transcript.set(Some(t));
-        }
-    });
-    Effect::new(move || {
-        if let Some(Ok(t)) = learn.value().get() {
-            transcript.set(Some(t));
-        }
-    });
-    Effect::new(move || {
-        if let Some(Ok(t)) = call.value().get() {
-            transcript.set(Some(t));
-        }
-    });
-    let session = move || transcript.get().and_then(|t| t.session_id.clone());
+    let Tries {
+        init,
+        learn,
+        call,
+        latest,
+    } = tries;
+    // The newest result JavaScript posted, else the one the server kept for a page
+    // without JavaScript.
+    let initial = StoredValue::new(initial);
+    let transcript = move || latest.get().or_else(|| initial.get_value());
+    let session = move || transcript().and_then(|t| t.session_id.clone());
     let scope_now = move || {
-        transcript
-            .get()
+        transcript()
             .map(|t| t.scope.clone())
             .unwrap_or_else(|| default_scope.clone())
     };
@@ -239,7 +269,7 @@ fn try_panel(
         {move || {
             session()
                 .map(|sid| {
-                    let scope = transcript.get().map(|t| t.scope.clone()).unwrap_or_default();
+                    let scope = transcript().map(|t| t.scope.clone()).unwrap_or_default();
                     let (learn_sid, call_sid) = (sid.clone(), sid.clone());
                     let (learn_scope, call_scope) = (scope.clone(), scope);
                     view! {
@@ -274,7 +304,7 @@ fn try_panel(
                 })
         }}
         <datalist id="try-paths">{paths}</datalist>
-        {move || transcript.get().map(transcript_view)}
+        {move || transcript().map(transcript_view)}
     }
 }
 
