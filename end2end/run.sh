@@ -1,16 +1,15 @@
 #!/usr/bin/env bash
-# Runs the end-to-end suite against the release build: starts `skillgate serve` on a free
+# Runs the end-to-end suite against the build `make site` made: starts `skillgate serve` on a free
 # loopback port with a fresh SQLite file, reads the one-time admin password it prints,
 # adds a viewer and a reviewer through the CLI, then drives Chromium with JavaScript on and off.
-# SKILLGATE_PROFILE=debug runs it against `cargo leptos build` output instead, which builds
-# far faster while iterating on a spec; `make test` always uses the release build.
+# SKILLGATE_BIN names another server binary (e.g. target/release/skillgate after `make build`).
 # Extra arguments select spec files (default: all of tests/).
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
-bin="$root/target/${SKILLGATE_PROFILE:-release}/skillgate"
+bin="$(realpath -m "${SKILLGATE_BIN:-$root/target/debug/skillgate}")"
 site="$root/target/site"
-[[ -x "$bin" && -d "$site/pkg" ]] || { echo "run 'make build' first: $bin or $site/pkg is missing" >&2; exit 1; }
+[[ -x "$bin" && -d "$site/pkg" ]] || { echo "run 'make site' first: $bin or $site/pkg is missing" >&2; exit 1; }
 
 work="$(mktemp -d)"
 port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"

@@ -18,9 +18,9 @@ pub mod holds_api;
 mod layout;
 pub mod limits_api;
 mod pages;
-mod routes;
 pub mod pins_api;
 pub mod revisions_api;
+mod routes;
 pub mod users_api;
 
 use leptos::prelude::*;

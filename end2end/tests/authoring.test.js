@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { launch, signIn, screenshot, waitHydrated } from './browser.js';
+import { expectHeading, launch, signIn, screenshot, waitHydrated } from './browser.js';
 
 const BIN = process.env.SKILLGATE_BIN;
 const SITE = path.join(path.dirname(path.dirname(BIN ?? '.')), 'site');
@@ -172,7 +172,7 @@ describe('console authoring', () => {
           admin.click('button:has-text("Create role")'),
         ]);
         if (js) await waitHydrated(admin);
-        assert.equal(await admin.textContent('main h1'), `Edit role: Refund clerk (${mode})`);
+        await expectHeading(admin, `Edit role: Refund clerk (${mode})`);
         assert.ok(await admin.isChecked('#skills-refund-handling'));
         assert.match(await admin.innerHTML('.md-preview'), /<strong>eligibility<\/strong>/);
       });
@@ -218,7 +218,7 @@ describe('console authoring', () => {
           admin.click('button:has-text("Create scope")'),
         ]);
         if (js) await waitHydrated(admin);
-        assert.equal(await admin.textContent('main h1'), `Scope: ${scope}`);
+        await expectHeading(admin, `Scope: ${scope}`);
         assert.ok(await admin.isChecked(`#roles-${role}`));
         await screenshot(admin, `authoring-scope-editor-${mode}`);
       });
@@ -347,7 +347,7 @@ describe('console authoring', () => {
         await screenshot(viewer, `authoring-viewer-${mode}`);
         await viewer.context().close();
         await open(`/roles/${role}`);
-        assert.equal(await admin.textContent('main h1'), `Refund clerk (${mode})`);
+        await expectHeading(admin, `Refund clerk (${mode})`);
       });
     });
   }

@@ -45,3 +45,24 @@ export async function signIn(page, name, password) {
 export async function screenshot(page, name) {
   if (SCREENSHOTS) await page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
 }
+
+/**
+ * Waits until the page's `main h1` reads `expected`, then asserts it. After a client-side
+ * navigation the URL changes first and a lazy route renders once its chunk has loaded, so
+ * reading the heading at once could see the previous page.
+ */
+export async function expectHeading(page, expected, timeout = 15000) {
+  try {
+    await page.waitForFunction(
+      (want) => document.querySelector('main h1')?.textContent === want,
+      expected,
+      { timeout },
+    );
+  } catch {
+    // Fall through: the assertion below names what the page shows instead.
+  }
+  const actual = await page.textContent('main h1');
+  if (actual !== expected) {
+    throw new Error(`main h1 is ${JSON.stringify(actual)}, expected ${JSON.stringify(expected)}`);
+  }
+}
