@@ -17,6 +17,7 @@ mod serve;
 mod upstream_sync;
 mod user_cmd;
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -24,22 +25,35 @@ use tracing_subscriber::EnvFilter;
 
 use crate::cli::{Cli, Command};
 
-fn init_tracing() {
+/// The log filter when `RUST_LOG` is not set. A server's log is its running commentary;
+/// a one-shot command (`key create`, `user add`, `audit verify`, …) prints its result on
+/// stdout, and only a warning or an error belongs beside it.
+fn default_filter(command: Option<&Command>) -> &'static str {
+    match command {
+        // rmcp logs every service it starts at info, and a stateless `/mcp` starts one per
+        // request.
+        None | Some(Command::Serve(_)) => "info,sqlx=warn,tower_sessions=warn,rmcp=warn",
+        Some(_) => "warn",
+    }
+}
+
+fn init_tracing(command: Option<&Command>) {
     // Logs go to stderr: stdout carries the MCP stream of `demo-upstream` and the one-time
-    // secrets that `serve` and `key create` print. rmcp logs every service it starts at
-    // info, and a stateless `/mcp` starts one per request.
+    // secrets that `serve` and `key create` print. Colours only for a person at a terminal:
+    // a file, a pipe or the parent relaying a stdio upstream's stderr gets plain text.
     let filter = EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,tower_sessions=warn,rmcp=warn"));
+        .unwrap_or_else(|_| EnvFilter::new(default_filter(command)));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<ExitCode> {
-    init_tracing();
     let cli = Cli::parse();
+    init_tracing(cli.command.as_ref());
     match cli.command {
         None => serve::run(&cli.database_url, Cli::default_serve()).await,
         Some(Command::Serve(args)) => serve::run(&cli.database_url, args).await,

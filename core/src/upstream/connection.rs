@@ -149,12 +149,14 @@ fn client_config() -> ClientConfig {
     )
 }
 
-/// The child's stderr is its log: it goes to tracing, never to our stdout.
+/// The child's stderr is its log: it goes to tracing, never to our stdout, without the
+/// colour codes a child may write even into a pipe.
 async fn forward_stderr(upstream: String, pid: Option<u32>, stderr: ChildStderr) {
     let mut lines = BufReader::new(stderr).lines();
     loop {
         match lines.next_line().await {
             Ok(Some(line)) => {
+                let line = plain_text(&line);
                 tracing::info!(target: "skillgate::upstream::stderr", upstream, pid, "{line}")
             }
             Ok(None) => break,
@@ -164,6 +166,11 @@ async fn forward_stderr(upstream: String, pid: Option<u32>, stderr: ChildStderr)
             }
         }
     }
+}
+
+/// A line of an upstream's stderr without terminal escape sequences.
+fn plain_text(line: &str) -> String {
+    String::from_utf8_lossy(&strip_ansi_escapes::strip(line)).into_owned()
 }
 
 fn init_error(
@@ -260,4 +267,17 @@ fn error_chain(error: &(dyn StdError + 'static)) -> String {
         source = current.source();
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_coloured_stderr_line_of_an_upstream_is_relayed_as_plain_text() {
+        let coloured = "\u{1b}[2m2026-12-01T12:00:00Z\u{1b}[0m \u{1b}[32m INFO\u{1b}[0m ready";
+        assert_eq!(
+            super::plain_text(coloured),
+            "2026-12-01T12:00:00Z  INFO ready"
+        );
+        assert_eq!(super::plain_text("no colour here"), "no colour here");
+    }
 }
