@@ -13,10 +13,13 @@ const SECTIONS = [
   'Holds', 'Candidates', 'Users', 'Dashboard',
 ];
 
-/** Fails on anything that looks like a page that did not load. */
+/**
+ * Fails on anything that looks like a page that did not load. (A finding the page reports,
+ * such as the broken hash chain compliance.test.js leaves behind, is not a failure to load.)
+ */
 async function assertNoErrorPanel(page, where) {
-  const alerts = await page.locator('main .notice.error, main [role=alert]').allTextContents();
-  assert.deepEqual(alerts, [], `${where} shows an error: ${alerts.join(' | ')}`);
+  const panels = await page.locator('main .error-panel').allTextContents();
+  assert.deepEqual(panels, [], `${where} shows an error panel: ${panels.join(' | ')}`);
   const main = await page.textContent('main');
   assert.ok(!main.includes('Could not load'), `${where}: ${main.slice(0, 300)}`);
   assert.ok(!/not found/i.test(await page.textContent('main h1')), `${where} is a "not found" page`);

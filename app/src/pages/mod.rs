@@ -55,8 +55,10 @@ pub fn ErrorNotice(error: ConsoleError) -> impl IntoView {
         ConsoleError::Unauthorized => "Signed out",
         _ => "Could not load this page",
     };
+    // `error-panel` tells a page that failed to load from a finding it reports (a broken
+    // hash chain is an alert too): the browser suite fails on the first, never the second.
     view! {
-        <div class="notice error" role="alert">
+        <div class="notice error error-panel" role="alert">
             <strong>{heading}</strong>
             <p>{error.to_string()}</p>
         </div>
