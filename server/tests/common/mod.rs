@@ -3,6 +3,8 @@
 
 #![allow(dead_code)] // each test file uses a different part of this module
 
+pub mod console;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
