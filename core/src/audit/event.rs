@@ -32,10 +32,13 @@ pub enum EventKind {
     HoldDenied,
     /// A hold that was not decided, or not run once approved, in time; its usage is released.
     HoldExpired,
+    /// A key read a skill file through the MCP Skills extension (outside any session:
+    /// reading unlocks nothing).
+    SkillRead,
 }
 
 impl EventKind {
-    pub const ALL: [EventKind; 13] = [
+    pub const ALL: [EventKind; 14] = [
         EventKind::SessionStarted,
         EventKind::LearnGranted,
         EventKind::LearnDenied,
@@ -49,6 +52,7 @@ impl EventKind {
         EventKind::HoldApproved,
         EventKind::HoldDenied,
         EventKind::HoldExpired,
+        EventKind::SkillRead,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -66,6 +70,7 @@ impl EventKind {
             EventKind::HoldApproved => "hold_approved",
             EventKind::HoldDenied => "hold_denied",
             EventKind::HoldExpired => "hold_expired",
+            EventKind::SkillRead => "skill_read",
         }
     }
 }

@@ -275,6 +275,19 @@ pub fn decode_entries_after(rows: &[AuditRow], learned_before: Vec<String>) -> V
                     );
                     entry.detail = text(&payload, "comment");
                 }
+                "skill_read" => {
+                    entry.badge = "skill read".into();
+                    entry.headline = format!(
+                        "Read {} through the Skills extension",
+                        text(&payload, "uri").unwrap_or_default()
+                    );
+                    entry.detail = Some(format!(
+                        "Version {} of skill {} (role {}); reading unlocks nothing.",
+                        text(&payload, "version").unwrap_or_default(),
+                        text(&payload, "skill").unwrap_or_default(),
+                        text(&payload, "role").unwrap_or_default()
+                    ));
+                }
                 "audit_pruned" => {
                     entry.badge = "pruned".into();
                     entry.headline = format!(

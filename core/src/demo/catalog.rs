@@ -131,13 +131,35 @@ fn skills() -> Vec<Skill> {
         title: "Refund policy".to_owned(),
         content: REFUND_POLICY.trim().to_owned(),
     });
+    let mut customer_lookup = skill(
+        "customer-lookup",
+        "Identify the customer and read their account and order history before acting.",
+        &["lookup_customer", "get_order_history"],
+        CUSTOMER_LOOKUP,
+    );
+    customer_lookup.resources.push(Resource {
+        name: slug("identity-checks"),
+        title: "Identity checks".to_owned(),
+        content: IDENTITY_CHECKS.trim().to_owned(),
+    });
+    let mut retention_playbook = skill(
+        "retention-playbook",
+        "Keep a customer who wants to cancel: ticket, extension, service credit, and only then a refund.",
+        &[
+            "create_ticket",
+            "offer_extension",
+            "apply_service_credit",
+            "process_refund",
+        ],
+        RETENTION,
+    );
+    retention_playbook.resources.push(Resource {
+        name: slug("service-credits"),
+        title: "Service credits".to_owned(),
+        content: SERVICE_CREDITS.trim().to_owned(),
+    });
     vec![
-        skill(
-            "customer-lookup",
-            "Identify the customer and read their account and order history before acting.",
-            &["lookup_customer", "get_order_history"],
-            CUSTOMER_LOOKUP,
-        ),
+        customer_lookup,
         refund_handling,
         skill(
             "ticketing-and-escalation",
@@ -149,17 +171,7 @@ fn skills() -> Vec<Skill> {
             ],
             TICKETING,
         ),
-        skill(
-            "retention-playbook",
-            "Keep a customer who wants to cancel: ticket, extension, service credit, and only then a refund.",
-            &[
-                "create_ticket",
-                "offer_extension",
-                "apply_service_credit",
-                "process_refund",
-            ],
-            RETENTION,
-        ),
+        retention_playbook,
         skill(
             "billing-operations",
             "Read billing history, update payment methods and issue larger refunds.",
@@ -361,6 +373,25 @@ After a refund, tell the customer the amount, that it goes back to the original 
 method, and that it takes five to ten business days to appear.
 "#;
 
+const IDENTITY_CHECKS: &str = r#"
+# Identity checks
+
+**Before you disclose anything.** A customer is identified when the account a lookup returns
+matches the person on two points: the name on the account, and one of the email address on
+file, the id of a recent order, or the delivery postcode of a recent order. Ask for the
+second point; never read it out and ask the customer to confirm it.
+
+**When the points do not match.** Say that you cannot find a matching account, ask once more
+for the customer id or email, and look up again. Do not suggest which detail was wrong: that
+tells a caller who is not the customer what the account holds.
+
+**Third parties.** A partner, parent or colleague of the customer is not the customer. Help
+them with general questions only; anything about the account waits for the customer.
+
+**Suspected fraud.** Several failed checks on one account, or a caller who pushes for account
+details, is a reason to stop and record the case in a ticket for the fraud team.
+"#;
+
 const REFUND_POLICY: &str = r#"
 # Refund policy
 
@@ -434,6 +465,23 @@ Follow the institutional order, which the gateway enforces:
 Be honest: do not pressure, do not invent deadlines, and respect a clear "no". A customer who
 declines the extension still gets it offered (the call records the offer); note the refusal
 in the ticket.
+"#;
+
+const SERVICE_CREDITS: &str = r#"
+# Service credits
+
+A service credit says sorry in the customer's currency. Size it to what went wrong, not to
+how upset the customer sounds, and say in the ticket which line below you applied.
+
+| what went wrong | credit |
+| --- | --- |
+| a late delivery (up to a week) | 5 USD |
+| a late delivery (more than a week), or a missing item we reshipped | 15 USD |
+| a service outage of more than 24 hours in the billing period | one month of the plan's price |
+| a billing error we corrected | 10 USD, on top of the correction |
+
+One credit per case. A credit is not a refund: it lands on the next invoice, and it does not
+change whether the order itself is refundable.
 "#;
 
 const BILLING: &str = r#"

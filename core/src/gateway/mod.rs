@@ -21,6 +21,7 @@ mod locks;
 mod path;
 mod relevance;
 pub mod schema_text;
+pub mod skills;
 
 pub use bounds::{MAX_ARGUMENTS_BYTES, MAX_LEARN_PATH, MAX_SESSION_ID, MAX_TOOL_NAME};
 pub use path::{LEARN_PATH_HELP, LearnPath};

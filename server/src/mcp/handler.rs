@@ -4,16 +4,20 @@ use std::panic::AssertUnwindSafe;
 
 use futures::FutureExt as _;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, GetSkillRequestParams, GetSkillResult,
+    Implementation, ListResourcesResult, ListSkillsResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceDirectoryRequestParams, ReadResourceDirectoryResult, ReadResourceRequestParams,
+    ReadResourceResponse, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use skillgate_core::gateway::skills::{self as served, SkillMethod};
 use skillgate_core::gateway::{AgentIdentity, Gateway, GatewayError, ToolReply};
 use skillgate_core::policy::DenyCode;
 
 use super::auth::AgentCaller;
 use super::connection::MCP_SESSION_ID;
+use super::skills;
 use super::tools::{self, ParseError, PlatformCall};
 
 const INSTRUCTIONS: &str = "Skillgate governs which tools you may use. Call init_skilder first: \
@@ -118,8 +122,22 @@ fn identity(context: &RequestContext<RoleServer>) -> Result<AgentIdentity, McpEr
     Ok(caller.identity(connection))
 }
 
+/// The store or audit log failed while serving the Skills extension: the agent hears only
+/// that it failed; nothing is served unaudited.
+fn skills_failure(error: GatewayError) -> McpError {
+    tracing::error!(%error, "the gateway failed while serving a skill");
+    McpError::internal_error("internal error", None)
+}
+
+/// The four platform tools, and the Skills extension (SEP-2640) with directory reads over
+/// the resources that carry the skill files.
 fn server_info() -> ServerConfig {
-    ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+    let capabilities = ServerCapabilities::builder()
+        .enable_tools()
+        .enable_resources()
+        .enable_skills_with_directory_read()
+        .build();
+    ServerConfig::new(capabilities)
         .with_server_info(Implementation::new("skillgate", env!("CARGO_PKG_VERSION")))
         .with_instructions(INSTRUCTIONS)
 }
@@ -220,6 +238,93 @@ impl ServerHandler for McpHandler {
         };
         Ok(to_call_result(reply).into())
     }
+
+    async fn list_skills(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListSkillsResult, McpError> {
+        let agent = identity(&context)?;
+        let cursor = request.and_then(|r| r.cursor);
+        skills::list_skills(&self.gateway.skills_for(&agent), cursor.as_ref())
+    }
+
+    #[tracing::instrument(skip_all, fields(key = tracing::field::Empty))]
+    async fn get_skill(
+        &self,
+        request: GetSkillRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetSkillResult, McpError> {
+        let agent = identity(&context)?;
+        tracing::Span::current().record("key", agent.key_name.as_str());
+        let all = self.gateway.skills_for(&agent);
+        match all.iter().find(|s| s.uri() == request.uri) {
+            Some(found) => Ok(skills::get_skill(found)),
+            None => {
+                self.gateway
+                    .refuse_skill(&agent, &request.uri, SkillMethod::Get)
+                    .await
+                    .map_err(skills_failure)?;
+                Err(skills::unknown(&request.uri))
+            }
+        }
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        let agent = identity(&context)?;
+        let cursor = request.and_then(|r| r.cursor);
+        skills::list_resources(&self.gateway.skills_for(&agent), cursor.as_ref())
+    }
+
+    #[tracing::instrument(skip_all, fields(key = tracing::field::Empty))]
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let agent = identity(&context)?;
+        tracing::Span::current().record("key", agent.key_name.as_str());
+        match self
+            .gateway
+            .read_skill_file(&agent, &request.uri)
+            .await
+            .map_err(skills_failure)?
+        {
+            Some((_, file)) => Ok(skills::read_file(&file).into()),
+            None => Err(skills::unknown(&request.uri)),
+        }
+    }
+
+    #[tracing::instrument(skip_all, fields(key = tracing::field::Empty))]
+    async fn read_resource_directory(
+        &self,
+        request: ReadResourceDirectoryRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceDirectoryResult, McpError> {
+        let agent = identity(&context)?;
+        tracing::Span::current().record("key", agent.key_name.as_str());
+        let all = self.gateway.skills_for(&agent);
+        let directories = served::directories(&all);
+        if let Some(children) = directories.get(request.uri.trim_end_matches('/')) {
+            return skills::read_directory(children, request.cursor.as_ref());
+        }
+        // A file the key may read is simply not a directory: nothing was withheld.
+        if all.iter().any(|s| s.file(&request.uri).is_some()) {
+            return Err(McpError::invalid_params(
+                format!("{} is a file, not a directory", request.uri),
+                None,
+            ));
+        }
+        self.gateway
+            .refuse_skill(&agent, &request.uri, SkillMethod::DirectoryRead)
+            .await
+            .map_err(skills_failure)?;
+        Err(skills::unknown(&request.uri))
+    }
 }
 
 #[cfg(test)]
@@ -262,6 +367,8 @@ mod tests {
         let info = server_info();
         assert_eq!(info.server_info.name, "skillgate");
         assert!(info.capabilities.tools.is_some());
+        assert!(info.capabilities.resources.is_some());
+        assert!(info.capabilities.supports_skills());
         assert!(INSTRUCTIONS.contains("init_skilder"));
         assert!(INSTRUCTIONS.len() < 400);
     }

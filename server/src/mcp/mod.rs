@@ -5,6 +5,7 @@
 pub(crate) mod auth;
 mod connection;
 mod handler;
+mod skills;
 mod tools;
 
 use std::net::SocketAddr;
