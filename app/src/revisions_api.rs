@@ -115,6 +115,8 @@ pub struct SkillRevisionsData {
     pub candidates_paged: bool,
     pub can_review: bool,
     pub can_restore: bool,
+    /// What the bundle upload (a plain form post) left for this page.
+    pub notice: Option<crate::flash::Notice>,
 }
 
 /// Rows per page of the console's candidate and feedback lists.
@@ -269,6 +271,7 @@ pub async fn skill_revisions(
         candidates_paged: candidates_before.is_some(),
         can_review: user.role.allows(ConsoleRole::Reviewer),
         can_restore: user.role.allows(ConsoleRole::Admin),
+        notice: crate::flash::ssr::take().await?,
     }))
 }
 
@@ -298,7 +301,9 @@ pub async fn add_feedback(
     Ok(format!("Feedback {id} recorded."))
 }
 
-/// A candidate from a `SKILL.md` (Agent Skills) and an optional WikiSkill `provenance.json`.
+/// A candidate from a pasted `SKILL.md` (Agent Skills) and an optional WikiSkill
+/// `provenance.json`. A file (a `SKILL.md` or a zip bundle) is uploaded to the plain form
+/// handler `POST /console/skills/{skill}/bundle` of the server instead.
 #[server(prefix = "/console/api")]
 pub async fn upload_skill_md(
     skill: String,
