@@ -281,18 +281,16 @@ fn revisions_view(
                     />
                     <button type="submit">"Upload and propose"</button>
                 </form>
-                <details>
-                    <summary>"Paste a SKILL.md instead"</summary>
-                    <ActionForm action=upload attr:class="form">
-                        <CsrfField />
-                        <input type="hidden" name="skill" value=skill.clone() />
-                        <label for="up-skill-md">"SKILL.md"</label>
-                        <textarea id="up-skill-md" name="skill_md" required rows="10"></textarea>
-                        <label for="up-provenance">"provenance.json (optional)"</label>
-                        <textarea id="up-provenance" name="provenance" rows="6"></textarea>
-                        <button type="submit">"Propose candidate"</button>
-                    </ActionForm>
-                </details>
+                <h3>"Or paste a SKILL.md"</h3>
+                <ActionForm action=upload attr:class="form">
+                    <CsrfField />
+                    <input type="hidden" name="skill" value=skill.clone() />
+                    <label for="up-skill-md">"SKILL.md"</label>
+                    <textarea id="up-skill-md" name="skill_md" required rows="10"></textarea>
+                    <label for="up-provenance">"provenance.json (optional)"</label>
+                    <textarea id="up-provenance" name="provenance" rows="6"></textarea>
+                    <button type="submit">"Propose candidate"</button>
+                </ActionForm>
             })}
         </section>
     }
