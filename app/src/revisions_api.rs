@@ -58,6 +58,10 @@ pub struct CandidateDetail {
     pub current_version: u32,
     pub note: String,
     pub description: Option<String>,
+    /// The extra `SKILL.md` frontmatter an upload proposes, as JSON (`None`: kept as is).
+    pub frontmatter: Option<String>,
+    /// The resources a zip upload proposes, `name: title` (`None`: kept as is).
+    pub resources: Option<Vec<String>>,
     pub diff: Vec<DiffLine>,
     pub sources: Vec<CitedSource>,
     pub evidence_kind: String,
@@ -595,6 +599,19 @@ mod ssr {
             current_version: view.current_version,
             note: c.note.clone(),
             description: c.description.clone(),
+            frontmatter: c.frontmatter_extra.as_ref().map(|extra| {
+                if extra.is_empty() {
+                    "(none)".to_owned()
+                } else {
+                    serde_json::to_string_pretty(extra).unwrap_or_default()
+                }
+            }),
+            resources: c.resources.as_ref().map(|resources| {
+                resources
+                    .iter()
+                    .map(|r| format!("{}: {}", r.name, r.title))
+                    .collect()
+            }),
             diff,
             sources,
             evidence_kind,

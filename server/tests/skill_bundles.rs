@@ -239,6 +239,15 @@ async fn a_zip_uploaded_without_javascript_is_a_candidate_and_once_approved_expo
     let (_, again) = page(&server, &rita.cookie, &format!("/skills/{SKILL}")).await;
     assert!(!again.contains("recorded from refund-handling.zip"));
 
+    // The reviewer sees what else the upload changes besides the instructions.
+    let (_, detail) = page(&server, &admin.cookie, &format!("/candidates/{candidate}")).await;
+    assert!(
+        detail.contains(
+            "Resources (they replace the current ones): </strong>refund-policy: Refund policy"
+        ),
+        "{detail}"
+    );
+    assert!(detail.contains("\"license\": \"Apache-2.0\""), "{detail}");
     let answer = approve(&server, &admin, &candidate).await;
     assert!(
         answer.contains("version 2 of refund-handling is now current"),
