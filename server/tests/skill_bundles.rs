@@ -303,6 +303,59 @@ async fn a_zip_uploaded_without_javascript_is_a_candidate_and_once_approved_expo
         export_zip(&server, Some(&vera.cookie), 9).await.status(),
         StatusCode::NOT_FOUND
     );
+
+    // An admin edits the instructions in the console: the new version keeps the extra
+    // frontmatter but not the uploaded file, which no longer says what the version holds.
+    let (_, edit) = page(&server, &admin.cookie, &format!("/skills/{SKILL}/edit")).await;
+    let field = "name=\"revision\" value=\"";
+    let at = edit.find(field).expect("the revision field") + field.len();
+    let revision: String = edit[at..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    let saved = server_fn(
+        &server,
+        &admin,
+        "/console/api/save_skill",
+        &[
+            ("slug", SKILL),
+            ("revision", &revision),
+            ("description", "Issue refunds within policy (edited)."),
+            ("instructions", "# Refunds\n\nEdited in the console."),
+            ("tools[check_refund_eligibility]", "on"),
+            ("tools[process_refund]", "on"),
+            ("resources[0][name]", "refund-policy"),
+            ("resources[0][title]", "Refund policy"),
+            (
+                "resources[0][content]",
+                "Refunds within 30 days of delivery.",
+            ),
+        ],
+    )
+    .await;
+    assert_eq!(saved, "3");
+    let v3 = unzip(
+        &export_zip(&server, Some(&vera.cookie), 3)
+            .await
+            .bytes()
+            .await
+            .unwrap(),
+    );
+    let v3_md = String::from_utf8(v3[0].1.clone()).unwrap();
+    assert_ne!(v3_md, md);
+    assert!(
+        v3_md.starts_with(
+            "---\nname: refund-handling\ndescription: Issue refunds within policy (edited).\n"
+        ),
+        "{v3_md}"
+    );
+    assert!(v3_md.contains("license: Apache-2.0\n"), "{v3_md}");
+    assert!(v3_md.contains("author: support team"), "{v3_md}");
+    assert!(
+        v3_md.ends_with("---\n\n# Refunds\n\nEdited in the console.\n"),
+        "{v3_md}"
+    );
+    assert_eq!(v3[1].1, POLICY.as_bytes());
 }
 
 #[tokio::test]
@@ -360,6 +413,9 @@ async fn a_bad_bundle_is_refused_on_the_page_naming_the_file_and_field_and_nothi
         section.contains("No candidates for this skill."),
         "{section}"
     );
+    let audit = server.cli(&["audit", "export"]);
+    assert!(audit.status.success());
+    assert!(!String::from_utf8_lossy(&audit.stdout).contains("skill_candidate.propose"));
 
     let big = vec![b'#'; 3 * 1024 * 1024];
     let response = upload(&server, &rita, Some(&rita.token), "SKILL.md", &big).await;
