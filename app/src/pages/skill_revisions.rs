@@ -118,7 +118,6 @@ fn revisions_view(
         view! { <p class=class role=role>{n.message}</p> }
     });
     view! {
-        {notice}
         <section aria-labelledby="skill-versions">
             <h2 id="skill-versions">"Versions"</h2>
             <ul class="versions">
@@ -251,6 +250,8 @@ fn revisions_view(
         </section>
         <section aria-labelledby="skill-candidates">
             <h2 id="skill-candidates">"Candidates"</h2>
+            // Where the upload's redirect lands (`#skill-candidates`).
+            {notice}
             {if d.candidates.is_empty() && !d.candidates_paged {
                 view! { <p class="muted">"No candidates for this skill."</p> }.into_any()
             } else {
