@@ -523,15 +523,27 @@ pub async fn save_skill(
     use skillgate_core::model::Skill;
     use skillgate_core::users::ConsoleRole;
     let user = crate::api::ssr::require(ConsoleRole::Admin).await?;
+    let slug = ssr::slug_field("slug", &slug)?;
+    let authoring = &crate::api::ssr::context().authoring;
+    // The form edits no frontmatter beyond the description: the current version's extra
+    // fields (license, metadata, …) carry forward. Its uploaded SKILL.md text does not.
+    let frontmatter_extra = authoring
+        .skills()
+        .await
+        .map_err(ssr::authoring_error)?
+        .into_iter()
+        .find(|s| s.value.skill.slug == slug)
+        .map(|s| s.value.skill.frontmatter_extra)
+        .unwrap_or_default();
     let skill = Skill {
-        slug: ssr::slug_field("slug", &slug)?,
+        slug,
         description: description.trim().to_owned(),
         instructions,
         tools: tools.unwrap_or_default().into_keys().collect(),
         resources: ssr::parse_resources(resources)?,
+        frontmatter_extra,
     };
-    let saved = crate::api::ssr::context()
-        .authoring
+    let saved = authoring
         .update_skill(&user.name, &skill, revision)
         .await
         .map_err(ssr::authoring_error)?;

@@ -86,6 +86,15 @@ pub mod ssr {
         result
     }
 
+    /// Leaves `notice` for the next page the session renders: for the plain handlers
+    /// outside the server functions (the bundle upload) that redirect back themselves.
+    pub async fn leave(
+        session: &tower_sessions::Session,
+        notice: &Notice,
+    ) -> Result<(), tower_sessions::session::Error> {
+        session.insert(FLASH_KEY, notice).await
+    }
+
     /// The notice a plain form post left for this page, removed as it is read.
     pub async fn take() -> Result<Option<Notice>, ConsoleError> {
         let session: tower_sessions::Session = leptos_axum::extract().await.map_err(internal)?;

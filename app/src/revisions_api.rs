@@ -58,6 +58,10 @@ pub struct CandidateDetail {
     pub current_version: u32,
     pub note: String,
     pub description: Option<String>,
+    /// The extra `SKILL.md` frontmatter an upload proposes, as JSON (`None`: kept as is).
+    pub frontmatter: Option<String>,
+    /// The resources a zip upload proposes, `name: title` (`None`: kept as is).
+    pub resources: Option<Vec<String>>,
     pub diff: Vec<DiffLine>,
     pub sources: Vec<CitedSource>,
     pub evidence_kind: String,
@@ -115,6 +119,8 @@ pub struct SkillRevisionsData {
     pub candidates_paged: bool,
     pub can_review: bool,
     pub can_restore: bool,
+    /// What the bundle upload (a plain form post) left for this page.
+    pub notice: Option<crate::flash::Notice>,
 }
 
 /// Rows per page of the console's candidate and feedback lists.
@@ -269,6 +275,7 @@ pub async fn skill_revisions(
         candidates_paged: candidates_before.is_some(),
         can_review: user.role.allows(ConsoleRole::Reviewer),
         can_restore: user.role.allows(ConsoleRole::Admin),
+        notice: crate::flash::ssr::take().await?,
     }))
 }
 
@@ -298,7 +305,9 @@ pub async fn add_feedback(
     Ok(format!("Feedback {id} recorded."))
 }
 
-/// A candidate from a `SKILL.md` (Agent Skills) and an optional WikiSkill `provenance.json`.
+/// A candidate from a pasted `SKILL.md` (Agent Skills) and an optional WikiSkill
+/// `provenance.json`. A file (a `SKILL.md` or a zip bundle) is uploaded to the plain form
+/// handler `POST /console/skills/{skill}/bundle` of the server instead.
 #[server(prefix = "/console/api")]
 pub async fn upload_skill_md(
     skill: String,
@@ -590,6 +599,19 @@ mod ssr {
             current_version: view.current_version,
             note: c.note.clone(),
             description: c.description.clone(),
+            frontmatter: c.frontmatter_extra.as_ref().map(|extra| {
+                if extra.is_empty() {
+                    "(none)".to_owned()
+                } else {
+                    serde_json::to_string_pretty(extra).unwrap_or_default()
+                }
+            }),
+            resources: c.resources.as_ref().map(|resources| {
+                resources
+                    .iter()
+                    .map(|r| format!("{}: {}", r.name, r.title))
+                    .collect()
+            }),
             diff,
             sources,
             evidence_kind,

@@ -68,6 +68,7 @@ fn catalog(tools: usize) -> CompiledCatalog {
             instructions: "Do it.".into(),
             tools: names,
             resources: vec![],
+            frontmatter_extra: Default::default(),
         });
         let guarded = tool_name(group, 0);
         draft.roles.push(Role {
@@ -110,6 +111,7 @@ fn catalog(tools: usize) -> CompiledCatalog {
             instructions: "Help.".into(),
             tools: vec![tool_name(0, 10 + helper)],
             resources: vec![],
+            frontmatter_extra: Default::default(),
         });
         draft.roles.push(Role {
             slug: slug(&format!("helper-{helper}")),

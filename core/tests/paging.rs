@@ -131,6 +131,7 @@ async fn candidate_pages_go_newest_first_and_the_cursor_reaches_the_oldest() {
                     note: "Wrong orders were refunded.".into(),
                     sources: vec![fb.clone()],
                     evidence: Value::Null,
+                    ..Proposal::default()
                 },
                 Proposer::User("paula".into()),
             )

@@ -266,6 +266,7 @@ async fn a_new_tool_arrives_quarantined_and_no_skill_can_grant_it_until_it_is_ad
                 instructions: "Export carefully.".into(),
                 tools: vec!["export_customers".into()],
                 resources: Vec::new(),
+                frontmatter_extra: Default::default(),
             },
         )
         .await;

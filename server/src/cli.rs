@@ -37,6 +37,9 @@ pub enum Command {
     /// Manage agent keys (the MCP endpoint's bearer credentials).
     #[command(subcommand)]
     Key(crate::key_cmd::KeyCommand),
+    /// Import a skill bundle as a candidate, or export a skill version as a bundle.
+    #[command(subcommand)]
+    Skill(crate::skill_cmd::SkillCommand),
     /// Verify, export, checkpoint or prune the tamper-evident audit log.
     Audit(crate::audit_cmd::AuditArgs),
     /// Serve the demo company's 15 tools as an MCP server over stdio (or HTTP with --http).

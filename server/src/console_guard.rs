@@ -232,25 +232,40 @@ fn needs_form_token(headers: &HeaderMap) -> bool {
 }
 
 /// The token a request carries: the header, or else the first `csrf_token` field of a
-/// url-encoded body.
-fn submitted_token(headers: &HeaderMap, body: &[u8]) -> Option<String> {
+/// url-encoded or multipart body.
+async fn submitted_token(headers: &HeaderMap, body: &axum::body::Bytes) -> Option<String> {
     if let Some(token) = headers.get(TOKEN_HEADER).and_then(|v| v.to_str().ok()) {
         return Some(token.to_owned());
     }
-    let form = headers
+    let content_type = headers
         .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|ct| {
-            ct.trim()
-                .to_ascii_lowercase()
-                .starts_with("application/x-www-form-urlencoded")
-        });
-    if !form {
-        return None;
+        .and_then(|v| v.to_str().ok())?
+        .trim();
+    // Media types compare without case; a multipart boundary does not.
+    let essence = content_type.to_ascii_lowercase();
+    if essence.starts_with("application/x-www-form-urlencoded") {
+        return form_urlencoded::parse(body)
+            .find(|(name, _)| name == FIELD)
+            .map(|(_, value)| value.into_owned());
     }
-    form_urlencoded::parse(body)
-        .find(|(name, _)| name == FIELD)
-        .map(|(_, value)| value.into_owned())
+    if essence.starts_with("multipart/form-data") {
+        return multipart_token(content_type, body.clone()).await;
+    }
+    None
+}
+
+/// The first `csrf_token` field of a multipart body (forms put it first; file fields before
+/// it are skipped, not kept). `None` for a body that is not well-formed multipart.
+async fn multipart_token(content_type: &str, body: axum::body::Bytes) -> Option<String> {
+    let boundary = multer::parse_boundary(content_type).ok()?;
+    let stream = futures::stream::once(async move { Ok::<_, std::io::Error>(body) });
+    let mut form = multer::Multipart::new(stream, boundary);
+    while let Ok(Some(field)) = form.next_field().await {
+        if field.name() == Some(FIELD) {
+            return field.text().await.ok();
+        }
+    }
+    None
 }
 
 fn tokens_match(expected: Option<&str>, submitted: Option<&str>) -> bool {
@@ -346,7 +361,7 @@ pub async fn guard(
         Ok(expected) => expected,
         Err(error) => return internal(error),
     };
-    let submitted = submitted_token(&parts.headers, &bytes);
+    let submitted = submitted_token(&parts.headers, &bytes).await;
     if !tokens_match(expected.as_deref(), submitted.as_deref()) {
         if summary.path == "/login" {
             // Same origin, but the form outlived its pre-login session: say so on the page.
@@ -483,21 +498,40 @@ mod tests {
         )])));
     }
 
-    #[test]
-    fn the_token_is_read_from_the_header_or_the_form_field_and_compared_exactly() {
+    #[tokio::test]
+    async fn the_token_is_read_from_the_header_or_the_form_field_and_compared_exactly() {
+        let bytes = |b: &'static [u8]| axum::body::Bytes::from_static(b);
         let form = request(&[("content-type", "application/x-www-form-urlencoded")]);
-        let body = b"name=victim&csrf_token=abc%20def";
+        let body = bytes(b"name=victim&csrf_token=abc%20def");
         assert_eq!(
-            submitted_token(form.headers(), body).as_deref(),
+            submitted_token(form.headers(), &body).await.as_deref(),
             Some("abc def")
         );
         let header = request(&[("x-csrf-token", "from-header")]);
         assert_eq!(
-            submitted_token(header.headers(), b"csrf_token=ignored").as_deref(),
+            submitted_token(header.headers(), &bytes(b"csrf_token=ignored"))
+                .await
+                .as_deref(),
             Some("from-header")
         );
         let json = request(&[("content-type", "application/json")]);
-        assert_eq!(submitted_token(json.headers(), b"csrf_token=x"), None);
+        assert_eq!(
+            submitted_token(json.headers(), &bytes(b"csrf_token=x")).await,
+            None
+        );
+        let multipart = request(&[("content-type", "multipart/form-data; boundary=XyZ")]);
+        let body = bytes(
+            b"--XyZ\r\nContent-Disposition: form-data; name=\"bundle\"; filename=\"a.zip\"\r\n\r\nPK\x03\x04\r\n\
+              --XyZ\r\nContent-Disposition: form-data; name=\"csrf_token\"\r\n\r\ntok\r\n--XyZ--\r\n",
+        );
+        assert_eq!(
+            submitted_token(multipart.headers(), &body).await.as_deref(),
+            Some("tok")
+        );
+        assert_eq!(
+            submitted_token(multipart.headers(), &bytes(b"not multipart")).await,
+            None
+        );
 
         assert!(tokens_match(Some("abc"), Some("abc")));
         assert!(!tokens_match(Some("abc"), Some("abd")));

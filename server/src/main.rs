@@ -2,6 +2,7 @@
 
 mod api;
 mod audit_cmd;
+mod bundle_upload;
 mod cli;
 mod compliance_http;
 mod console_auth;
@@ -14,6 +15,7 @@ mod key_cmd;
 mod mcp;
 mod metrics_http;
 mod serve;
+mod skill_cmd;
 mod upstream_sync;
 mod user_cmd;
 
@@ -59,6 +61,7 @@ async fn main() -> anyhow::Result<ExitCode> {
         Some(Command::Serve(args)) => serve::run(&cli.database_url, args).await,
         Some(Command::User(command)) => user_cmd::run(&cli.database_url, command).await,
         Some(Command::Key(command)) => key_cmd::run(&cli.database_url, command).await,
+        Some(Command::Skill(command)) => skill_cmd::run(&cli.database_url, command).await,
         Some(Command::DemoUpstream(args)) => {
             let options = demo_upstream::DemoUpstreamOptions {
                 executions_log: args.executions_log,

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use axum::Router;
-use axum::extract::FromRef;
+use axum::extract::{DefaultBodyLimit, FromRef};
 use axum::routing::{get, post};
 use axum::serve::ListenerExt;
 use leptos::prelude::*;
@@ -36,8 +36,8 @@ use tower_sessions_sqlx_store::SqliteStore;
 use crate::cli::ServeArgs;
 use crate::console_guard::ConsoleGuard;
 use crate::{
-    api, audit_cmd, compliance_http, console_auth, console_guard, export, health, key_cmd, mcp,
-    metrics_http, upstream_sync,
+    api, audit_cmd, bundle_upload, compliance_http, console_auth, console_guard, export, health,
+    key_cmd, mcp, metrics_http, upstream_sync,
 };
 
 /// Console sessions end after this long without a request.
@@ -48,6 +48,7 @@ pub struct AppState {
     pub leptos_options: LeptosOptions,
     pub store: Store,
     pub users: Users,
+    pub revisions: Revisions,
 }
 
 /// What signs the audit chain's tip: periodically while serving, and once more at a clean
@@ -219,6 +220,7 @@ pub async fn build(
         leptos_options: leptos_options.clone(),
         store,
         users,
+        revisions: revisions.clone(),
     };
 
     let routes = generate_route_list(App);
@@ -239,6 +241,15 @@ pub async fn build(
         .route(
             "/console/export/skills/{skill}/{version}",
             get(export::export_skill),
+        )
+        .route(
+            "/console/export/skills/{skill}/versions/{file}",
+            get(export::export_skill_zip),
+        )
+        .route(
+            "/console/skills/{skill}/bundle",
+            post(bundle_upload::upload_bundle)
+                .layer(DefaultBodyLimit::max(bundle_upload::MAX_FORM_BYTES)),
         )
         .merge(compliance_http::router(signer))
         .leptos_routes_with_context(&state, routes, provide.clone(), {

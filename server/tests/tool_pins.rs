@@ -144,6 +144,7 @@ async fn register(server: &Server, url: &str) {
             instructions: "Look the order up before you answer.".into(),
             tools: vec!["lookup_order".into()],
             resources: Vec::new(),
+            frontmatter_extra: Default::default(),
         })
         .await
         .unwrap();

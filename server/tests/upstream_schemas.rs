@@ -120,6 +120,7 @@ async fn register_careless(server: &Server, url: &str) {
             instructions: "Use them with care.".to_owned(),
             tools: advertised().iter().map(|(n, _)| (*n).to_owned()).collect(),
             resources: Vec::new(),
+            frontmatter_extra: Default::default(),
         })
         .await
         .unwrap();

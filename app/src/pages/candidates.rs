@@ -232,6 +232,16 @@ fn candidate_view(c: CandidateDetail, decide: ServerAction<DecideCandidate>) -> 
             <h2 id="cand-note">"Note"</h2>
             <p>{c.note.clone()}</p>
             {c.description.clone().map(|d| view! { <p><strong>"New description: "</strong> {d}</p> })}
+            {c.frontmatter.clone().map(|f| view! {
+                <p><strong>"SKILL.md frontmatter besides name and description:"</strong></p>
+                <pre class="frontmatter">{f}</pre>
+            })}
+            {c.resources.clone().map(|resources| view! {
+                <p>
+                    <strong>"Resources (they replace the current ones): "</strong>
+                    {if resources.is_empty() { "none".to_owned() } else { resources.join("; ") }}
+                </p>
+            })}
         </section>
         <section aria-labelledby="cand-verdict">
             <h2 id="cand-verdict">"Gate verdict"</h2>

@@ -1,6 +1,7 @@
 //! The revisions part of a skill's page: versions (restore), feedback from agents and
 //! reviewers (add general feedback or an explicit requirement), wiki patterns, candidates,
-//! and a `SKILL.md` upload that becomes a candidate.
+//! and an upload (a `SKILL.md` or an Agent Skills zip, or a pasted `SKILL.md`) that becomes
+//! a candidate.
 
 use crate::csrf::CsrfField;
 use leptos::prelude::*;
@@ -107,6 +108,15 @@ fn revisions_view(
             d.patterns_total
         )
     });
+    let notice = d.notice.clone().map(|n| {
+        let class = if n.error {
+            "notice error"
+        } else {
+            "notice success"
+        };
+        let role = if n.error { "alert" } else { "status" };
+        view! { <p class=class role=role>{n.message}</p> }
+    });
     view! {
         <section aria-labelledby="skill-versions">
             <h2 id="skill-versions">"Versions"</h2>
@@ -122,11 +132,14 @@ fn revisions_view(
                                 {current.then(|| view! { " " <span class="badge">"current"</span> })}
                                 " "
                                 <a
-                                    href=format!("/console/export/skills/{skill}/{v}")
-                                    download=format!("{skill}-v{v}.tar")
+                                    href=format!(
+                                        "/console/export/skills/{}/versions/{v}.zip",
+                                        encode(&skill),
+                                    )
+                                    download=format!("{skill}-v{v}.zip")
                                     rel="external"
                                 >
-                                    "Export"
+                                    {format!("Export v{v} (zip)")}
                                 </a>
                                 {(!current && d.can_restore).then(|| view! {
                                     <ActionForm action=restore attr:class="inline-form">
@@ -237,6 +250,8 @@ fn revisions_view(
         </section>
         <section aria-labelledby="skill-candidates">
             <h2 id="skill-candidates">"Candidates"</h2>
+            // Where the upload's redirect lands (`#skill-candidates`).
+            {notice}
             {if d.candidates.is_empty() && !d.candidates_paged {
                 view! { <p class="muted">"No candidates for this skill."</p> }.into_any()
             } else {
@@ -244,10 +259,30 @@ fn revisions_view(
             }}
             {candidates_pager}
             {d.can_review.then(|| view! {
-                <h3>"Propose from a SKILL.md"</h3>
+                <h3>"Propose from a file"</h3>
                 <p class="muted">
-                    "Paste an Agent Skills SKILL.md (frontmatter name and description) and, optionally, a WikiSkill provenance.json with base_version, note, sources and evidence. Another reviewer decides the candidate."
+                    "Upload an Agent Skills SKILL.md, or a zip of the skill's folder: SKILL.md, references/<name>.md (they replace the skill's resources) and, optionally, a WikiSkill provenance.json with base_version, note, sources and evidence. At most 2 MiB. Another reviewer decides the candidate."
                 </p>
+                // A plain multipart form post, with or without JavaScript: the server
+                // answers with a redirect back here and the outcome above.
+                <form
+                    method="post"
+                    action=format!("/console/skills/{}/bundle", encode(&skill))
+                    enctype="multipart/form-data"
+                    class="form"
+                >
+                    <CsrfField />
+                    <label for="up-bundle">"SKILL.md or zip bundle"</label>
+                    <input
+                        id="up-bundle"
+                        type="file"
+                        name="bundle"
+                        accept=".md,.zip,text/markdown,application/zip"
+                        required
+                    />
+                    <button type="submit">"Upload and propose"</button>
+                </form>
+                <h3>"Or paste a SKILL.md"</h3>
                 <ActionForm action=upload attr:class="form">
                     <CsrfField />
                     <input type="hidden" name="skill" value=skill.clone() />

@@ -52,6 +52,7 @@ fn skill(name: &str, description: &str, tools: &[&str], instructions: &str) -> S
         instructions: instructions.trim().to_owned(),
         tools: names(tools),
         resources: Vec::new(),
+        frontmatter_extra: Default::default(),
     }
 }
 

@@ -1,6 +1,7 @@
 //! Skills: instructions, the tools they use and the documents they carry.
 
 use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
 use crate::slug::Slug;
 
@@ -23,6 +24,11 @@ pub struct Skill {
     pub tools: Vec<String>,
     #[serde(default)]
     pub resources: Vec<Resource>,
+    /// `SKILL.md` frontmatter fields besides `name` and `description` (`license`,
+    /// `compatibility`, `metadata`, `allowed-tools`, …), as the uploaded file had them.
+    /// Empty for skills that never came from a `SKILL.md`.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub frontmatter_extra: Map<String, Value>,
 }
 
 impl Skill {

@@ -250,6 +250,7 @@ impl CuratorServer {
                     note: text(args, "note").unwrap_or_default(),
                     sources: list(args, "sources"),
                     evidence: args.get("evidence").cloned().unwrap_or(Value::Null),
+                    ..Proposal::default()
                 };
                 let candidate = self
                     .revisions

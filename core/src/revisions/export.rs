@@ -1,4 +1,5 @@
-//! Export of a skill version as an Agent Skills folder in a tar archive:
+//! Export of a skill version as an Agent Skills folder, in a zip (the bundle format the
+//! console and `skillgate skill import` read back) or a tar archive:
 //! `<skill>/SKILL.md`, `<skill>/references/<resource>.md` and a WikiSkill-style
 //! `<skill>/provenance.json` (candidate, verdict, evidence digest, reviewer, file hashes).
 
@@ -7,7 +8,8 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::skill_md::SkillMd;
+use super::bundle::render_reference;
+use super::skill_md::skill_md_text;
 use crate::model::SkillVersion;
 use crate::store::revisions::CandidateRecord;
 
@@ -15,21 +17,23 @@ fn sha256(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
-/// The files of the folder, path → content, in archive order.
+/// The files of the folder, path → content, in archive order. `skill_md` is the file the
+/// version was uploaded as, if it was (see [`skill_md_text`]).
 pub fn skill_folder(
     version: &SkillVersion,
     candidate: Option<&CandidateRecord>,
+    skill_md: Option<&str>,
 ) -> Vec<(String, Vec<u8>)> {
     let skill = &version.skill;
     let root = skill.slug.as_str();
     let mut files = vec![(
         format!("{root}/SKILL.md"),
-        SkillMd::render(root, &skill.description, &skill.instructions).into_bytes(),
+        skill_md_text(skill, skill_md).into_bytes(),
     )];
     for resource in &skill.resources {
         files.push((
             format!("{root}/references/{}.md", resource.name),
-            format!("# {}\n\n{}\n", resource.title, resource.content).into_bytes(),
+            render_reference(resource).into_bytes(),
         ));
     }
     let hashes: BTreeMap<String, String> = files
@@ -90,6 +94,8 @@ mod tests {
 
     use super::*;
     use crate::model::{Resource, Skill};
+    use crate::revisions::bundle::{Bundle, zip_archive};
+    use crate::revisions::skill_md::SkillMd;
     use crate::slug::Slug;
 
     fn version() -> SkillVersion {
@@ -105,13 +111,14 @@ mod tests {
                     title: "Refund policy".into(),
                     content: "30 days.".into(),
                 }],
+                frontmatter_extra: Default::default(),
             },
         }
     }
 
     #[test]
     fn an_exported_folder_has_skill_md_references_and_provenance_with_hashes() {
-        let files = skill_folder(&version(), None);
+        let files = skill_folder(&version(), None, None);
         let names: Vec<&str> = files.iter().map(|(p, _)| p.as_str()).collect();
         assert_eq!(
             names,
@@ -144,5 +151,33 @@ mod tests {
             paths[0],
             ("refund-handling/SKILL.md".to_owned(), files[0].1.len())
         );
+    }
+
+    #[test]
+    fn an_uploaded_skill_md_is_exported_byte_identical_and_references_read_back() {
+        let uploaded = "---\nname: refund-handling\ndescription: 'Refunds within policy.'\nlicense: Apache-2.0\n---\n# Refunds\n\nCheck first.\n\n";
+        let mut version = version();
+        version.skill.frontmatter_extra = SkillMd::parse_any(uploaded).unwrap().extra;
+        let files = skill_folder(&version, None, Some(uploaded));
+        assert_eq!(files[0].1, uploaded.as_bytes());
+        let zip = zip_archive(&files).unwrap();
+        let bundle = Bundle::read("refund-handling-v3.zip", &zip).unwrap();
+        assert_eq!(bundle.skill_md_text, uploaded);
+        assert_eq!(
+            bundle.resources.as_deref(),
+            Some(&version.skill.resources[..])
+        );
+        let provenance: Value = serde_json::from_str(&bundle.provenance.unwrap().1).unwrap();
+        assert_eq!(provenance["version"], 3);
+    }
+
+    #[test]
+    fn a_skill_md_that_no_longer_describes_the_version_is_not_exported() {
+        let uploaded = "---\nname: refund-handling\ndescription: Refunds within policy.\n---\n# Old instructions\n";
+        let version = version();
+        let files = skill_folder(&version, None, Some(uploaded));
+        let md = String::from_utf8(files[0].1.clone()).unwrap();
+        assert_ne!(md, uploaded);
+        assert_eq!(md, SkillMd::render_skill(&version.skill));
     }
 }

@@ -1,8 +1,9 @@
 //! Skill revisions (WikiSkill candidates): evidence, the gate verdict, citation checks,
 //! `SKILL.md` validation, and the service that proposes, approves, rejects and restores.
 //!
-//! `evidence`, `gate`, `citations` and `skill_md` are pure; `service` does the I/O.
+//! `evidence`, `gate`, `citations`, `skill_md` and `bundle` are pure; `service` does the I/O.
 
+pub mod bundle;
 pub mod citations;
 pub mod curator;
 pub mod evidence;
@@ -12,6 +13,7 @@ pub mod limits;
 pub mod service;
 pub mod skill_md;
 
+pub use bundle::{Bundle, BundleError};
 pub use citations::{CITE_EXISTING, CitationError, KnownSources, check_citations};
 pub use evidence::{Evidence, EvidenceError};
 pub use gate::{GateOutcome, GateRule, Verdict, evaluate};

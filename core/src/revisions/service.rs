@@ -8,16 +8,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
+use super::bundle::{Bundle, BundleError};
 use super::citations::{CitationError, check_citations};
 use super::evidence::{Evidence, EvidenceError};
 use super::gate::evaluate;
 use super::limits::{RateLimit, Slot};
 use super::skill_md::{SkillMd, SkillMdError};
 use crate::audit::{AuditError, AuditLog, NewEvent};
-use crate::model::SkillVersion;
+use crate::model::{Resource, SkillVersion};
 use crate::policy::CatalogHandle;
 use crate::slug::Slug;
 use crate::store::revisions::{
@@ -32,7 +33,7 @@ const MAX_SOURCES: usize = 100;
 const MAX_PATTERN: usize = 16 * 1024;
 
 /// A proposed new version of a skill, as the curator tool, the HTTP API and the upload send it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Proposal {
     pub skill: String,
     pub base_version: u32,
@@ -42,10 +43,69 @@ pub struct Proposal {
     pub note: String,
     pub sources: Vec<String>,
     pub evidence: Value,
+    /// The new version's extra `SKILL.md` frontmatter; `None` keeps the base version's.
+    pub frontmatter_extra: Option<Map<String, Value>>,
+    /// The new version's resources (a zip's `references/`); `None` keeps the base's.
+    pub resources: Option<Vec<Resource>>,
+    /// The `SKILL.md` exactly as uploaded, exported byte for byte once approved.
+    pub skill_md: Option<String>,
+}
+
+/// The fields of a WikiSkill `provenance.json` a proposal takes (all optional):
+/// `base_version` (or `version`, as an exported folder names the version it holds),
+/// `note`, `sources`, `evidence`. `file` names it in errors.
+struct Provenance {
+    base_version: Option<u32>,
+    note: Option<String>,
+    sources: Vec<String>,
+    evidence: Value,
+}
+
+impl Provenance {
+    fn parse(file: &str, text: Option<&str>) -> Result<Self, RevisionError> {
+        let invalid = |what: &str| RevisionError::Invalid(format!("{file}: {what}"));
+        let value: Value = match text.map(str::trim).filter(|p| !p.is_empty()) {
+            Some(text) => {
+                serde_json::from_str(text).map_err(|e| invalid(&format!("is not JSON: {e}")))?
+            }
+            None => json!({}),
+        };
+        if !value.is_object() {
+            return Err(invalid("must be a JSON object"));
+        }
+        let base_version = match value.get("base_version").or_else(|| value.get("version")) {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(
+                v.as_u64()
+                    .and_then(|v| u32::try_from(v).ok())
+                    .ok_or_else(|| invalid("base_version must be a version number"))?,
+            ),
+        };
+        let sources = match value.get("sources") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|s| s.as_str().map(str::to_owned))
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| invalid("sources must be a list of IDs"))?,
+            Some(_) => return Err(invalid("sources must be a list of IDs")),
+        };
+        let note = match value.get("note") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(note)) => Some(note.clone()),
+            Some(_) => return Err(invalid("note must be text")),
+        };
+        Ok(Self {
+            base_version,
+            note,
+            sources,
+            evidence: value.get("evidence").cloned().unwrap_or(Value::Null),
+        })
+    }
 }
 
 impl Proposal {
-    /// A proposal from an uploaded `SKILL.md` and optional WikiSkill `provenance.json`
+    /// A proposal from a pasted `SKILL.md` and optional WikiSkill `provenance.json`
     /// (`base_version`, `note`, `sources`, `evidence`; all optional).
     pub fn from_upload(
         skill: &str,
@@ -54,49 +114,56 @@ impl Proposal {
         provenance: Option<&str>,
     ) -> Result<Self, RevisionError> {
         let md = SkillMd::parse(skill_md, skill)?;
-        let provenance: Value = match provenance.map(str::trim).filter(|p| !p.is_empty()) {
-            Some(text) => serde_json::from_str(text)
-                .map_err(|e| RevisionError::Invalid(format!("provenance.json is not JSON: {e}")))?,
-            None => json!({}),
-        };
-        let base_version = match provenance.get("base_version") {
-            None | Some(Value::Null) => current_version,
-            Some(v) => v
-                .as_u64()
-                .and_then(|v| u32::try_from(v).ok())
-                .ok_or_else(|| {
-                    RevisionError::Invalid(
-                        "provenance.json `base_version` must be a version number".into(),
-                    )
-                })?,
-        };
-        let sources = match provenance.get("sources") {
-            None | Some(Value::Null) => Vec::new(),
-            Some(Value::Array(items)) => items
-                .iter()
-                .map(|s| s.as_str().map(str::to_owned))
-                .collect::<Option<Vec<_>>>()
-                .ok_or_else(|| {
-                    RevisionError::Invalid("provenance.json `sources` must be a list of IDs".into())
-                })?,
-            Some(_) => {
-                return Err(RevisionError::Invalid(
-                    "provenance.json `sources` must be a list of IDs".into(),
-                ));
-            }
-        };
+        let provenance = Provenance::parse("provenance.json", provenance)?;
         Ok(Self {
             skill: skill.to_owned(),
-            base_version,
+            base_version: provenance.base_version.unwrap_or(current_version),
             description: Some(md.description),
             instructions: md.instructions,
             note: provenance
-                .get("note")
-                .and_then(Value::as_str)
-                .unwrap_or("Uploaded as SKILL.md.")
-                .to_owned(),
-            sources,
-            evidence: provenance.get("evidence").cloned().unwrap_or(Value::Null),
+                .note
+                .unwrap_or_else(|| "Uploaded as SKILL.md.".to_owned()),
+            sources: provenance.sources,
+            evidence: provenance.evidence,
+            frontmatter_extra: Some(md.extra),
+            resources: None,
+            skill_md: Some(skill_md.to_owned()),
+        })
+    }
+
+    /// A proposal from an uploaded bundle (a `SKILL.md` or a zip of the skill's folder)
+    /// for skill `skill`. A zip's references replace the skill's resources; a plain
+    /// `SKILL.md` keeps them.
+    pub fn from_bundle(
+        skill: &str,
+        current_version: u32,
+        bundle: Bundle,
+    ) -> Result<Self, RevisionError> {
+        bundle.check_skill(skill)?;
+        let (file, text) = match &bundle.provenance {
+            Some((file, text)) => (file.as_str(), Some(text.as_str())),
+            None => ("provenance.json", None),
+        };
+        let provenance = Provenance::parse(file, text)?;
+        let default_note = if bundle.resources.is_some() {
+            format!(
+                "Uploaded as an Agent Skills bundle ({}).",
+                bundle.skill_md_path
+            )
+        } else {
+            format!("Uploaded as {}.", bundle.skill_md_path)
+        };
+        Ok(Self {
+            skill: skill.to_owned(),
+            base_version: provenance.base_version.unwrap_or(current_version),
+            description: Some(bundle.skill_md.description),
+            instructions: bundle.skill_md.instructions,
+            note: provenance.note.unwrap_or(default_note),
+            sources: provenance.sources,
+            evidence: provenance.evidence,
+            frontmatter_extra: Some(bundle.skill_md.extra),
+            resources: bundle.resources,
+            skill_md: Some(bundle.skill_md_text),
         })
     }
 }
@@ -111,8 +178,10 @@ pub enum RevisionError {
     Citation(#[from] CitationError),
     #[error("evidence is not usable: {0}")]
     Evidence(#[from] EvidenceError),
-    #[error(transparent)]
+    #[error("SKILL.md: {0}")]
     SkillMd(#[from] SkillMdError),
+    #[error(transparent)]
+    Bundle(#[from] BundleError),
     #[error("you proposed this candidate, so someone else must decide it")]
     OwnProposal,
     #[error(
@@ -277,6 +346,24 @@ impl Revisions {
         }
     }
 
+    /// Proposes an uploaded file (a `SKILL.md` or a zip bundle, see [`Bundle`]) as a
+    /// candidate of `skill`, or of the skill its `SKILL.md` names when `skill` is `None`.
+    /// The console's upload and `skillgate skill import` both come through here.
+    #[tracing::instrument(skip(self, bytes), fields(size = bytes.len(), proposer = proposer.name()))]
+    pub async fn propose_file(
+        &self,
+        skill: Option<&str>,
+        file_name: &str,
+        bytes: &[u8],
+        proposer: Proposer,
+    ) -> Result<CandidateRecord, RevisionError> {
+        let bundle = Bundle::read(file_name, bytes)?;
+        let skill = skill.unwrap_or(bundle.skill_md.name.as_str()).to_owned();
+        let (current, _) = self.head(&skill).await?;
+        let proposal = Proposal::from_bundle(&skill, current.version, bundle)?;
+        self.propose(proposal, proposer).await
+    }
+
     /// Records a proposal: checks citations, computes the gate verdict, stores, audits.
     /// A refused proposal stores nothing.
     #[tracing::instrument(skip(self, proposal), fields(skill = %proposal.skill, proposer = proposer.name()))]
@@ -349,6 +436,9 @@ impl Revisions {
             decided_at: None,
             approved_version: None,
             created_at: stamp(Utc::now()),
+            frontmatter_extra: proposal.frontmatter_extra.clone(),
+            resources: proposal.resources.clone(),
+            skill_md: proposal.skill_md.clone(),
         };
         self.store.insert_candidate(&candidate).await?;
         self.audit
@@ -448,7 +538,16 @@ impl Revisions {
         if let Some(description) = &view.candidate.description {
             skill.description = description.clone();
         }
-        let saved = self.store.update_skill(&skill, revision).await?;
+        if let Some(extra) = &view.candidate.frontmatter_extra {
+            skill.frontmatter_extra = extra.clone();
+        }
+        if let Some(resources) = &view.candidate.resources {
+            skill.resources = resources.clone();
+        }
+        let saved = self
+            .store
+            .update_skill_from_file(&skill, revision, view.candidate.skill_md.as_deref())
+            .await?;
         if !self
             .store
             .decide_candidate(
@@ -692,6 +791,7 @@ mod tests {
             note: "Wrong orders were refunded.".into(),
             sources,
             evidence,
+            ..Proposal::default()
         }
     }
 
@@ -1023,5 +1123,111 @@ mod tests {
             Proposal::from_upload("refund-handling", 1, md, Some("{not json")),
             Err(RevisionError::Invalid(_))
         ));
+    }
+
+    #[tokio::test]
+    async fn an_approved_bundle_keeps_its_skill_md_references_and_frontmatter_until_an_edit() {
+        use crate::revisions::bundle::zip_archive;
+        use crate::revisions::skill_md::skill_md_text;
+        let revisions = service().await;
+        let fb = feedback(&revisions, false).await;
+        let provenance = json!({"note": "Agents refunded wrong orders.", "sources": [fb]});
+        let md = "---\nname: refund-handling\ndescription: >-\n  Refunds, carefully.\nlicense: Apache-2.0\nmetadata: {owner: support}\n---\n\n# Refunds\n\nConfirm first.\n";
+        let zip = zip_archive(&[
+            ("refund-handling/SKILL.md".into(), md.as_bytes().to_vec()),
+            (
+                "refund-handling/references/refund-policy.md".into(),
+                b"# Refund policy\n\n30 days.\n".to_vec(),
+            ),
+            (
+                "refund-handling/provenance.json".into(),
+                provenance.to_string().into_bytes(),
+            ),
+        ])
+        .unwrap();
+        let bundle = Bundle::read("refund-handling.zip", &zip).unwrap();
+        let proposal = Proposal::from_bundle("refund-handling", 1, bundle).unwrap();
+        assert_eq!(proposal.note, "Agents refunded wrong orders.");
+        let candidate = revisions
+            .propose(proposal, Proposer::User("paula".into()))
+            .await
+            .unwrap();
+        let version = revisions
+            .approve(&candidate.id, "rita", "Matches the policy.")
+            .await
+            .unwrap();
+        assert_eq!(version.skill.resources[0].title, "Refund policy");
+        assert_eq!(
+            version.skill.frontmatter_extra.get("license"),
+            Some(&json!("Apache-2.0"))
+        );
+        let slug = version.skill.slug.clone();
+        let stored = revisions
+            .store()
+            .skill_md_file(&slug, version.version)
+            .await
+            .unwrap();
+        assert_eq!(stored.as_deref(), Some(md));
+        let served = revisions.get_skill("refund-handling", None).await.unwrap();
+        assert_eq!(skill_md_text(&served.skill, stored.as_deref()), md);
+
+        // An edit (as the console saves one) keeps the extra fields, not the old file.
+        let (head, revision) = revisions.head("refund-handling").await.unwrap();
+        let mut edited = head.skill.clone();
+        edited.instructions = "# Refunds\n\nConfirm the order id first.".into();
+        let saved = revisions
+            .store()
+            .update_skill(&edited, revision)
+            .await
+            .unwrap();
+        assert_eq!(
+            revisions
+                .store()
+                .skill_md_file(&slug, saved.value.version)
+                .await
+                .unwrap(),
+            None
+        );
+        let text = skill_md_text(&saved.value.skill, None);
+        assert!(text.contains("license: Apache-2.0"), "{text}");
+        assert!(text.contains("Confirm the order id first."), "{text}");
+    }
+
+    #[tokio::test]
+    async fn a_bundle_for_another_skill_or_with_a_bad_provenance_is_refused_by_file() {
+        let md = "---\nname: refund-handling\ndescription: Refunds.\n---\nBody.\n";
+        let zip = |provenance: &str| {
+            crate::revisions::bundle::zip_archive(&[
+                ("SKILL.md".into(), md.as_bytes().to_vec()),
+                ("provenance.json".into(), provenance.as_bytes().to_vec()),
+            ])
+            .unwrap()
+        };
+        let read = |bytes: &[u8]| Bundle::read("b.zip", bytes).unwrap();
+        let plain = Bundle::read("SKILL.md", md.as_bytes()).unwrap();
+        let p = Proposal::from_bundle("refund-handling", 1, plain).unwrap();
+        assert_eq!(
+            (p.note.as_str(), p.resources.is_none()),
+            ("Uploaded as SKILL.md.", true)
+        );
+        let err = Proposal::from_bundle("customer-lookup", 1, read(&zip("{}"))).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "SKILL.md: frontmatter name is `refund-handling` but this is skill `customer-lookup`"
+        );
+        let err = Proposal::from_bundle(
+            "refund-handling",
+            1,
+            read(&zip(r#"{"base_version": "two"}"#)),
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "provenance.json: base_version must be a version number"
+        );
+        // An exported folder's provenance names the version it holds: the base.
+        let p =
+            Proposal::from_bundle("refund-handling", 4, read(&zip(r#"{"version": 2}"#))).unwrap();
+        assert_eq!(p.base_version, 2);
     }
 }

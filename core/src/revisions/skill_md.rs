@@ -1,34 +1,33 @@
 //! Agent Skills `SKILL.md`: YAML frontmatter (`name`, `description`, optional fields)
 //! followed by the markdown instructions.
 
-use serde::Deserialize;
+use serde::Serialize;
+use serde_json::{Map, Value};
 
+use crate::model::Skill;
 use crate::slug::Slug;
 
 pub const MAX_DESCRIPTION: usize = 1024;
 
+/// What is wrong with a `SKILL.md`, naming the part (the caller names the file).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SkillMdError {
-    #[error("SKILL.md must start with a `---` line that opens its YAML frontmatter")]
+    #[error("must start with a `---` line that opens its YAML frontmatter")]
     NoFrontmatter,
-    #[error("SKILL.md frontmatter is not closed by a `---` line")]
+    #[error("frontmatter is not closed by a `---` line")]
     Unclosed,
-    #[error("SKILL.md frontmatter is not valid YAML: {0}")]
+    #[error("frontmatter is not valid YAML: {0}")]
     Yaml(String),
-    #[error("SKILL.md `name` must be 1–64 lowercase letters, digits and single hyphens: {0}")]
+    #[error("frontmatter must be a YAML mapping of field names to values")]
+    NotAMapping,
+    #[error("frontmatter name must be 1–64 lowercase letters, digits and single hyphens: {0}")]
     Name(String),
-    #[error("SKILL.md `name` is `{found}` but this is skill `{expected}`")]
+    #[error("frontmatter name is `{found}` but this is skill `{expected}`")]
     WrongSkill { found: String, expected: String },
-    #[error("SKILL.md `description` must be 1–1024 characters (it has {0})")]
+    #[error("frontmatter description must be 1–1024 characters (it has {0})")]
     Description(usize),
-    #[error("SKILL.md has no instructions after its frontmatter")]
+    #[error("has no instructions after its frontmatter")]
     EmptyBody,
-}
-
-#[derive(Deserialize)]
-struct Frontmatter {
-    name: Option<String>,
-    description: Option<String>,
 }
 
 /// A validated `SKILL.md`.
@@ -37,11 +36,35 @@ pub struct SkillMd {
     pub name: Slug,
     pub description: String,
     pub instructions: String,
+    /// Frontmatter fields besides `name` and `description`.
+    pub extra: Map<String, Value>,
+}
+
+/// The frontmatter as it is written: `name` and `description` first, then the others in
+/// key order.
+#[derive(Serialize)]
+struct Frontmatter<'a> {
+    name: &'a str,
+    description: &'a str,
+    #[serde(flatten)]
+    extra: &'a Map<String, Value>,
 }
 
 impl SkillMd {
     /// Parses and validates `text` as the `SKILL.md` of skill `expected`.
     pub fn parse(text: &str, expected: &str) -> Result<Self, SkillMdError> {
+        let md = Self::parse_any(text)?;
+        if md.name.as_str() != expected {
+            return Err(SkillMdError::WrongSkill {
+                found: md.name.to_string(),
+                expected: expected.to_owned(),
+            });
+        }
+        Ok(md)
+    }
+
+    /// Parses and validates `text` as a `SKILL.md` of whichever skill it names.
+    pub fn parse_any(text: &str) -> Result<Self, SkillMdError> {
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let mut lines = text.split_inclusive('\n');
         if lines.next().map(str::trim_end) != Some("---") {
@@ -60,17 +83,21 @@ impl SkillMd {
             return Err(SkillMdError::Unclosed);
         }
         let body: String = lines.collect();
-        let front: Frontmatter =
+        let front: Value =
             serde_norway::from_str(&yaml).map_err(|e| SkillMdError::Yaml(e.to_string()))?;
-        let name = front.name.unwrap_or_default();
+        let Value::Object(mut extra) = front else {
+            return Err(SkillMdError::NotAMapping);
+        };
+        let name = match extra.remove("name") {
+            Some(Value::String(name)) => name,
+            Some(other) => return Err(SkillMdError::Name(format!("`{other}` is not text"))),
+            None => String::new(),
+        };
         let name = Slug::parse(name.trim()).map_err(|e| SkillMdError::Name(e.to_string()))?;
-        if name.as_str() != expected {
-            return Err(SkillMdError::WrongSkill {
-                found: name.to_string(),
-                expected: expected.to_owned(),
-            });
-        }
-        let description = front.description.unwrap_or_default().trim().to_owned();
+        let description = match extra.remove("description") {
+            Some(Value::String(d)) => d.trim().to_owned(),
+            _ => String::new(),
+        };
         let chars = description.chars().count();
         if chars == 0 || chars > MAX_DESCRIPTION {
             return Err(SkillMdError::Description(chars));
@@ -83,17 +110,55 @@ impl SkillMd {
             name,
             description,
             instructions,
+            extra,
         })
     }
 
-    /// Renders a skill version as `SKILL.md`, for export.
-    pub fn render(name: &str, description: &str, instructions: &str) -> String {
-        let front = serde_norway::to_string(&serde_json::json!({
-            "name": name,
-            "description": description,
-        }))
+    /// Renders a `SKILL.md` from its parts: frontmatter (`name`, `description`, then
+    /// `extra`), a blank line, the instructions.
+    pub fn render(
+        name: &str,
+        description: &str,
+        extra: &Map<String, Value>,
+        instructions: &str,
+    ) -> String {
+        let front = serde_norway::to_string(&Frontmatter {
+            name,
+            description,
+            extra,
+        })
         .unwrap_or_default();
         format!("---\n{front}---\n\n{}\n", instructions.trim())
+    }
+
+    /// A skill version's `SKILL.md` rendered from its fields.
+    pub fn render_skill(skill: &Skill) -> String {
+        Self::render(
+            skill.slug.as_str(),
+            &skill.description,
+            &skill.frontmatter_extra,
+            &skill.instructions,
+        )
+    }
+
+    /// Whether this file says what `skill` holds: same name, description, instructions
+    /// and extra frontmatter.
+    pub fn describes(&self, skill: &Skill) -> bool {
+        self.name == skill.slug
+            && self.description == skill.description.trim()
+            && self.instructions == skill.instructions.trim()
+            && self.extra == skill.frontmatter_extra
+    }
+}
+
+/// The `SKILL.md` of a skill version: `verbatim` (the file it was uploaded as) when that
+/// still describes the version exactly, otherwise rendered from the version's fields.
+pub fn skill_md_text(skill: &Skill, verbatim: Option<&str>) -> String {
+    match verbatim {
+        Some(text) if SkillMd::parse_any(text).is_ok_and(|md| md.describes(skill)) => {
+            text.to_owned()
+        }
+        _ => SkillMd::render_skill(skill),
     }
 }
 
@@ -108,15 +173,44 @@ mod tests {
         let md = SkillMd::parse(GOOD, "refund-handling").unwrap();
         assert_eq!(md.description, "Issue refunds within policy.");
         assert_eq!(md.instructions, "# Refunds\n\nCheck eligibility first.");
+        assert_eq!(
+            md.extra.get("license"),
+            Some(&Value::String("Apache-2.0".into()))
+        );
+        assert_eq!(md.extra.len(), 1);
+    }
+
+    #[test]
+    fn frontmatter_that_is_not_a_mapping_is_refused() {
+        assert_eq!(
+            SkillMd::parse("---\n- a\n---\nbody", "x"),
+            Err(SkillMdError::NotAMapping)
+        );
+        assert!(matches!(
+            SkillMd::parse("---\nname: 7\ndescription: d\n---\nbody", "x"),
+            Err(SkillMdError::Name(_))
+        ));
     }
 
     #[test]
     fn a_rendered_skill_md_parses_back() {
-        let text = SkillMd::render("refund-handling", "Issue refunds: carefully.", "# R\n\nx");
+        let mut extra = Map::new();
+        extra.insert("license".into(), Value::String("Apache-2.0".into()));
+        extra.insert(
+            "metadata".into(),
+            serde_json::json!({"author": "support", "version": "1.2"}),
+        );
+        let text = SkillMd::render(
+            "refund-handling",
+            "Issue refunds: carefully.",
+            &extra,
+            "# R\n\nx",
+        );
+        assert!(text.starts_with("---\nname: refund-handling\n"), "{text}");
         let md = SkillMd::parse(&text, "refund-handling").unwrap();
         assert_eq!(
-            (md.description.as_str(), md.instructions.as_str()),
-            ("Issue refunds: carefully.", "# R\n\nx")
+            (md.description.as_str(), md.instructions.as_str(), &md.extra),
+            ("Issue refunds: carefully.", "# R\n\nx", &extra)
         );
     }
 

@@ -171,6 +171,37 @@ impl Store {
         Ok(saved)
     }
 
+    /// [`Store::update_skill`] for a version approved from an uploaded `SKILL.md`: the file
+    /// is kept with the version, for a byte-identical export.
+    pub async fn update_skill_from_file(
+        &self,
+        skill: &Skill,
+        expected_revision: i64,
+        skill_md: Option<&str>,
+    ) -> Result<Revised<SkillVersion>, StoreError> {
+        let mut tx = self.pool().begin_with("BEGIN IMMEDIATE").await?;
+        let saved = update_skill_from_file_on(&mut tx, skill, expected_revision, skill_md).await?;
+        tx.commit().await?;
+        Ok(saved)
+    }
+
+    /// The `SKILL.md` version `version` of `slug` was uploaded as, if it was. Whether it
+    /// still describes the version is [`crate::revisions::skill_md::skill_md_text`]'s call.
+    pub async fn skill_md_file(
+        &self,
+        slug: &Slug,
+        version: u32,
+    ) -> Result<Option<String>, StoreError> {
+        let text: Option<Option<String>> = sqlx::query_scalar(
+            "SELECT skill_md FROM skill_versions WHERE skill = ? AND version = ?",
+        )
+        .bind(slug.as_str())
+        .bind(i64::from(version))
+        .fetch_optional(self.pool())
+        .await?;
+        Ok(text.flatten())
+    }
+
     /// Makes an earlier (or later) stored version current again; returns the new revision.
     pub async fn set_current_skill_version(
         &self,
@@ -359,6 +390,16 @@ pub(crate) async fn update_skill_on(
     skill: &Skill,
     expected_revision: i64,
 ) -> Result<Revised<SkillVersion>, StoreError> {
+    update_skill_from_file_on(conn, skill, expected_revision, None).await
+}
+
+/// [`update_skill_on`], keeping `skill_md` (the file the version was uploaded as) with it.
+async fn update_skill_from_file_on(
+    conn: &mut SqliteConnection,
+    skill: &Skill,
+    expected_revision: i64,
+    skill_md: Option<&str>,
+) -> Result<Revised<SkillVersion>, StoreError> {
     let mut catalog = load_catalog(&mut *conn).await?;
     let (latest, revision) = skill_head(&mut *conn, &skill.slug).await?;
     if revision != expected_revision {
@@ -389,7 +430,7 @@ pub(crate) async fn update_skill_on(
     {
         catalog.validate_role(role)?;
     }
-    insert_skill_version(&mut *conn, skill, version).await?;
+    insert_skill_version(&mut *conn, skill, version, skill_md).await?;
     sqlx::query("UPDATE skills SET current_version = ?, revision = revision + 1, updated_at = ? WHERE slug = ?")
             .bind(version)
             .bind(stamp(Utc::now()))
@@ -1147,7 +1188,7 @@ async fn quarantined_tools(conn: &mut SqliteConnection) -> Result<Vec<ToolPin>, 
         .collect()
 }
 
-const SKILL_VERSION_COLUMNS: &str = "SELECT v.skill, v.version, v.description, v.instructions, v.tools, v.resources, s.revision \
+const SKILL_VERSION_COLUMNS: &str = "SELECT v.skill, v.version, v.description, v.instructions, v.tools, v.resources, v.frontmatter, s.revision \
      FROM skill_versions v JOIN skills s ON s.slug = v.skill";
 
 fn skill_version_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<SkillVersion, sqlx::Error> {
@@ -1160,6 +1201,7 @@ fn skill_version_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<SkillVersion,
             instructions: row.try_get("instructions")?,
             tools: from_json("skill tools", row.try_get("tools")?)?,
             resources: from_json("skill resources", row.try_get("resources")?)?,
+            frontmatter_extra: from_json("skill frontmatter", row.try_get("frontmatter")?)?,
         },
     })
 }
@@ -1208,7 +1250,7 @@ async fn insert_skill(
     .bind(stamp(Utc::now()))
     .execute(&mut *conn)
     .await?;
-    insert_skill_version(conn, skill, 1).await?;
+    insert_skill_version(conn, skill, 1, None).await?;
     Ok(Revised {
         value: SkillVersion {
             version: 1,
@@ -1222,10 +1264,11 @@ async fn insert_skill_version(
     conn: &mut SqliteConnection,
     skill: &Skill,
     version: i64,
+    skill_md: Option<&str>,
 ) -> Result<(), StoreError> {
     sqlx::query(
-        "INSERT INTO skill_versions (skill, version, description, instructions, tools, resources, created_at) \
-         VALUES (?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO skill_versions (skill, version, description, instructions, tools, resources, \
+         frontmatter, skill_md, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
     )
     .bind(skill.slug.as_str())
     .bind(version)
@@ -1233,6 +1276,8 @@ async fn insert_skill_version(
     .bind(&skill.instructions)
     .bind(to_json(&skill.tools))
     .bind(to_json(&skill.resources))
+    .bind(to_json(&skill.frontmatter_extra))
+    .bind(skill_md)
     .bind(stamp(Utc::now()))
     .execute(conn)
     .await?;

@@ -10,6 +10,7 @@ use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
 
 use super::{Store, StoreError, stamp};
+use crate::model::Resource;
 use crate::revisions::citations::KnownSources;
 use crate::revisions::limits::{RateLimit, Slot};
 
@@ -118,6 +119,12 @@ pub struct CandidateRecord {
     pub decided_at: Option<String>,
     pub approved_version: Option<u32>,
     pub created_at: String,
+    /// The proposed extra `SKILL.md` frontmatter; `None` keeps the base version's.
+    pub frontmatter_extra: Option<serde_json::Map<String, Value>>,
+    /// The proposed resources; `None` keeps the base version's.
+    pub resources: Option<Vec<Resource>>,
+    /// The uploaded `SKILL.md`, verbatim.
+    pub skill_md: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -171,6 +178,16 @@ fn json_value(text: Option<String>) -> Result<Value, sqlx::Error> {
     })
 }
 
+fn optional_json<T: serde::de::DeserializeOwned>(
+    text: Option<String>,
+) -> Result<Option<T>, sqlx::Error> {
+    text.map(|t| {
+        serde_json::from_str(&t)
+            .map_err(|e| sqlx::Error::Decode(format!("stored JSON is unreadable: {e}").into()))
+    })
+    .transpose()
+}
+
 fn version(row: &SqliteRow, column: &str) -> Result<u32, sqlx::Error> {
     let v: i64 = row.try_get(column)?;
     u32::try_from(v).map_err(|_| sqlx::Error::Decode(format!("bad {column} {v}").into()))
@@ -202,19 +219,23 @@ fn candidate_from_row(row: &SqliteRow) -> Result<CandidateRecord, sqlx::Error> {
         decided_at: row.try_get("decided_at")?,
         approved_version: approved.and_then(|v| u32::try_from(v).ok()),
         created_at: row.try_get("created_at")?,
+        frontmatter_extra: optional_json(row.try_get("frontmatter")?)?,
+        resources: optional_json(row.try_get("resources")?)?,
+        skill_md: row.try_get("skill_md")?,
     })
 }
 
 const CANDIDATE_COLUMNS: &str = "SELECT id, skill, base_version, description, instructions, note, sources, evidence, \
      verdict, verdict_explanation, proposer_kind, proposer, status, decided_by, reason, decided_at, \
-     approved_version, created_at FROM skill_candidates";
+     approved_version, created_at, frontmatter, resources, skill_md FROM skill_candidates";
 
 impl Store {
     pub async fn insert_candidate(&self, c: &CandidateRecord) -> Result<(), StoreError> {
         sqlx::query(
             "INSERT INTO skill_candidates (id, skill, base_version, description, instructions, note, sources, \
-             evidence, verdict, verdict_explanation, proposer_kind, proposer, status, created_at) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?)",
+             evidence, verdict, verdict_explanation, proposer_kind, proposer, status, created_at, \
+             frontmatter, resources, skill_md) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)",
         )
         .bind(&c.id)
         .bind(&c.skill)
@@ -229,6 +250,13 @@ impl Store {
         .bind(c.proposer.kind())
         .bind(c.proposer.name())
         .bind(&c.created_at)
+        .bind(c.frontmatter_extra.as_ref().map(|m| Value::Object(m.clone()).to_string()))
+        .bind(
+            c.resources
+                .as_ref()
+                .map(|r| serde_json::to_string(r).expect("resources serialize")),
+        )
+        .bind(&c.skill_md)
         .execute(self.pool())
         .await?;
         Ok(())

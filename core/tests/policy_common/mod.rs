@@ -43,6 +43,7 @@ pub fn skill(name: &str, tools: &[&str]) -> Skill {
         instructions: format!("# {name}\n\nDo it well."),
         tools: tools.iter().map(|t| (*t).to_owned()).collect(),
         resources: Vec::new(),
+        frontmatter_extra: Default::default(),
     }
 }
 

@@ -48,6 +48,7 @@ pub fn permit(tool: &str, arguments: Map<String, Value>) -> Permit {
             instructions: "Call it.".to_owned(),
             tools: vec![tool.to_owned()],
             resources: Vec::new(),
+            frontmatter_extra: Default::default(),
         }],
         roles: vec![Role {
             slug: slug("caller"),

@@ -357,6 +357,7 @@ impl SyntheticCatalog {
                     instructions: skill_instructions(title, purpose, &skill_tools),
                     tools: skill_tools,
                     resources: Vec::new(),
+                    frontmatter_extra: Default::default(),
                 };
                 skill_slugs.push(skill.slug.clone());
                 catalog.skills.push(skill);

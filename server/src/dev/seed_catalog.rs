@@ -64,6 +64,7 @@ pub async fn run(args: SeedCatalogArgs) -> anyhow::Result<()> {
             instructions: format!("# Skill {n}\n\nUse these tools carefully."),
             tools: chunk.iter().map(|t| t.name.clone()).collect(),
             resources: Vec::new(),
+            frontmatter_extra: Default::default(),
         };
         store.create_skill(&skill).await?;
         let role = Role {
