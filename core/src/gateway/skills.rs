@@ -177,8 +177,10 @@ fn reference_text(title: &str, content: &str) -> String {
 }
 
 /// `name` and `description` per the Agent Skills rules (the name is the skill's slug, which
-/// obeys them; a description is 1–1024 characters), and `metadata` saying where the skill
-/// comes from. Metadata values are strings, as Agent Skills requires.
+/// obeys them; a description is 1–1024 characters), the author's other fields as the
+/// uploaded `SKILL.md` had them (`license`, `allowed-tools`, …), and `metadata`: the
+/// author's entries plus where the skill comes from. Metadata values are strings, as Agent
+/// Skills requires; an author's `metadata` that is not a mapping is not served.
 fn frontmatter(roles: &[&Role], version: &SkillVersion) -> Map<String, Value> {
     let skill = &version.skill;
     let role = roles[0];
@@ -193,13 +195,22 @@ fn frontmatter(roles: &[&Role], version: &SkillVersion) -> Map<String, Value> {
     let mut front = Map::new();
     front.insert("name".into(), json!(skill.slug));
     front.insert("description".into(), json!(description));
-    front.insert(
-        "metadata".into(),
-        json!({
-            "skillgate-roles": roles.iter().map(|r| r.slug.as_str()).collect::<Vec<_>>().join(" "),
-            "skillgate-version": version.version.to_string(),
-        }),
+    for (key, value) in &skill.frontmatter_extra {
+        if !matches!(key.as_str(), "name" | "description" | "metadata") {
+            front.insert(key.clone(), value.clone());
+        }
+    }
+    let mut metadata = match skill.frontmatter_extra.get("metadata") {
+        Some(Value::Object(authored)) => authored.clone(),
+        _ => Map::new(),
+    };
+    let holders: Vec<&str> = roles.iter().map(|r| r.slug.as_str()).collect();
+    metadata.insert("skillgate-roles".into(), json!(holders.join(" ")));
+    metadata.insert(
+        "skillgate-version".into(),
+        json!(version.version.to_string()),
     );
+    front.insert("metadata".into(), Value::Object(metadata));
     front
 }
 
@@ -514,6 +525,43 @@ mod tests {
             dirs["skill://tier-1-support/refund-handling/references"][0].name,
             "refund-policy.md"
         );
+    }
+
+    #[test]
+    fn an_uploaded_skills_own_frontmatter_is_served_beside_the_gateways_metadata() {
+        let mut catalog = draft_catalog();
+        let refund = catalog
+            .skills
+            .iter_mut()
+            .find(|s| s.skill.slug.as_str() == "refund-handling")
+            .unwrap();
+        refund.skill.frontmatter_extra = serde_json::from_value(json!({
+            "license": "Apache-2.0",
+            "allowed-tools": "process_refund",
+            "metadata": {"author": "payments-team"},
+        }))
+        .unwrap();
+        let compiled = CompiledCatalog::compile(catalog);
+        let served = skills_in_scope(&compiled, "support");
+        let refund = served
+            .iter()
+            .find(|s| s.name() == "refund-handling")
+            .unwrap();
+        assert_eq!(refund.frontmatter["license"], "Apache-2.0");
+        assert_eq!(refund.frontmatter["allowed-tools"], "process_refund");
+        assert_eq!(refund.frontmatter["metadata"]["author"], "payments-team");
+        assert_eq!(
+            refund.frontmatter["metadata"]["skillgate-roles"],
+            "tier-1-support"
+        );
+        let text = &refund.files[0].text;
+        let yaml = text
+            .strip_prefix("---\n")
+            .and_then(|rest| rest.split_once("\n---\n"))
+            .map(|(yaml, _)| yaml)
+            .unwrap();
+        let front: Map<String, Value> = serde_norway::from_str(yaml).unwrap();
+        assert_eq!(front, refund.frontmatter);
     }
 
     #[test]
