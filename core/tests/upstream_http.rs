@@ -3,12 +3,14 @@
 mod upstream_common;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::middleware::{Next, from_fn_with_state};
 use axum::response::{IntoResponse, Response};
+use axum::serve::ListenerExt as _;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::{Map, Value, json};
@@ -23,6 +25,8 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 struct TestServer {
     url: String,
     task: JoinHandle<()>,
+    /// TCP connections the server accepted.
+    accepted: Arc<AtomicUsize>,
 }
 
 impl Drop for TestServer {
@@ -65,10 +69,20 @@ async fn serve(bearer: Option<&'static str>) -> TestServer {
     }
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let counter = accepted.clone();
+    let listener = listener.tap_io(move |tcp| {
+        counter.fetch_add(1, Ordering::SeqCst);
+        let _ = tcp.set_nodelay(true);
+    });
     let task = tokio::spawn(async move {
         axum::serve(listener, router).await.unwrap();
     });
-    TestServer { url, task }
+    TestServer {
+        url,
+        task,
+        accepted,
+    }
 }
 
 fn client(server: &TestServer) -> UpstreamClient {
@@ -88,6 +102,29 @@ fn text_of(result: &rmcp::model::CallToolResult) -> String {
         .iter()
         .filter_map(|block| block.as_text().map(|t| t.text.as_str()))
         .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sequential_calls_reuse_one_pooled_connection_instead_of_opening_new_ones() {
+    let server = serve(None).await;
+    let client = client(&server);
+    client.list_tools().await.unwrap();
+    let before = server.accepted.load(Ordering::SeqCst);
+    let calls = 400;
+    for i in 0..calls {
+        let outcome = client
+            .call(permit("echo", arguments(json!({ "i": i }))), None, TIMEOUT)
+            .await
+            .unwrap();
+        assert!(!outcome.is_error);
+    }
+    let opened = server.accepted.load(Ordering::SeqCst) - before;
+    // Each call's connection is back in the pool before its answer arrives, so the next
+    // call finds it there: none of them needs a new connection.
+    assert_eq!(
+        opened, 0,
+        "{calls} sequential calls opened {opened} new TCP connections"
+    );
 }
 
 #[tokio::test]

@@ -77,7 +77,7 @@ impl Connection {
                     transport_config = transport_config.auth_header(bearer.expose());
                 }
                 let transport = StreamableHttpClientTransport::with_client(
-                    super::http::keep_alive_client(),
+                    super::http::PooledHttp::new(),
                     transport_config,
                 );
                 let service = client_config()

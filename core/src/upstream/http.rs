@@ -6,8 +6,31 @@
 //! handshake (and a server-side accept) on every tool call. Skillgate keeps connections
 //! alive instead and removes the stall where it starts: with TCP_NODELAY on both ends (our
 //! listeners set it; this client sets it), no write waits for an ACK.
+//!
+//! Keeping them alive takes one more step, [`PooledHttp`]: a server that answers a call
+//! over SSE writes the response event, then ends the body. rmcp hands the response on as
+//! soon as the event arrives and only then reads the end of the body, so the next call
+//! could find the connection still busy and open another one (4 of 400 sequential calls
+//! did, in `upstream_http.rs`). Reading the body to its end before the response is handed
+//! on puts the connection back in the pool first.
 
+use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
+
+use futures::StreamExt as _;
+use futures::stream::BoxStream;
+use reqwest::header::{HeaderName, HeaderValue};
+use rmcp::model::ClientJsonRpcMessage;
+use rmcp::transport::streamable_http_client::{
+    SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
+    StreamableHttpResponseLimits,
+};
+use sse_stream::Sse;
+
+/// How long the end of a response body may take after its response event before the
+/// response is handed on anyway (the connection is then given up, as rmcp would).
+const DRAIN: Duration = Duration::from_millis(100);
 
 /// A keep-alive client: TCP_NODELAY, idle connections kept for 90 s, no redirects (an
 /// upstream URL is configured by an admin; a redirect elsewhere is an error, not a hop).
@@ -18,4 +41,236 @@ pub fn keep_alive_client() -> reqwest::Client {
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .expect("a reqwest client without TLS or proxies always builds")
+}
+
+/// [`keep_alive_client`] as rmcp's streamable HTTP client, reading each SSE response to
+/// its end before handing its JSON-RPC response on (see the module docs).
+#[derive(Clone)]
+pub struct PooledHttp(reqwest::Client);
+
+impl PooledHttp {
+    pub fn new() -> Self {
+        Self(keep_alive_client())
+    }
+}
+
+impl Default for PooledHttp {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// True when an SSE event carries a JSON-RPC response or error (not a request or a
+/// notification): the last message of a POST's stream.
+fn is_response(event: &Sse) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Probe {
+        method: Option<serde::de::IgnoredAny>,
+        result: Option<serde::de::IgnoredAny>,
+        error: Option<serde::de::IgnoredAny>,
+    }
+    event
+        .data
+        .as_deref()
+        .and_then(|data| serde_json::from_str::<Probe>(data).ok())
+        .is_some_and(|probe| {
+            probe.method.is_none() && (probe.result.is_some() || probe.error.is_some())
+        })
+}
+
+/// The events of `events` up to and including the first response, which is yielded only
+/// once the body after it has ended (or [`DRAIN`] passed). What a server sends after its
+/// response is not read by rmcp either.
+fn response_last(
+    events: BoxStream<'static, Result<Sse, SseError>>,
+) -> BoxStream<'static, Result<Sse, SseError>> {
+    futures::stream::unfold(Some(events), |events| async move {
+        let mut events = events?;
+        match events.next().await? {
+            Ok(event) if is_response(&event) => {
+                let _ =
+                    tokio::time::timeout(DRAIN, async { while events.next().await.is_some() {} })
+                        .await;
+                Some((Ok(event), None))
+            }
+            other => Some((other, Some(events))),
+        }
+    })
+    .boxed()
+}
+
+fn drained(response: StreamableHttpPostResponse) -> StreamableHttpPostResponse {
+    match response {
+        StreamableHttpPostResponse::Sse(events, session) => {
+            StreamableHttpPostResponse::Sse(response_last(events), session)
+        }
+        other => other,
+    }
+}
+
+type Result<T, E = StreamableHttpError<reqwest::Error>> = std::result::Result<T, E>;
+
+impl StreamableHttpClient for PooledHttp {
+    type Error = reqwest::Error;
+
+    async fn post_message(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<StreamableHttpPostResponse> {
+        self.post_message_with_response_limits(
+            uri,
+            message,
+            session_id,
+            auth_header,
+            custom_headers,
+            StreamableHttpResponseLimits::default(),
+        )
+        .await
+    }
+
+    async fn post_message_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Result<StreamableHttpPostResponse> {
+        self.0
+            .post_message_with_max_sse_event_size(
+                uri,
+                message,
+                session_id,
+                auth_header,
+                custom_headers,
+                max_sse_event_size,
+            )
+            .await
+            .map(drained)
+    }
+
+    async fn post_message_with_response_limits(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        limits: StreamableHttpResponseLimits,
+    ) -> Result<StreamableHttpPostResponse> {
+        self.0
+            .post_message_with_response_limits(
+                uri,
+                message,
+                session_id,
+                auth_header,
+                custom_headers,
+                limits,
+            )
+            .await
+            .map(drained)
+    }
+
+    async fn delete_session(
+        &self,
+        uri: Arc<str>,
+        session_id: Arc<str>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<()> {
+        self.0
+            .delete_session(uri, session_id, auth_header, custom_headers)
+            .await
+    }
+
+    async fn get_stream(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<BoxStream<'static, Result<Sse, SseError>>> {
+        self.0
+            .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
+            .await
+    }
+
+    async fn get_stream_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Result<BoxStream<'static, Result<Sse, SseError>>> {
+        self.0
+            .get_stream_with_max_sse_event_size(
+                uri,
+                session_id,
+                last_event_id,
+                auth_header,
+                custom_headers,
+                max_sse_event_size,
+            )
+            .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(data: &str) -> Sse {
+        Sse::default().data(data)
+    }
+
+    #[test]
+    fn only_responses_and_errors_end_a_post_stream() {
+        assert!(is_response(&event(
+            r#"{"jsonrpc":"2.0","id":1,"result":{}}"#
+        )));
+        assert!(is_response(&event(
+            r#"{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"x"}}"#
+        )));
+        assert!(!is_response(&event(
+            r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#
+        )));
+        assert!(!is_response(&event(
+            r#"{"jsonrpc":"2.0","id":7,"method":"sampling/createMessage","params":{}}"#
+        )));
+        assert!(!is_response(&event("")));
+        assert!(!is_response(&Sse::default()));
+    }
+
+    #[tokio::test]
+    async fn the_response_comes_after_the_rest_of_the_body_and_ends_the_stream() {
+        let read_after = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = read_after.clone();
+        let events: Vec<Result<Sse, SseError>> = vec![
+            Ok(event(
+                r#"{"jsonrpc":"2.0","method":"notifications/progress"}"#,
+            )),
+            Ok(event(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#)),
+        ];
+        let tail = futures::stream::once(async move {
+            flag.store(true, std::sync::atomic::Ordering::SeqCst);
+            Ok(event("after"))
+        });
+        let mut stream = response_last(futures::stream::iter(events).chain(tail).boxed());
+        let first = stream.next().await.unwrap().unwrap();
+        assert!(!is_response(&first));
+        assert!(!read_after.load(std::sync::atomic::Ordering::SeqCst));
+        let second = stream.next().await.unwrap().unwrap();
+        assert!(is_response(&second));
+        // The body after the response was read before the response was handed on.
+        assert!(read_after.load(std::sync::atomic::Ordering::SeqCst));
+        assert!(stream.next().await.is_none());
+    }
 }

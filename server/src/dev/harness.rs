@@ -199,7 +199,7 @@ async fn seed(database_url: &str, upstream_url: &str) -> anyhow::Result<String> 
 /// An MCP client over streamable HTTP, with `Authorization: Bearer KEY` when given.
 pub async fn connect(url: &str, key: Option<&str>) -> anyhow::Result<Client> {
     // Keep-alive connections, as real clients use (and as the gateway uses upstream).
-    connect_with(skillgate_core::upstream::keep_alive_client(), url, key).await
+    connect_with(skillgate_core::upstream::PooledHttp::new(), url, key).await
 }
 
 /// [`connect`] over `http`. Clients given clones of one HTTP client share its connection

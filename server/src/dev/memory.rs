@@ -127,7 +127,7 @@ async fn measure_separate(
     // One connection pool for all clients, as many agents behind one egress would share:
     // requests reuse at most --concurrency connections instead of leaving one idle
     // keep-alive connection per session.
-    let http = skillgate_core::upstream::keep_alive_client();
+    let http = skillgate_core::upstream::PooledHttp::new();
     // One session first, so the baseline includes a warm catalog and connection pools.
     let first = open_session(http.clone(), &target).await?;
     let (baseline_kib, _) = harness::memory_kib(pid)?;
