@@ -68,16 +68,6 @@ fn step_structured(step: &Value) -> Value {
     serde_json::from_str(step["structured"].as_str().expect("structured content")).unwrap()
 }
 
-/// Every audit event, as `skillgate audit export --format jsonl` prints it.
-fn audit_events(server: &Server) -> Vec<Value> {
-    let export = server.cli(&["audit", "export", "--format", "jsonl"]);
-    assert!(export.status.success(), "{export:?}");
-    String::from_utf8_lossy(&export.stdout)
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect()
-}
-
 #[tokio::test]
 async fn the_page_shows_every_clients_configuration_with_the_real_mcp_url_and_no_secret() {
     let server = Server::start();
@@ -231,7 +221,7 @@ async fn an_admins_try_it_gets_exactly_what_an_agent_of_the_scope_gets_audited_a
     );
 
     // Audited as the admin's, in the try-it session; the timeline names them.
-    let events = audit_events(&server);
+    let events = server.audit_events();
     let mine: Vec<&Value> = events
         .iter()
         .filter(|e| e["session_id"] == session.as_str())
@@ -322,7 +312,7 @@ async fn without_javascript_try_it_comes_back_to_the_page_with_the_session_in_it
     assert!(text.contains("check_refund_eligibility"), "{text}");
 
     // A form post without the page's token is refused before anything runs.
-    let before = audit_events(&server).len();
+    let before = server.audit_events().len();
     let forged = http()
         .post(format!("{}/console/api/try_init", server.base))
         .headers(navigation(&server, &admin.cookie, from))
@@ -331,7 +321,7 @@ async fn without_javascript_try_it_comes_back_to_the_page_with_the_session_in_it
         .await
         .unwrap();
     assert_eq!(forged.status(), StatusCode::FORBIDDEN);
-    assert_eq!(audit_events(&server).len(), before, "nothing audited");
+    assert_eq!(server.audit_events().len(), before, "nothing audited");
 }
 
 #[tokio::test]
@@ -345,7 +335,7 @@ async fn a_viewer_sees_the_configurations_but_is_refused_try_it_and_nothing_is_a
     assert!(html.contains("needs the admin console role"), "{html}");
     assert!(!html.contains("Run init_skilder"), "no try-it form: {html}");
 
-    let before = audit_events(&server);
+    let before = server.audit_events();
     let (status, body) = try_by_fetch(&server, &vic, "try_init", &[("scope", "support")]).await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
     assert!(body.to_string().contains("admin"), "{body}");
@@ -362,7 +352,7 @@ async fn a_viewer_sees_the_configurations_but_is_refused_try_it_and_nothing_is_a
     )
     .await;
     assert_eq!(status, StatusCode::FORBIDDEN);
-    let after = audit_events(&server);
+    let after = server.audit_events();
     assert_eq!(after.len(), before.len(), "nothing audited");
     assert!(after.iter().all(|e| e["actor"] != "console:vic"));
 }
@@ -376,7 +366,7 @@ async fn bad_try_it_input_is_a_clear_error_and_runs_nothing() {
     assert!(body.to_string().contains("Choose a scope"), "{body}");
     let (_, started) = try_by_fetch(&server, &admin, "try_init", &[("scope", "support")]).await;
     let session = started["session_id"].as_str().unwrap().to_owned();
-    let before = audit_events(&server).len();
+    let before = server.audit_events().len();
     let (status, body) = try_by_fetch(
         &server,
         &admin,
@@ -404,7 +394,7 @@ async fn bad_try_it_input_is_a_clear_error_and_runs_nothing() {
     .await;
     assert_ne!(status, StatusCode::OK);
     assert!(body.to_string().contains("init_skilder first"), "{body}");
-    assert_eq!(audit_events(&server).len(), before, "nothing ran");
+    assert_eq!(server.audit_events().len(), before, "nothing ran");
     assert!(server.executed("lookup_customer").is_empty());
 }
 

@@ -27,18 +27,8 @@ fn parsed(text: &str) -> Value {
     serde_json::from_str(text).unwrap()
 }
 
-/// Every audit event, as `skillgate audit export --format jsonl` prints it.
-fn audit_events(server: &Server) -> Vec<Value> {
-    let export = server.cli(&["audit", "export", "--format", "jsonl"]);
-    assert!(export.status.success(), "{export:?}");
-    String::from_utf8_lossy(&export.stdout)
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect()
-}
-
 fn last_event(server: &Server) -> Value {
-    audit_events(server).pop().expect("at least one event")
+    server.audit_events().pop().expect("at least one event")
 }
 
 async fn tier_one(server: &Server) -> (common::Client, String) {
@@ -290,7 +280,8 @@ async fn a_foreign_session_named_by_another_key_is_audited_under_that_key_alone(
     let intruder_key = server.create_key("intruder", "support");
     let (owner, session) = tier_one(&server).await;
     let intruder = server.connect(&intruder_key).await;
-    let before: Vec<Value> = audit_events(&server)
+    let before: Vec<Value> = server
+        .audit_events()
         .into_iter()
         .filter(|e| e["session_id"] == session.as_str())
         .collect();
@@ -306,7 +297,7 @@ async fn a_foreign_session_named_by_another_key_is_audited_under_that_key_alone(
     let denied = learn(&intruder, &session, "/roles/tier-1-support").await;
     assert_denied(&denied, "ACCESS_DENIED");
 
-    let events = audit_events(&server);
+    let events = server.audit_events();
     let in_session: Vec<&Value> = events
         .iter()
         .filter(|e| e["session_id"] == session.as_str())
@@ -403,7 +394,8 @@ async fn oversized_tool_names_session_ids_and_arguments_are_refused_with_a_diges
     let reply = learn(&client, &long_session, "/roles/tier-1-support").await;
     assert_denied(&reply, "INVALID_ARGUMENTS");
     assert!(
-        !audit_events(&server)
+        !server
+            .audit_events()
             .iter()
             .any(|e| e.to_string().contains(&long_session))
     );
@@ -539,7 +531,8 @@ async fn a_learn_whose_save_keeps_conflicting_is_denied_and_audited() {
     assert_eq!(event["kind"], "learn_denied", "{event}");
     assert_eq!(event["session_id"], session.as_str());
     assert!(
-        !audit_events(&server)
+        !server
+            .audit_events()
             .iter()
             .any(|e| e["kind"] == "learn_granted")
     );

@@ -94,22 +94,13 @@ async fn resume(client: &common::Client, session: &str, hold: &str, extra: Value
     platform(client, "call_tool", arguments).await
 }
 
-fn audit_events(server: &Server) -> Vec<Value> {
-    let export = server.cli(&["audit", "export", "--format", "jsonl"]);
-    assert!(export.status.success(), "{export:?}");
-    String::from_utf8_lossy(&export.stdout)
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect()
-}
-
 #[tokio::test]
 async fn a_refund_over_200_is_held_runs_nothing_reserves_its_amount_and_is_audited() {
     let server = Server::start();
     let (client, session) = tier_one(&server, &server.support_key).await;
     let hold = held(&client, &session, 300).await;
     assert!(server.executed("process_refund").is_empty());
-    let events = audit_events(&server);
+    let events = server.audit_events();
     let raised = events.last().unwrap();
     assert_eq!(raised["kind"], "call_held", "{raised}");
     assert_eq!(raised["payload"]["hold_id"], hold.as_str());
@@ -155,7 +146,7 @@ async fn an_approved_hold_runs_exactly_once_and_a_second_resume_runs_nothing() {
     assert_eq!(executed.len(), 1, "{executed:?}");
     assert_eq!(executed[0]["arguments"]["amount"], 300);
 
-    let events = audit_events(&server);
+    let events = server.audit_events();
     let kinds: Vec<&str> = events
         .iter()
         .filter(|e| e["payload"]["hold_id"] == hold.as_str())
@@ -282,7 +273,8 @@ async fn an_approval_that_expired_runs_nothing_and_gives_its_amount_back() {
         assert_ran(&call(&client, &session, "process_refund", refund(200)).await);
     }
     assert!(
-        audit_events(&server)
+        server
+            .audit_events()
             .iter()
             .any(|e| e["kind"] == "hold_expired" && e["payload"]["hold_id"] == hold.as_str())
     );

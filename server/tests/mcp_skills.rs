@@ -17,16 +17,6 @@ const ADMIN_SKILL: &str = "skill://system-admin/account-administration/SKILL.md"
 const ADMIN_FOLDER: &str = "skill://system-admin/account-administration";
 const REFUND_SKILL: &str = "skill://tier-1-support/refund-handling/SKILL.md";
 
-/// Every audit event, as `skillgate audit export --format jsonl` prints it.
-fn audit_events(server: &Server) -> Vec<Value> {
-    let export = server.cli(&["audit", "export", "--format", "jsonl"]);
-    assert!(export.status.success(), "{export:?}");
-    String::from_utf8_lossy(&export.stdout)
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect()
-}
-
 fn invalid_params(result: Result<impl std::fmt::Debug, ServiceError>, what: &str) {
     match result {
         Err(ServiceError::McpError(error)) => {
@@ -128,7 +118,7 @@ async fn a_support_key_never_sees_or_reads_system_admin_skills_through_any_metho
 
     // Each refusal is audited under the support key as a denied learn of what it asked for;
     // the ops key's read is audited with the version it was served.
-    let events = audit_events(&server);
+    let events = server.audit_events();
     let denied: Vec<(&str, &str)> = events
         .iter()
         .filter(|e| e["kind"] == "learn_denied" && e["actor"] == "demo-support")

@@ -421,6 +421,16 @@ mod tests {
         CompiledCatalog::compile(draft_catalog())
     }
 
+    /// The YAML between a served file's `---` lines, as a host would parse it.
+    fn file_frontmatter(text: &str) -> Map<String, Value> {
+        let yaml = text
+            .strip_prefix("---\n")
+            .and_then(|rest| rest.split_once("\n---\n"))
+            .map(|(yaml, _)| yaml)
+            .unwrap();
+        serde_norway::from_str(yaml).unwrap()
+    }
+
     #[test]
     fn a_scope_serves_the_skills_of_its_roles_and_no_others() {
         let catalog = demo_catalog();
@@ -457,12 +467,7 @@ mod tests {
         let parsed = SkillMd::parse(text, "refund-handling").unwrap();
         assert_eq!(parsed.description, refund.description());
         // Its YAML frontmatter is the entry's, value for value.
-        let yaml = text
-            .strip_prefix("---\n")
-            .and_then(|rest| rest.split_once("\n---\n"))
-            .map(|(yaml, _)| yaml)
-            .unwrap();
-        let front: Map<String, Value> = serde_norway::from_str(yaml).unwrap();
+        let front = file_frontmatter(text);
         assert_eq!(front, refund.frontmatter);
         assert_eq!(front["metadata"]["skillgate-roles"], "tier-1-support");
         assert!(text.contains("`learn` with path `/roles/tier-1-support`"));
@@ -554,14 +559,7 @@ mod tests {
             refund.frontmatter["metadata"]["skillgate-roles"],
             "tier-1-support"
         );
-        let text = &refund.files[0].text;
-        let yaml = text
-            .strip_prefix("---\n")
-            .and_then(|rest| rest.split_once("\n---\n"))
-            .map(|(yaml, _)| yaml)
-            .unwrap();
-        let front: Map<String, Value> = serde_norway::from_str(yaml).unwrap();
-        assert_eq!(front, refund.frontmatter);
+        assert_eq!(file_frontmatter(&refund.files[0].text), refund.frontmatter);
     }
 
     #[test]

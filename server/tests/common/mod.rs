@@ -199,6 +199,16 @@ impl Server {
         assert!(output.status.success(), "key revoke: {output:?}");
     }
 
+    /// Every audit event, as `skillgate audit export --format jsonl` prints it.
+    pub fn audit_events(&self) -> Vec<Value> {
+        let export = self.cli(&["audit", "export", "--format", "jsonl"]);
+        assert!(export.status.success(), "{export:?}");
+        String::from_utf8_lossy(&export.stdout)
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect()
+    }
+
     /// What the demo upstream actually ran: one JSON object per executed call.
     pub fn executions(&self) -> Vec<Value> {
         executions(&self.dir.path().join("exec.jsonl"))
