@@ -4,84 +4,20 @@
 mod common;
 
 use common::Server;
+use common::console::{self, Browser, FORM, encode, form_token, http, session_cookie};
 use futures::future::join_all;
 use reqwest::StatusCode;
 use reqwest::header::{CONTENT_TYPE, COOKIE, HeaderMap, HeaderValue, LOCATION, SET_COOKIE};
 
 /// What a browser page of another port on the same host sends with its requests.
 const FOREIGN_ORIGIN: &str = "http://127.0.0.1:1";
-const FORM: &str = "application/x-www-form-urlencoded";
 
-fn http() -> reqwest::Client {
-    reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .expect("an HTTP client")
-}
-
-/// A browser's view of the console: its session cookie and the form token of its pages.
-struct Browser {
-    cookie: String,
-    token: String,
-}
-
-/// `name=value` of the console session cookie a response sets, if any.
-fn session_cookie(headers: &HeaderMap) -> Option<String> {
-    headers
-        .get_all(SET_COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .find(|v| v.contains("skillgate_session="))
-        .and_then(|v| v.split(';').next())
-        .map(str::to_owned)
-}
-
-fn form_token(html: &str) -> String {
-    let field = html
-        .find(r#"name="csrf_token""#)
-        .unwrap_or_else(|| panic!("the page has a form token field: {html}"));
-    let rest = &html[field..];
-    let value = rest.find(r#"value=""#).expect("the field has a value") + 7;
-    let end = rest[value..].find('"').expect("the value ends");
-    rest[value..value + end].to_owned()
-}
-
-fn encode(fields: &[(&str, &str)]) -> String {
-    fields
-        .iter()
-        .map(|(name, value)| {
-            let value: String = value
-                .bytes()
-                .map(|b| match b {
-                    b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => {
-                        (b as char).to_string()
-                    }
-                    other => format!("%{other:02X}"),
-                })
-                .collect();
-            format!("{name}={value}")
-        })
-        .collect::<Vec<_>>()
-        .join("&")
-}
-
-/// Headers Chromium sends with a form it submits from one of the console's own pages.
+/// What Chromium sends with a form it submits from the console's scopes page.
 fn navigation(server: &Server, cookie: &str) -> HeaderMap {
-    let mut headers = HeaderMap::new();
-    headers.insert("origin", HeaderValue::from_str(&server.base).unwrap());
-    headers.insert("sec-fetch-site", HeaderValue::from_static("same-origin"));
-    headers.insert("sec-fetch-mode", HeaderValue::from_static("navigate"));
-    headers.insert("accept", HeaderValue::from_static("text/html"));
-    headers.insert(
-        "referer",
-        HeaderValue::from_str(&format!("{}/scopes", server.base)).unwrap(),
-    );
-    headers.insert(CONTENT_TYPE, HeaderValue::from_static(FORM));
-    headers.insert(COOKIE, HeaderValue::from_str(cookie).unwrap());
-    headers
+    console::navigation(server, cookie, "/scopes")
 }
 
-/// Headers of a background `fetch` by the hydrated console page.
+/// Headers of a background `fetch` by the hydrated console page, from `origin`.
 fn background_fetch(origin: &str, site: &str, cookie: &str) -> HeaderMap {
     let mut headers = HeaderMap::new();
     headers.insert("origin", HeaderValue::from_str(origin).unwrap());

@@ -8,9 +8,10 @@ mod common;
 
 use std::sync::{Arc, Mutex};
 
+use common::console::{Browser, add_user, background_fetch, encode, http, navigation, sign_in};
 use common::{Server, call, init, learn};
 use reqwest::StatusCode;
-use reqwest::header::{CONTENT_TYPE, COOKIE, HeaderMap, HeaderValue, SET_COOKIE};
+use reqwest::header::COOKIE;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
     PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
@@ -180,28 +181,6 @@ async fn tool_history(server: &Server, tool: &str) -> Vec<AuditEvent> {
 
 // --- the console, as a browser drives it -------------------------------------------------
 
-fn http() -> reqwest::Client {
-    reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap()
-}
-
-struct Browser {
-    cookie: String,
-    token: String,
-}
-
-fn session_cookie(headers: &HeaderMap) -> Option<String> {
-    headers
-        .get_all(SET_COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .find(|v| v.contains("skillgate_session="))
-        .and_then(|v| v.split(';').next())
-        .map(str::to_owned)
-}
-
 /// The value of the first `<input name="NAME" … value="…">` of a page.
 fn field(html: &str, name: &str) -> Option<String> {
     let at = html.find(&format!(r#"name="{name}""#))?;
@@ -232,103 +211,6 @@ fn diff_lines(html: &str, class: &str) -> Vec<String> {
         .collect()
 }
 
-fn encode(fields: &[(&str, &str)]) -> String {
-    fields
-        .iter()
-        .map(|(name, value)| {
-            let value: String = value
-                .bytes()
-                .map(|b| match b {
-                    b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => {
-                        (b as char).to_string()
-                    }
-                    other => format!("%{other:02X}"),
-                })
-                .collect();
-            format!("{name}={value}")
-        })
-        .collect::<Vec<_>>()
-        .join("&")
-}
-
-/// What Chromium sends with a form submitted from the console page `referer` (no JavaScript).
-fn form_navigation(server: &Server, browser: &Browser, referer: &str) -> HeaderMap {
-    let mut headers = HeaderMap::new();
-    headers.insert("origin", HeaderValue::from_str(&server.base).unwrap());
-    headers.insert("sec-fetch-site", HeaderValue::from_static("same-origin"));
-    headers.insert("sec-fetch-mode", HeaderValue::from_static("navigate"));
-    headers.insert("accept", HeaderValue::from_static("text/html"));
-    headers.insert(
-        "referer",
-        HeaderValue::from_str(&format!("{}{referer}", server.base)).unwrap(),
-    );
-    headers.insert(
-        CONTENT_TYPE,
-        HeaderValue::from_static("application/x-www-form-urlencoded"),
-    );
-    headers.insert(COOKIE, HeaderValue::from_str(&browser.cookie).unwrap());
-    headers
-}
-
-/// What the hydrated console page sends with a background server-function call.
-fn background_fetch(server: &Server, browser: &Browser) -> HeaderMap {
-    let mut headers = HeaderMap::new();
-    headers.insert("origin", HeaderValue::from_str(&server.base).unwrap());
-    headers.insert("sec-fetch-site", HeaderValue::from_static("same-origin"));
-    headers.insert("sec-fetch-mode", HeaderValue::from_static("cors"));
-    headers.insert("accept", HeaderValue::from_static("application/json"));
-    headers.insert(
-        CONTENT_TYPE,
-        HeaderValue::from_static("application/x-www-form-urlencoded"),
-    );
-    headers.insert(COOKIE, HeaderValue::from_str(&browser.cookie).unwrap());
-    headers
-}
-
-async fn sign_in(server: &Server, name: &str, password: &str) -> Browser {
-    let form = http()
-        .get(format!("{}/login", server.base))
-        .send()
-        .await
-        .unwrap();
-    let pre_login = session_cookie(form.headers()).expect("a pre-login session");
-    let token = field(&form.text().await.unwrap(), "csrf_token").expect("a form token");
-    let mut headers = form_navigation(
-        server,
-        &Browser {
-            cookie: pre_login,
-            token: String::new(),
-        },
-        "/login",
-    );
-    headers.remove("referer");
-    let response = http()
-        .post(format!("{}/login", server.base))
-        .headers(headers)
-        .body(encode(&[
-            ("name", name),
-            ("password", password),
-            ("csrf_token", &token),
-        ]))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(
-        response.status(),
-        StatusCode::SEE_OTHER,
-        "sign-in of {name}"
-    );
-    let cookie = session_cookie(response.headers()).expect("a console session");
-    let page = http()
-        .get(format!("{}/tools", server.base))
-        .header(COOKIE, &cookie)
-        .send()
-        .await
-        .unwrap();
-    let token = field(&page.text().await.unwrap(), "csrf_token").expect("a form token");
-    Browser { cookie, token }
-}
-
 async fn page(server: &Server, browser: &Browser, path: &str) -> String {
     let response = http()
         .get(format!("{}{path}", server.base))
@@ -346,7 +228,7 @@ async fn page(server: &Server, browser: &Browser, path: &str) -> String {
 async fn sync(server: &Server, admin: &Browser) -> Value {
     let response = http()
         .post(format!("{}/console/api/sync_upstreams", server.base))
-        .headers(background_fetch(server, admin))
+        .headers(background_fetch(server, &admin.cookie))
         .send()
         .await
         .unwrap();
@@ -362,24 +244,11 @@ async fn admit_in_background(
 ) -> reqwest::Response {
     http()
         .post(format!("{}/console/api/admit_tool", server.base))
-        .headers(background_fetch(server, browser))
+        .headers(background_fetch(server, &browser.cookie))
         .body(encode(&[("tool", tool), ("offered_pin", offered_pin)]))
         .send()
         .await
         .unwrap()
-}
-
-fn add_viewer(server: &Server, name: &str, password: &str) {
-    use std::io::Write as _;
-    let mut add = std::process::Command::new(common::BIN)
-        .args(["user", "add", name, "--role", "viewer"])
-        .args(["--database-url", &server.database_url()])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    writeln!(add.stdin.take().unwrap(), "{password}").unwrap();
-    assert!(add.wait().unwrap().success());
 }
 
 #[tokio::test]
@@ -513,7 +382,7 @@ async fn a_tool_whose_upstream_changes_its_description_is_quarantined_until_an_a
     // The page's own form, without JavaScript, re-pins the offer.
     let admitted = http()
         .post(format!("{}/console/api/admit_tool", server.base))
-        .headers(form_navigation(&server, &admin, "/tools/lookup_order"))
+        .headers(navigation(&server, &admin.cookie, "/tools/lookup_order"))
         .body(encode(&[
             ("csrf_token", &admin.token),
             ("tool", "lookup_order"),
@@ -593,7 +462,7 @@ async fn a_new_tool_arrives_quarantined_cannot_be_called_and_viewers_see_it_read
         json!({"pin": null, "offered": export_orders().pin()})
     );
 
-    add_viewer(&server, "auditor", "correct-horse-battery-staple");
+    add_user(&server, "auditor", "viewer", "correct-horse-battery-staple");
     let viewer = sign_in(&server, "auditor", "correct-horse-battery-staple").await;
     let viewed = page(&server, &viewer, "/tools/export_orders").await;
     assert!(
