@@ -8,8 +8,8 @@
 mod common;
 
 use common::console::{
-    Browser, REVIEWER_PASSWORD, VIEWER_PASSWORD, add_user, background_fetch, encode, http,
-    navigation, page, sign_in, sign_in_admin,
+    Browser, REVIEWER_PASSWORD, VIEWER_PASSWORD, add_user, encode, fetch_post, http, navigation,
+    page, sign_in, sign_in_admin,
 };
 use common::{Server, call, init, learn};
 use reqwest::StatusCode;
@@ -33,15 +33,7 @@ async fn try_by_fetch(
     step: &str,
     fields: &[(&str, &str)],
 ) -> (StatusCode, Value) {
-    let response = http()
-        .post(format!("{}/console/api/{step}", server.base))
-        .headers(background_fetch(server, &browser.cookie))
-        .body(encode(fields))
-        .send()
-        .await
-        .unwrap();
-    let status = response.status();
-    let text = response.text().await.unwrap();
+    let (status, text) = fetch_post(server, browser, &format!("/console/api/{step}"), fields).await;
     let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
     (status, body)
 }

@@ -6,8 +6,8 @@
 mod common;
 
 use common::console::{
-    Browser, REVIEWER_PASSWORD, VIEWER_PASSWORD, add_user, background_fetch, encode, http,
-    navigation, page, sign_in,
+    Browser, REVIEWER_PASSWORD, VIEWER_PASSWORD, add_user, background_fetch, encode, fetch_post,
+    http, navigation, page, sign_in,
 };
 use common::{Client, Server, call, init, learn, platform};
 use reqwest::StatusCode;
@@ -47,14 +47,13 @@ async fn decide_by_fetch(
     hold: &str,
     reason: &str,
 ) -> (StatusCode, String) {
-    let response = http()
-        .post(format!("{}/console/api/{decision}_hold", server.base))
-        .headers(background_fetch(server, &browser.cookie))
-        .body(encode(&[("id", hold), ("reason", reason)]))
-        .send()
-        .await
-        .unwrap();
-    (response.status(), response.text().await.unwrap())
+    fetch_post(
+        server,
+        browser,
+        &format!("/console/api/{decision}_hold"),
+        &[("id", hold), ("reason", reason)],
+    )
+    .await
 }
 
 fn refund(amount: u32) -> Value {

@@ -10,8 +10,8 @@ use std::io::{Cursor, Read, Write};
 
 use common::Server;
 use common::console::{
-    Browser, REVIEWER_PASSWORD, VIEWER_PASSWORD, add_user, background_fetch, encode, http,
-    navigation, page, sign_in, sign_in_admin,
+    Browser, REVIEWER_PASSWORD, VIEWER_PASSWORD, add_user, fetch_post, http, navigation, page,
+    sign_in, sign_in_admin,
 };
 use reqwest::StatusCode;
 use reqwest::header::{CONTENT_DISPOSITION, CONTENT_TYPE, COOKIE, HeaderValue, LOCATION};
@@ -115,15 +115,7 @@ async fn server_fn(
     url: &str,
     fields: &[(&str, &str)],
 ) -> String {
-    let response = http()
-        .post(format!("{}{url}", server.base))
-        .headers(background_fetch(server, &browser.cookie))
-        .body(encode(fields))
-        .send()
-        .await
-        .unwrap();
-    let status = response.status();
-    let text = response.text().await.unwrap();
+    let (status, text) = fetch_post(server, browser, url, fields).await;
     assert_eq!(status, StatusCode::OK, "{url}: {text}");
     text
 }

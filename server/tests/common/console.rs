@@ -95,6 +95,24 @@ pub fn background_fetch(server: &Server, cookie: &str) -> HeaderMap {
     headers
 }
 
+/// Posts `fields` to `path` as the hydrated page's background fetch (a server function
+/// call): the status and the answer's text.
+pub async fn fetch_post(
+    server: &Server,
+    browser: &Browser,
+    path: &str,
+    fields: &[(&str, &str)],
+) -> (StatusCode, String) {
+    let response = http()
+        .post(format!("{}{path}", server.base))
+        .headers(background_fetch(server, &browser.cookie))
+        .body(encode(fields))
+        .send()
+        .await
+        .unwrap();
+    (response.status(), response.text().await.unwrap())
+}
+
 /// `skillgate user add NAME --role ROLE`, the password on standard input.
 pub fn add_user(server: &Server, name: &str, role: &str, password: &str) {
     let mut child = Command::new(BIN)
