@@ -105,9 +105,35 @@ fn folder_uri(role: &Slug, skill: &Slug) -> String {
 /// entry per skill keeps names unique in the listing, as the extension recommends. Pure:
 /// the same catalog and scope always give the same files and digests.
 pub fn skills_in_scope(catalog: &CompiledCatalog, scope: &str) -> Vec<ServedSkill> {
-    let roles = catalog.roles_in_scope(scope);
+    let mut served: Vec<ServedSkill> = holders(catalog, scope)
+        .into_iter()
+        .map(|(version, holding)| serve(catalog, &holding, version))
+        .collect();
+    served.sort_by(|a, b| a.uri().cmp(b.uri()));
+    served
+}
+
+/// The one skill of [`skills_in_scope`] whose folder holds `uri`
+/// (`skill://<role>/<skill>[/…]`), rendered alone: a read or a get needs no other.
+pub fn skill_in_scope(catalog: &CompiledCatalog, scope: &str, uri: &str) -> Option<ServedSkill> {
+    let mut path = uri.strip_prefix(SKILL_URI_SCHEME)?.splitn(3, '/');
+    let (role, skill) = (path.next()?, path.next()?);
+    holders(catalog, scope)
+        .into_iter()
+        .find(|(version, holding)| {
+            holding[0].slug.as_str() == role && version.skill.slug.as_str() == skill
+        })
+        .map(|(version, holding)| serve(catalog, &holding, version))
+}
+
+/// Each skill of the scope's roles with the roles that carry it, in the scope's order;
+/// nothing rendered yet.
+fn holders<'c>(
+    catalog: &'c CompiledCatalog,
+    scope: &str,
+) -> Vec<(&'c SkillVersion, Vec<&'c Role>)> {
     let mut holders: Vec<(&SkillVersion, Vec<&Role>)> = Vec::new();
-    for role in &roles {
+    for role in catalog.roles_in_scope(scope) {
         for slug in &role.skills {
             let Some(version) = catalog.catalog().skill(slug.as_str()) else {
                 continue;
@@ -121,12 +147,7 @@ pub fn skills_in_scope(catalog: &CompiledCatalog, scope: &str) -> Vec<ServedSkil
             }
         }
     }
-    let mut served: Vec<ServedSkill> = holders
-        .into_iter()
-        .map(|(version, holding)| serve(catalog, &holding, version))
-        .collect();
-    served.sort_by(|a, b| a.uri().cmp(b.uri()));
-    served
+    holders
 }
 
 /// `roles` is never empty: the roles of the scope that carry the skill, the first giving
@@ -297,6 +318,11 @@ impl Gateway {
         skills_in_scope(&self.catalog.load(), agent.scope.as_str())
     }
 
+    /// The skill of the agent's scope whose folder holds `uri` (see [`skill_in_scope`]).
+    pub fn skill_for(&self, agent: &AgentIdentity, uri: &str) -> Option<ServedSkill> {
+        skill_in_scope(&self.catalog.load(), agent.scope.as_str(), uri)
+    }
+
     /// `resources/read` of a skill file: the skill and the file when the agent's scope
     /// allows them, audited (`skill_read`, with the version served) before the agent gets
     /// the text; `None` (audited as a denied learn) for anything else, out of scope and
@@ -307,7 +333,7 @@ impl Gateway {
         agent: &AgentIdentity,
         uri: &str,
     ) -> Result<Option<(ServedSkill, SkillFile)>, GatewayError> {
-        let found = self.skills_for(agent).into_iter().find_map(|served| {
+        let found = self.skill_for(agent, uri).and_then(|served| {
             let file = served.file(uri)?.clone();
             Some((served, file))
         });
@@ -472,6 +498,33 @@ mod tests {
         assert_eq!(front["metadata"]["skillgate-roles"], "tier-1-support");
         assert!(text.contains("`learn` with path `/roles/tier-1-support`"));
         assert!(text.contains("unlocks none of them"));
+    }
+
+    #[test]
+    fn one_skill_looked_up_by_uri_is_the_listed_one_and_nothing_else_resolves() {
+        let catalog = demo_catalog();
+        for served in skills_in_scope(&catalog, "support") {
+            for file in &served.files {
+                assert_eq!(
+                    skill_in_scope(&catalog, "support", &file.uri).as_ref(),
+                    Some(&served)
+                );
+            }
+            assert_eq!(
+                skill_in_scope(&catalog, "support", &served.folder()).as_ref(),
+                Some(&served)
+            );
+        }
+        for uri in [
+            "skill://system-admin/account-administration/SKILL.md",
+            // customer-lookup is served under tier-1-support, its first role in support.
+            "skill://retention-desk/customer-lookup/SKILL.md",
+            "skill://tier-1-support",
+            "file://tier-1-support/refund-handling/SKILL.md",
+            "",
+        ] {
+            assert_eq!(skill_in_scope(&catalog, "support", uri), None, "{uri}");
+        }
     }
 
     #[test]

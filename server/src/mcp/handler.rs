@@ -257,9 +257,9 @@ impl ServerHandler for McpHandler {
     ) -> Result<GetSkillResult, McpError> {
         let agent = identity(&context)?;
         tracing::Span::current().record("key", agent.key_name.as_str());
-        let all = self.gateway.skills_for(&agent);
-        match all.iter().find(|s| s.uri() == request.uri) {
-            Some(found) => Ok(skills::get_skill(found)),
+        let found = self.gateway.skill_for(&agent, &request.uri);
+        match found.filter(|s| s.uri() == request.uri) {
+            Some(found) => Ok(skills::get_skill(&found)),
             None => {
                 self.gateway
                     .refuse_skill(&agent, &request.uri, SkillMethod::Get)
@@ -307,17 +307,18 @@ impl ServerHandler for McpHandler {
     ) -> Result<ReadResourceDirectoryResult, McpError> {
         let agent = identity(&context)?;
         tracing::Span::current().record("key", agent.key_name.as_str());
-        let all = self.gateway.skills_for(&agent);
-        let directories = served::directories(&all);
-        if let Some(children) = directories.get(request.uri.trim_end_matches('/')) {
-            return skills::read_directory(children, request.cursor.as_ref());
-        }
-        // A file the key may read is simply not a directory: nothing was withheld.
-        if all.iter().any(|s| s.file(&request.uri).is_some()) {
-            return Err(McpError::invalid_params(
-                format!("{} is a file, not a directory", request.uri),
-                None,
-            ));
+        if let Some(skill) = self.gateway.skill_for(&agent, &request.uri) {
+            let directories = served::directories(std::slice::from_ref(&skill));
+            if let Some(children) = directories.get(request.uri.trim_end_matches('/')) {
+                return skills::read_directory(children, request.cursor.as_ref());
+            }
+            // A file the key may read is simply not a directory: nothing was withheld.
+            if skill.file(&request.uri).is_some() {
+                return Err(McpError::invalid_params(
+                    format!("{} is a file, not a directory", request.uri),
+                    None,
+                ));
+            }
         }
         self.gateway
             .refuse_skill(&agent, &request.uri, SkillMethod::DirectoryRead)
