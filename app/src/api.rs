@@ -39,6 +39,9 @@ impl FromServerFnError for ConsoleError {
 pub struct Me {
     pub name: String,
     pub role: String,
+    /// The catalog file the gateway serves its catalog from (`serve --catalog`), when the
+    /// catalog is managed as code: the console then shows it read-only.
+    pub catalog_file: Option<String>,
 }
 
 impl Me {
@@ -57,9 +60,11 @@ pub struct DashboardOverview {
 
 #[server(prefix = "/console/api")]
 pub async fn whoami() -> Result<Option<Me>, ConsoleError> {
+    let catalog_file = ssr::context().authoring.catalog_file().map(str::to_owned);
     Ok(ssr::current_user().await?.map(|u| Me {
         name: u.name,
         role: u.role.to_string(),
+        catalog_file,
     }))
 }
 
@@ -73,6 +78,7 @@ pub async fn overview() -> Result<DashboardOverview, ConsoleError> {
         me: Me {
             name: user.name,
             role: user.role.to_string(),
+            catalog_file: ctx.authoring.catalog_file().map(str::to_owned),
         },
         version: ctx.version.to_owned(),
         database_ok: ctx.store.ping().await,
@@ -88,7 +94,7 @@ pub mod ssr {
     use leptos_axum::ResponseOptions;
     use std::sync::Arc;
 
-    use skillgate_core::catalog_service::CatalogService;
+    use skillgate_core::admin::AdminService;
     use skillgate_core::keys::AgentKeys;
     use skillgate_core::policy::CatalogHandle;
     use skillgate_core::store::Store;
@@ -123,7 +129,7 @@ pub mod ssr {
         /// The compiled catalog the MCP endpoint decides with; swapped on every save.
         pub catalog: Arc<CatalogHandle>,
         /// Catalog saves: validate, store, audit, swap the snapshot above.
-        pub authoring: Arc<CatalogService>,
+        pub authoring: Arc<AdminService>,
         /// Health checks and tool sync of the gateway's upstream connections.
         pub upstreams: Arc<dyn UpstreamOps>,
         pub version: &'static str,

@@ -3,7 +3,7 @@
 //!
 //! Reading an editor needs any console role; saving needs `admin` (a `reviewer` or
 //! `viewer` is refused on the server whatever the page shows). Every save goes through
-//! `skillgate_core::catalog_service`, which validates, refuses stale revisions, audits and
+//! `skillgate_core::admin`, which validates, refuses stale revisions, audits and
 //! swaps the live snapshot. The functions take plain form fields so the same `<form>`
 //! posts without JavaScript (the server redirects back) and through `ActionForm` with it.
 
@@ -418,7 +418,7 @@ pub async fn create_key(
         .authoring
         .create_key(&user.name, name.trim(), &scope, expires_at)
         .await
-        .map_err(ssr::key_error)?;
+        .map_err(ssr::authoring_error)?;
     let created = CreatedKey {
         name: info.name.clone(),
         scope: info.scope.as_str().to_owned(),
@@ -652,7 +652,7 @@ mod upstream_form {
         bearer: Option<String>,
         clear_credentials: Option<String>,
     ) -> Result<Vec<SyncSummary>, ConsoleError> {
-        use skillgate_core::catalog_service::CredentialUpdate;
+        use skillgate_core::admin::CredentialUpdate;
         use skillgate_core::model::{Upstream, UpstreamKind};
         use skillgate_core::upstream::Secret;
         use skillgate_core::users::ConsoleRole;
@@ -733,7 +733,7 @@ pub async fn change_log(kind: String, name: String) -> Result<Vec<ChangeRow>, Co
     }
     let events = crate::api::ssr::context()
         .authoring
-        .history(&skillgate_core::catalog_service::target(&kind, &name))
+        .history(&skillgate_core::admin::target(&kind, &name))
         .await
         .map_err(crate::api::ssr::internal)?;
     Ok(events.iter().map(ssr::change_row).collect())
@@ -745,11 +745,9 @@ pub(crate) mod ssr {
 
     use leptos::serde_json::{self, Value};
     use pulldown_cmark::{CowStr, Event, Parser, Tag};
+    use skillgate_core::admin::AdminError;
     use skillgate_core::audit::AuditEvent;
-    use skillgate_core::catalog_service::AuthoringError;
-    use skillgate_core::model::{
-        CatalogError, Limit, Resource, Role, Scope, SkillVersion, ToolSpec,
-    };
+    use skillgate_core::model::{Limit, Resource, Role, Scope, SkillVersion, ToolSpec};
     use skillgate_core::policy::CompiledCatalog;
     use skillgate_core::slug::Slug;
 
@@ -781,50 +779,13 @@ pub(crate) mod ssr {
             .collect()
     }
 
-    /// Which form field a refused catalog entry is about, so the error shows next to it.
-    fn catalog_field(error: &CatalogError) -> &'static str {
-        match error {
-            CatalogError::DescriptionTooLong(_) => "description",
-            CatalogError::Empty("role title") => "title",
-            CatalogError::Empty("upstream command") => "command",
-            CatalogError::Empty(_) => "instructions",
-            CatalogError::UnknownSkill(_) => "skills",
-            CatalogError::UnknownRole(_) => "roles",
-            CatalogError::UnknownTool(_)
-            | CatalogError::ToolNotAdmitted(_)
-            | CatalogError::ToolNotGranted { .. } => "tool",
-            CatalogError::UnknownArgument { .. }
-            | CatalogError::NotNumeric { .. }
-            | CatalogError::NotString { .. } => "arg",
-            CatalogError::RequiresItself { .. } => "after",
-            CatalogError::EmptyLimit { what, .. } if what.contains("tools") => "after",
-            CatalogError::EmptyLimit { .. } | CatalogError::NegativeCap { .. } => "value",
-            CatalogError::InvalidSchema { .. } | CatalogError::UnknownUpstream(_) => "form",
-            CatalogError::Duplicate(_) => "form",
-            CatalogError::InvalidPointer { .. } | CatalogError::ResultValueTooLong { .. } => {
-                "result"
-            }
-            CatalogError::ApprovalExpiry { .. } => "minutes",
-        }
-    }
-
-    /// Key errors about the name show next to the name field; the rest above the form.
-    pub fn key_error(error: AuthoringError) -> ConsoleError {
-        match &error {
-            AuthoringError::Key(message)
-                if message.contains("key name") || message.contains("named") =>
-            {
-                field("name", message.clone())
-            }
-            _ => authoring_error(error),
-        }
-    }
-
-    pub fn authoring_error(error: AuthoringError) -> ConsoleError {
-        match error {
-            AuthoringError::Invalid(e) => field(catalog_field(&e), e.to_string()),
-            e if e.is_user_error() => ConsoleError::Invalid(e.to_string()),
-            e => internal(e),
+    /// A refused change shows beside the field it names (the door says which); the rest
+    /// above the form; server faults stay in the log.
+    pub fn authoring_error(error: AdminError) -> ConsoleError {
+        match error.field() {
+            Some(name) if error.is_user_error() => field(name, error.to_string()),
+            _ if error.is_user_error() => ConsoleError::Invalid(error.to_string()),
+            _ => internal(error),
         }
     }
 

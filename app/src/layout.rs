@@ -69,8 +69,32 @@ pub fn ConsoleLayout() -> impl IntoView {
                 </Suspense>
             </header>
             <main class="content" id="main">
+                <Suspense fallback=|| ()>
+                    {move || Suspend::new(async move {
+                        me.await
+                            .ok()
+                            .flatten()
+                            .and_then(|me| me.catalog_file)
+                            .map(|file| view! { <CatalogAsCode file /> })
+                    })}
+                </Suspense>
                 <Outlet />
             </main>
         </div>
+    }
+}
+
+/// The banner of a console whose catalog is managed as code: git is the source of truth,
+/// so catalog pages are for reading and every catalog save here is refused.
+#[component]
+fn CatalogAsCode(file: String) -> impl IntoView {
+    view! {
+        <p class="notice gitops" role="status" aria-label="Catalog managed as code">
+            <strong>"Read-only catalog. "</strong>
+            "The catalog is managed as code in "
+            <code>{file}</code>
+            ": change it there (in git) and the gateway applies it. Users, settings and \
+            upstream credentials can still be changed here."
+        </p>
     }
 }

@@ -67,7 +67,7 @@ pub async fn reset_user_password(name: String) -> Result<Notice, ConsoleError> {
 
 #[cfg(feature = "ssr")]
 mod ssr {
-    use skillgate_core::store::StoreError;
+    use skillgate_core::admin::AdminError;
     use skillgate_core::users::{ConsoleRole, UserError};
 
     use crate::api::ConsoleError;
@@ -75,27 +75,24 @@ mod ssr {
     use crate::flash::Notice;
 
     /// Mistakes the admin can fix are shown to them; anything else stays in the server log.
-    fn to_console(error: UserError) -> ConsoleError {
-        match error {
-            UserError::UnknownRole(_)
-            | UserError::InvalidName
-            | UserError::WeakPassword
-            | UserError::SelfLockout
-            | UserError::Store(StoreError::Conflict(_) | StoreError::NotFound(_)) => {
-                ConsoleError::Invalid(error.to_string())
-            }
-            other => internal(other),
+    fn to_console(error: impl Into<AdminError>) -> ConsoleError {
+        let error = error.into();
+        if error.is_user_error() {
+            ConsoleError::Invalid(error.to_string())
+        } else {
+            internal(error)
         }
     }
 
     pub async fn add_user(name: &str, role: &str) -> Result<Notice, ConsoleError> {
         let actor = require(ConsoleRole::Admin).await?;
-        let role: ConsoleRole = role.parse().map_err(to_console)?;
+        let role: ConsoleRole = role.parse().map_err(|e: UserError| to_console(e))?;
         let (user, password) = context()
-            .users
-            .create(&actor, name, role)
+            .authoring
+            .add_user(&actor.name, name, role, None)
             .await
             .map_err(to_console)?;
+        let password = password.ok_or_else(|| internal("no password was generated"))?;
         Ok(Notice::with_secret(
             format!(
                 "Added `{}` as {}. Give them this password; it is shown only once.",
@@ -111,10 +108,10 @@ mod ssr {
         disabled: bool,
     ) -> Result<Notice, ConsoleError> {
         let actor = require(ConsoleRole::Admin).await?;
-        let role: ConsoleRole = role.parse().map_err(to_console)?;
+        let role: ConsoleRole = role.parse().map_err(|e: UserError| to_console(e))?;
         let user = context()
-            .users
-            .change_access(&actor, name, role, disabled)
+            .authoring
+            .change_user_access(&actor, name, role, disabled)
             .await
             .map_err(to_console)?;
         let status = if user.disabled { "disabled" } else { "active" };
@@ -127,8 +124,8 @@ mod ssr {
     pub async fn reset_password(name: &str) -> Result<Notice, ConsoleError> {
         let actor = require(ConsoleRole::Admin).await?;
         let password = context()
-            .users
-            .reset_password(&actor, name)
+            .authoring
+            .reset_user_password(&actor.name, name)
             .await
             .map_err(to_console)?;
         Ok(Notice::with_secret(

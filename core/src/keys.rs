@@ -136,6 +136,18 @@ pub enum KeyError {
     Store(#[from] StoreError),
 }
 
+impl KeyError {
+    /// The field of a key form the refusal is about.
+    pub fn field(&self) -> Option<&'static str> {
+        match self {
+            Self::InvalidName | Self::NameTaken(_) | Self::NotFound(_) => Some("name"),
+            Self::UnknownScope(_) => Some("scope"),
+            Self::ExpiryInPast(_) => Some("expires_in_days"),
+            Self::Invalid | Self::Store(_) => None,
+        }
+    }
+}
+
 fn validate_name(name: &str) -> Result<(), KeyError> {
     let ok = (1..=MAX_NAME_LEN).contains(&name.len())
         && name

@@ -5,8 +5,8 @@
 //! chain, skill revisions, the store (all SQL) and upstream connectors. Nothing in this
 //! crate knows about HTTP, Leptos or MCP framing.
 
+pub mod admin;
 pub mod audit;
-pub mod catalog_service;
 pub mod compliance;
 pub mod demo;
 pub mod gateway;

@@ -20,7 +20,7 @@ use rand::distributions::Alphanumeric;
 use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
 
-use crate::audit::{AuditError, AuditLog, NewEvent};
+use crate::audit::AuditError;
 use crate::metrics::Metrics;
 use crate::store::{LoginBudget, Store, StoreError};
 
@@ -146,6 +146,30 @@ pub enum UserError {
     Audit(#[from] AuditError),
 }
 
+impl UserError {
+    /// Whether the admin can fix this by changing the input.
+    pub fn is_user_error(&self) -> bool {
+        matches!(
+            self,
+            Self::UnknownRole(_)
+                | Self::InvalidName
+                | Self::WeakPassword
+                | Self::SelfLockout
+                | Self::Store(StoreError::Conflict(_) | StoreError::NotFound(_))
+        )
+    }
+
+    /// The field of a user form the refusal is about.
+    pub fn field(&self) -> Option<&'static str> {
+        match self {
+            Self::InvalidName => Some("name"),
+            Self::UnknownRole(_) => Some("role"),
+            Self::WeakPassword => Some("password"),
+            _ => None,
+        }
+    }
+}
+
 fn validate_name(name: &str) -> Result<(), UserError> {
     let ok = (1..=MAX_NAME_LEN).contains(&name.len())
         && name
@@ -238,6 +262,16 @@ async fn hash_password(password: Password) -> Result<String, UserError> {
     password_work(move |_| hash_password_blocking(password.expose())).await?
 }
 
+/// Checks a new user's name and password and hashes the password (on the blocking pool),
+/// before anything is stored.
+pub(crate) async fn new_password_hash(name: &str, password: Password) -> Result<String, UserError> {
+    validate_name(name)?;
+    if password.expose().chars().count() < MIN_PASSWORD_LEN {
+        return Err(UserError::WeakPassword);
+    }
+    hash_password(password).await
+}
+
 /// The first [`MAX_NAME_LEN`] bytes of `name` (on a character boundary).
 fn budget_name(name: &str) -> &str {
     let mut end = name.len().min(MAX_NAME_LEN);
@@ -281,31 +315,16 @@ impl Users {
         .await
     }
 
-    /// Creates the `admin` user with a random password when there are no users at all.
-    /// Returns the password so the caller can show it exactly once.
-    #[tracing::instrument(skip(self))]
-    pub async fn bootstrap_admin(&self) -> Result<Option<Password>, UserError> {
-        if self.store.count_users().await? > 0 {
-            return Ok(None);
-        }
-        let password = Password::generate();
-        let shown = Password::new(password.expose());
-        self.add("admin", ConsoleRole::Admin, password).await?;
-        Ok(Some(shown))
-    }
-
-    #[tracing::instrument(skip(self, password))]
-    pub async fn add(
+    /// Creates a user directly, without an audit event: for tests of sign-in only. Real
+    /// user administration goes through [`crate::admin::AdminService`].
+    #[cfg(test)]
+    pub(crate) async fn add(
         &self,
         name: &str,
         role: ConsoleRole,
         password: Password,
     ) -> Result<ConsoleUser, UserError> {
-        validate_name(name)?;
-        if password.expose().chars().count() < MIN_PASSWORD_LEN {
-            return Err(UserError::WeakPassword);
-        }
-        let hash = hash_password(password).await?;
+        let hash = new_password_hash(name, password).await?;
         let id = self.store.insert_user(name, role.as_str(), &hash).await?;
         Ok(ConsoleUser {
             id,
@@ -313,16 +332,6 @@ impl Users {
             role,
             disabled: false,
         })
-    }
-
-    #[tracing::instrument(skip(self, password))]
-    pub async fn set_password(&self, name: &str, password: Password) -> Result<(), UserError> {
-        if password.expose().chars().count() < MIN_PASSWORD_LEN {
-            return Err(UserError::WeakPassword);
-        }
-        let hash = hash_password(password).await?;
-        self.store.set_user_password(name, &hash).await?;
-        Ok(())
     }
 
     pub async fn get(&self, id: i64) -> Result<Option<ConsoleUser>, UserError> {
@@ -405,123 +414,6 @@ impl Users {
     }
 }
 
-/// User administration by a signed-in admin (the console's Users page). Every change is an
-/// audited admin change naming who made it; passwords are generated here and returned once,
-/// so an admin never has to invent, type or see a reusable one twice.
-impl Users {
-    #[tracing::instrument(skip(self, actor), fields(actor = %actor.name))]
-    pub async fn create(
-        &self,
-        actor: &ConsoleUser,
-        name: &str,
-        role: ConsoleRole,
-    ) -> Result<(ConsoleUser, Password), UserError> {
-        let password = Password::generate();
-        let user = self
-            .add(name, role, Password::new(password.expose()))
-            .await?;
-        self.audit(
-            actor,
-            "console_user.create",
-            name,
-            serde_json::Value::Null,
-            access_json(&user),
-        )
-        .await?;
-        Ok((user, password))
-    }
-
-    /// Sets a user's console role and disabled flag. An admin may not lock themselves out,
-    /// and no change may leave the console without an enabled admin.
-    #[tracing::instrument(skip(self, actor), fields(actor = %actor.name))]
-    pub async fn change_access(
-        &self,
-        actor: &ConsoleUser,
-        name: &str,
-        role: ConsoleRole,
-        disabled: bool,
-    ) -> Result<ConsoleUser, UserError> {
-        if actor.name == name && (disabled || role != actor.role) {
-            return Err(UserError::SelfLockout);
-        }
-        let before = self
-            .store
-            .update_user_access(name, role.as_str(), disabled)
-            .await?;
-        let before = ConsoleUser {
-            id: before.id,
-            role: before.role.parse()?,
-            name: before.name,
-            disabled: before.disabled,
-        };
-        let after = ConsoleUser {
-            role,
-            disabled,
-            ..before.clone()
-        };
-        if before != after {
-            self.audit(
-                actor,
-                "console_user.update",
-                name,
-                access_json(&before),
-                access_json(&after),
-            )
-            .await?;
-        }
-        Ok(after)
-    }
-
-    /// Replaces a user's password with a fresh random one and lifts their sign-in throttle.
-    #[tracing::instrument(skip(self, actor), fields(actor = %actor.name))]
-    pub async fn reset_password(
-        &self,
-        actor: &ConsoleUser,
-        name: &str,
-    ) -> Result<Password, UserError> {
-        let password = Password::generate();
-        self.set_password(name, Password::new(password.expose()))
-            .await?;
-        self.store
-            .clear_login_failures(name, Utc::now() - THROTTLE_WINDOW)
-            .await?;
-        // The audit says that it happened, never what the password is.
-        self.audit(
-            actor,
-            "console_user.reset_password",
-            name,
-            serde_json::Value::Null,
-            serde_json::Value::Null,
-        )
-        .await?;
-        Ok(password)
-    }
-
-    async fn audit(
-        &self,
-        actor: &ConsoleUser,
-        action: &str,
-        name: &str,
-        before: serde_json::Value,
-        after: serde_json::Value,
-    ) -> Result<(), UserError> {
-        AuditLog::new(self.store.clone())
-            .append(NewEvent::admin_change(
-                &actor.name,
-                action,
-                &format!("console_user:{name}"),
-                before,
-                after,
-            ))
-            .await?;
-        Ok(())
-    }
-}
-
-fn access_json(user: &ConsoleUser) -> serde_json::Value {
-    serde_json::json!({ "role": user.role.as_str(), "disabled": user.disabled })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -529,23 +421,6 @@ mod tests {
 
     async fn users() -> Users {
         Users::new(test_store().await)
-    }
-
-    #[tokio::test]
-    async fn the_first_start_creates_one_admin_and_the_second_start_creates_none() {
-        let users = users().await;
-        let password = users
-            .bootstrap_admin()
-            .await
-            .unwrap()
-            .expect("a new password");
-        assert_eq!(password.expose().len(), 24);
-        assert!(users.bootstrap_admin().await.unwrap().is_none());
-        let signed_in = users
-            .login("admin", password, "127.0.0.1", Utc::now())
-            .await
-            .unwrap();
-        assert_eq!(signed_in.role, ConsoleRole::Admin);
     }
 
     #[tokio::test]
@@ -828,139 +703,5 @@ mod tests {
     #[test]
     fn a_password_never_shows_in_debug_output() {
         assert!(!format!("{:?}", Password::new("hunter2hunter2")).contains("hunter2"));
-    }
-
-    async fn users_with_admin() -> (Users, ConsoleUser) {
-        let users = users().await;
-        let admin = users
-            .add("root", ConsoleRole::Admin, Password::new("long enough pw"))
-            .await
-            .unwrap();
-        (users, admin)
-    }
-
-    #[tokio::test]
-    async fn an_admin_creates_a_user_whose_generated_password_signs_in() {
-        let (users, admin) = users_with_admin().await;
-        let (created, password) = users
-            .create(&admin, "dana", ConsoleRole::Reviewer)
-            .await
-            .unwrap();
-        assert_eq!(created.role, ConsoleRole::Reviewer);
-        let signed_in = users
-            .login("dana", password, "10.0.0.9", Utc::now())
-            .await
-            .unwrap();
-        assert_eq!(signed_in.name, "dana");
-    }
-
-    #[tokio::test]
-    async fn an_admin_cannot_disable_or_demote_themselves() {
-        let (users, admin) = users_with_admin().await;
-        for (role, disabled) in [(ConsoleRole::Admin, true), (ConsoleRole::Viewer, false)] {
-            let err = users
-                .change_access(&admin, "root", role, disabled)
-                .await
-                .unwrap_err();
-            assert!(matches!(err, UserError::SelfLockout), "{err}");
-        }
-        let me = users.get(admin.id).await.unwrap().unwrap();
-        assert_eq!((me.role, me.disabled), (ConsoleRole::Admin, false));
-    }
-
-    #[tokio::test]
-    async fn no_change_may_leave_the_console_without_an_enabled_admin() {
-        let (users, admin) = users_with_admin().await;
-        let (other, _) = users
-            .create(&admin, "erin", ConsoleRole::Admin)
-            .await
-            .unwrap();
-        // Erin may disable root while erin remains an enabled admin …
-        users
-            .change_access(&other, "root", ConsoleRole::Admin, true)
-            .await
-            .unwrap();
-        // … but then nobody may demote erin, who is the last one.
-        let err = users
-            .change_access(&admin, "erin", ConsoleRole::Viewer, false)
-            .await
-            .unwrap_err();
-        assert!(err.to_string().contains("no enabled admin"), "{err}");
-        let erin = users.get(other.id).await.unwrap().unwrap();
-        assert_eq!(erin.role, ConsoleRole::Admin);
-    }
-
-    #[tokio::test]
-    async fn a_disabled_user_cannot_sign_in_and_a_reset_password_replaces_the_old_one() {
-        let (users, admin) = users_with_admin().await;
-        let (_, first) = users
-            .create(&admin, "finn", ConsoleRole::Viewer)
-            .await
-            .unwrap();
-        let kept = Password::new(first.expose());
-        users
-            .change_access(&admin, "finn", ConsoleRole::Viewer, true)
-            .await
-            .unwrap();
-        assert!(
-            users
-                .login("finn", first, "10.0.0.4", Utc::now())
-                .await
-                .is_err()
-        );
-        users
-            .change_access(&admin, "finn", ConsoleRole::Viewer, false)
-            .await
-            .unwrap();
-        let second = users.reset_password(&admin, "finn").await.unwrap();
-        assert!(
-            users
-                .login("finn", kept, "10.0.0.4", Utc::now())
-                .await
-                .is_err()
-        );
-        users
-            .login("finn", second, "10.0.0.4", Utc::now())
-            .await
-            .unwrap();
-    }
-
-    #[tokio::test]
-    async fn user_administration_is_audited_with_the_actor_and_before_and_after() {
-        let (users, admin) = users_with_admin().await;
-        users
-            .create(&admin, "gina", ConsoleRole::Viewer)
-            .await
-            .unwrap();
-        users
-            .change_access(&admin, "gina", ConsoleRole::Reviewer, false)
-            .await
-            .unwrap();
-        let password = users.reset_password(&admin, "gina").await.unwrap();
-        use futures::TryStreamExt;
-        let log = AuditLog::new(users.store.clone());
-        let events: Vec<_> = log.events(None).try_collect().await.unwrap();
-        let changes: Vec<_> = events
-            .iter()
-            .map(|e| {
-                (
-                    e.actor.clone().unwrap_or_default(),
-                    e.payload["action"].as_str().unwrap_or_default().to_owned(),
-                )
-            })
-            .collect();
-        assert_eq!(
-            changes,
-            [
-                ("root".to_owned(), "console_user.create".to_owned()),
-                ("root".to_owned(), "console_user.update".to_owned()),
-                ("root".to_owned(), "console_user.reset_password".to_owned()),
-            ]
-        );
-        assert_eq!(events[1].payload["before"]["role"], "viewer");
-        assert_eq!(events[1].payload["after"]["role"], "reviewer");
-        let text = serde_json::to_string(&events[2].payload).unwrap();
-        assert!(!text.contains(password.expose()));
-        assert!(log.verify().await.unwrap().is_intact());
     }
 }

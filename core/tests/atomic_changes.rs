@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
+use skillgate_core::admin::AdminService;
 use skillgate_core::audit::{AuditLog, EventKind, NewEvent};
-use skillgate_core::catalog_service::CatalogService;
 use skillgate_core::policy::CatalogHandle;
 use skillgate_core::slug::Slug;
 use skillgate_core::store::Store;
@@ -13,7 +13,7 @@ use skillgate_core::store::Store;
 struct Fixture {
     store: Store,
     audit: AuditLog,
-    service: CatalogService,
+    service: AdminService,
     _dir: tempfile::TempDir,
 }
 
@@ -25,7 +25,7 @@ async fn fixture() -> Fixture {
     store.seed_demo("/nonexistent/skillgate").await.unwrap();
     let handle = Arc::new(CatalogHandle::new(store.compiled_catalog().await.unwrap()));
     let audit = AuditLog::new(store.clone());
-    let service = CatalogService::new(store.clone(), audit.clone(), handle);
+    let service = AdminService::new(store.clone(), audit.clone(), handle);
     Fixture {
         store,
         audit,

@@ -2,15 +2,18 @@
 //! timelines, exports an outside party can re-verify, tamper detection and retention.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use chrono::{Duration, Utc};
 use serde_json::{Value, json};
+use skillgate_core::admin::AdminService;
 use skillgate_core::audit::chain::{event_hash, link};
 use skillgate_core::audit::{
     Anchor, AuditLog, AuditRow, BadEvent, BadReason, CallOutcome, CheckpointSigner, ExportFormat,
     NewEvent, canonical_json, verify_exported_jsonl,
 };
 use skillgate_core::compliance::{Compliance, Outcome, SessionFilter, Tone};
+use skillgate_core::policy::CatalogHandle;
 use skillgate_core::store::{Store, stamp};
 
 struct Fixture {
@@ -512,8 +515,15 @@ async fn retention_prunes_whole_segments_and_the_rest_still_verifies() {
     let fx = fixture().await;
     old_events(&fx.store, 2500, Duration::days(40)).await;
     four_sessions(&fx.log).await;
-    assert!(fx.compliance.set_retention_days(Some(0)).await.is_err());
-    fx.compliance.set_retention_days(Some(30)).await.unwrap();
+    let admin = AdminService::new(
+        fx.store.clone(),
+        fx.log.clone(),
+        Arc::new(CatalogHandle::new(
+            fx.store.compiled_catalog().await.unwrap(),
+        )),
+    );
+    assert!(admin.set_retention_days("root", Some(0)).await.is_err());
+    admin.set_retention_days("root", Some(30)).await.unwrap();
     assert_eq!(fx.compliance.retention_days().await.unwrap(), Some(30));
 
     let signer = CheckpointSigner::generate();
@@ -528,8 +538,8 @@ async fn retention_prunes_whole_segments_and_the_rest_still_verifies() {
     let report = fx.compliance.verify_all().await.unwrap();
     assert!(report.is_intact(), "{report:?}");
     assert_eq!(report.start, anchor);
-    // What was left, and the signed `audit_pruned` event.
-    assert_eq!(report.events, 500 + 16 + 1);
+    // What was left, the `admin_change` that set the period, and the signed `audit_pruned`.
+    assert_eq!(report.events, 500 + 16 + 1 + 1);
     let checked = fx
         .compliance
         .verify_integrity(&signer.trusted())

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use chrono::{Duration, Utc};
 use serde_json::{Value, json};
+use skillgate_core::admin::AdminService;
 use skillgate_core::audit::{AuditLog, NewEvent};
 use skillgate_core::compliance::Compliance;
 use skillgate_core::policy::CatalogHandle;
@@ -28,7 +29,11 @@ async fn fixture() -> Fixture {
     let catalog = Arc::new(CatalogHandle::new(store.compiled_catalog().await.unwrap()));
     let audit = AuditLog::new(store.clone());
     Fixture {
-        revisions: Revisions::new(store.clone(), catalog, audit.clone()),
+        revisions: Revisions::new(Arc::new(AdminService::new(
+            store.clone(),
+            audit.clone(),
+            catalog,
+        ))),
         audit,
         store,
         _dir: dir,

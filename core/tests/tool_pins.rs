@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use chrono::{Duration, Utc};
 use serde_json::{Value, json};
+use skillgate_core::admin::{AdminError, AdminService};
 use skillgate_core::audit::{AuditEvent, AuditLog};
-use skillgate_core::catalog_service::{AuthoringError, CatalogService};
 use skillgate_core::demo::tools::tool_specs;
 use skillgate_core::model::{ArgCheck, CatalogError, Limit, Skill, ToolSpec};
 use skillgate_core::policy::{CallRequest, CatalogHandle, Decision, DenyCode, SessionView, decide};
@@ -15,7 +15,7 @@ use skillgate_core::slug::Slug;
 use skillgate_core::store::Store;
 
 struct Fixture {
-    service: CatalogService,
+    service: AdminService,
     handle: Arc<CatalogHandle>,
     store: Store,
     dir: tempfile::TempDir,
@@ -25,9 +25,9 @@ fn database_url(dir: &tempfile::TempDir) -> String {
     format!("sqlite://{}", dir.path().join("pins.db").display())
 }
 
-async fn service_on(store: Store) -> (CatalogService, Arc<CatalogHandle>) {
+async fn service_on(store: Store) -> (AdminService, Arc<CatalogHandle>) {
     let handle = Arc::new(CatalogHandle::new(store.compiled_catalog().await.unwrap()));
-    let service = CatalogService::new(store.clone(), AuditLog::new(store), handle.clone());
+    let service = AdminService::new(store.clone(), AuditLog::new(store), handle.clone());
     (service, handle)
 }
 
@@ -76,7 +76,7 @@ fn smuggle(spec: &mut ToolSpec) {
     spec.description = SMUGGLED.into();
 }
 
-async fn history(service: &CatalogService, tool: &str) -> Vec<AuditEvent> {
+async fn history(service: &AdminService, tool: &str) -> Vec<AuditEvent> {
     service.history(&format!("tool:{tool}")).await.unwrap()
 }
 
@@ -252,7 +252,7 @@ async fn a_new_tool_arrives_quarantined_and_no_skill_can_grant_it_until_it_is_ad
         .await
         .unwrap_err();
     assert!(
-        matches!(&refused, AuthoringError::Invalid(CatalogError::ToolNotAdmitted(t)) if t == "export_customers"),
+        matches!(&refused, AdminError::Invalid(CatalogError::ToolNotAdmitted(t)) if t == "export_customers"),
         "{refused}"
     );
     assert!(refused.to_string().contains("admit"), "{refused}");
@@ -273,7 +273,7 @@ async fn a_new_tool_arrives_quarantined_and_no_skill_can_grant_it_until_it_is_ad
     assert!(
         matches!(
             created,
-            Err(AuthoringError::Invalid(CatalogError::ToolNotAdmitted(_)))
+            Err(AdminError::Invalid(CatalogError::ToolNotAdmitted(_)))
         ),
         "{created:?}"
     );
@@ -337,7 +337,7 @@ async fn admitting_re_pins_the_offer_the_admin_saw_and_refuses_one_that_changed_
         .admit_tool("alice", "lookup_customer", &seen)
         .await
         .unwrap_err();
-    assert!(matches!(stale, AuthoringError::Conflict(_)), "{stale}");
+    assert!(matches!(stale, AdminError::Conflict(_)), "{stale}");
     assert!(
         stale.to_string().contains("changed since you looked"),
         "{stale}"
@@ -386,13 +386,13 @@ async fn admitting_re_pins_the_offer_the_admin_saw_and_refuses_one_that_changed_
         f.service
             .admit_tool("alice", "lookup_customer", &current)
             .await,
-        Err(AuthoringError::Conflict(_))
+        Err(AdminError::Conflict(_))
     ));
     assert!(matches!(
         f.service
             .admit_tool("alice", "no_such_tool", &current)
             .await,
-        Err(AuthoringError::NotFound(_))
+        Err(AdminError::NotFound(_))
     ));
 }
 
@@ -457,7 +457,7 @@ async fn admitting_an_offer_that_strands_a_role_limit_or_a_guardrail_is_refused_
         assert!(
             matches!(
                 &refused,
-                AuthoringError::Invalid(CatalogError::NotString { arg, .. }) if arg == "customer_id"
+                AdminError::Invalid(CatalogError::NotString { arg, .. }) if arg == "customer_id"
             ),
             "{tool}: {refused}"
         );
@@ -482,9 +482,32 @@ async fn a_quarantined_tool_its_upstream_stops_listing_stays_quarantined_and_fla
         .into_iter()
         .filter(|s| s.name != "lookup_customer")
         .collect();
-    let sync = f.service.sync_tools(&demo(), without).await.unwrap();
+    let sync = f
+        .service
+        .sync_tools(&demo(), without.clone())
+        .await
+        .unwrap();
     assert_eq!(sync.missing, ["lookup_customer"]);
-    assert!(sync.changes.is_empty());
+    // Going missing is audited once, when it happens; the quarantine stands as it was.
+    let actions = |sync: &skillgate_core::store::catalog::ToolSync| {
+        sync.changes
+            .iter()
+            .map(|c| (c.tool.clone(), c.action))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        actions(&sync),
+        [("lookup_customer".to_owned(), "tool.missing")]
+    );
+    let again = f.service.sync_tools(&demo(), without).await.unwrap();
+    assert!(again.changes.is_empty(), "{:?}", again.changes);
+    let events = history(&f.service, "lookup_customer").await;
+    let flagged: Vec<_> = events
+        .iter()
+        .filter(|e| e.payload["action"] == "tool.missing")
+        .collect();
+    assert_eq!(flagged.len(), 1);
+    assert_eq!(flagged[0].actor.as_deref(), Some("upstream-sync:demo"));
     assert!(matches!(lookup(&f.handle), Decision::Deny(d) if d.code == DenyCode::ToolQuarantined));
     assert!(
         f.store
@@ -592,7 +615,7 @@ async fn a_tool_name_another_upstream_provides_is_a_conflict_and_nothing_is_save
         pinned("process_refund"),
     ];
     let err = f.service.sync_tools(&other.name, clash).await.unwrap_err();
-    assert!(matches!(err, AuthoringError::Conflict(_)), "{err}");
+    assert!(matches!(err, AdminError::Conflict(_)), "{err}");
     assert!(f.store.tool_pin("a_new_one").await.unwrap().is_none());
     assert!(history(&f.service, "a_new_one").await.is_empty());
     let _ = &f.dir;

@@ -157,6 +157,14 @@ impl Cli {
     }
 }
 
+/// Who a one-shot command acts as, for the audit: the local account running it.
+pub fn local_actor() -> String {
+    match std::env::var("USER") {
+        Ok(user) if !user.is_empty() => format!("cli:{user}"),
+        _ => "cli".to_owned(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,10 +13,9 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Form};
 use serde::Deserialize;
-use serde_json::json;
 use skillgate_app::api::ssr::session_user_id;
 use skillgate_app::compliance_api::{SessionQuery, ssr::filter};
-use skillgate_core::audit::{AuditLog, CheckpointSigner, ExportFormat, NewEvent};
+use skillgate_core::audit::{CheckpointSigner, ExportFormat};
 use skillgate_core::compliance::Compliance;
 use skillgate_core::store::Store;
 use skillgate_core::users::{ConsoleRole, ConsoleUser};
@@ -203,24 +202,10 @@ async fn set_retention(
             }
         },
     };
+    if let Err(error) = state.admin.set_retention_days(&user.name, days).await {
+        return internal(error);
+    }
     let compliance = Compliance::new(state.store.clone());
-    let before = match compliance.retention_days().await {
-        Ok(before) => before,
-        Err(error) => return internal(error),
-    };
-    if let Err(error) = compliance.set_retention_days(days).await {
-        return internal(error);
-    }
-    let change = NewEvent::admin_change(
-        &user.name,
-        "audit.retention",
-        "audit:retention_days",
-        json!(before),
-        json!(days),
-    );
-    if let Err(error) = AuditLog::new(state.store.clone()).append(change).await {
-        return internal(error);
-    }
     if let (Some(days), Some(_)) = (days, form.prune_now)
         && let Err(error) = compliance
             .prune_older_than(days, chrono::Utc::now(), &signer, &user.name)

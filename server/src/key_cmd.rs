@@ -1,15 +1,10 @@
 //! `skillgate key …`: agent keys (the MCP endpoint's bearer credentials) from the command line.
 
-use anyhow::Context;
 use chrono::{DateTime, Duration, Utc};
 use clap::Subcommand;
-use serde_json::json;
-use std::sync::Arc;
 
-use skillgate_core::audit::{AuditLog, NewEvent};
-use skillgate_core::catalog_service::CatalogService;
+use skillgate_core::admin::AdminService;
 use skillgate_core::keys::{AgentKeyInfo, AgentKeys, NewAgentKey};
-use skillgate_core::policy::CatalogHandle;
 use skillgate_core::slug::Slug;
 use skillgate_core::store::Store;
 
@@ -51,16 +46,16 @@ pub async fn run(database_url: &str, command: KeyCommand) -> anyhow::Result<()> 
             let scope = Slug::parse(&scope)?;
             let expires_at = expires_in_days.map(|days| Utc::now() + Duration::days(days.into()));
             // The same door as the console: the key and its audit event commit together.
-            let (info, key) = catalog_service(&store)
+            let (info, key) = AdminService::open(store.clone())
                 .await?
-                .create_key(&created_by(), &name, &scope, expires_at)
+                .create_key(&crate::cli::local_actor(), &name, &scope, expires_at)
                 .await?;
             print!("{}", render_created(&info, &key, &mcp_url));
         }
         KeyCommand::Revoke { name } => {
-            let info = catalog_service(&store)
+            let info = AdminService::open(store.clone())
                 .await?
-                .revoke_key(&created_by(), &name)
+                .revoke_key(&crate::cli::local_actor(), &name)
                 .await?;
             println!(
                 "agent key `{}` ({}…, scope {}) revoked at {}; it no longer authenticates",
@@ -82,45 +77,6 @@ pub async fn run(database_url: &str, command: KeyCommand) -> anyhow::Result<()> 
         }
     }
     Ok(())
-}
-
-/// Records a new key as an admin change: who made it, for which scope; never the key.
-pub async fn audit_key_created(
-    store: &Store,
-    info: &AgentKeyInfo,
-    actor: &str,
-) -> anyhow::Result<()> {
-    AuditLog::new(store.clone())
-        .append(NewEvent::admin_change(
-            actor,
-            "agent_key.create",
-            &format!("agent_key:{}", info.name),
-            serde_json::Value::Null,
-            json!({"scope": info.scope, "prefix": info.prefix, "expires_at": info.expires_at}),
-        ))
-        .await?;
-    Ok(())
-}
-
-/// The authoring service on the database's catalog, for a one-shot command.
-async fn catalog_service(store: &Store) -> anyhow::Result<CatalogService> {
-    let compiled = store
-        .compiled_catalog()
-        .await
-        .context("reading the catalog")?;
-    Ok(CatalogService::new(
-        store.clone(),
-        AuditLog::new(store.clone()),
-        Arc::new(CatalogHandle::new(compiled)),
-    ))
-}
-
-/// Who made the key, for the listing and the audit: the local account running the CLI.
-fn created_by() -> String {
-    match std::env::var("USER") {
-        Ok(user) if !user.is_empty() => format!("cli:{user}"),
-        _ => "cli".to_owned(),
-    }
 }
 
 pub fn render_created(info: &AgentKeyInfo, key: &NewAgentKey, mcp_url: &str) -> String {

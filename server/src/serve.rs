@@ -13,9 +13,9 @@ use leptos::prelude::*;
 use leptos_axum::{LeptosRoutes, generate_route_list};
 use skillgate_app::api::ssr::ConsoleContext;
 use skillgate_app::{App, shell};
+use skillgate_core::admin::AdminService;
 use skillgate_core::audit::checkpoint;
 use skillgate_core::audit::{AuditLog, CheckpointSigner};
-use skillgate_core::catalog_service::CatalogService;
 use skillgate_core::gateway::{Gateway, GatewayOptions};
 use skillgate_core::holds::Holds;
 use skillgate_core::keys::AgentKeys;
@@ -49,6 +49,8 @@ pub struct AppState {
     pub store: Store,
     pub users: Users,
     pub revisions: Revisions,
+    /// The one door for admin changes (the retention form posts through it).
+    pub admin: Arc<AdminService>,
 }
 
 /// What signs the audit chain's tip: periodically while serving, and once more at a clean
@@ -77,14 +79,22 @@ pub async fn build(
     // One registry for the gateway's calls and the console's password checks.
     let metrics = Arc::new(Metrics::new());
     let users = Users::new(store.clone()).with_metrics(metrics.clone());
-    if let Some(password) = users.bootstrap_admin().await? {
+    // The process's one audit writer, and the one door every admin change goes through.
+    let audit = AuditLog::new(store.clone());
+    let catalog = Arc::new(CatalogHandle::new(store.compiled_catalog().await?));
+    let authoring = Arc::new(AdminService::new(
+        store.clone(),
+        audit.clone(),
+        catalog.clone(),
+    ));
+    if let Some(password) = authoring.bootstrap_admin().await? {
         println!("Created the console user `admin` (first start of an empty database).");
         println!("  password: {}", password.expose());
         println!("  It is shown only this once; change it with `skillgate user passwd admin`.");
     }
 
     if args.demo {
-        seed_demo(&store, args.bind).await?;
+        seed_demo(&authoring, args.bind).await?;
     }
 
     let sessions = SqliteStore::new(store.pool().clone())
@@ -136,27 +146,19 @@ pub async fn build(
         signer: signer.clone(),
     };
     compliance_http::spawn_retention(store.clone(), signer.clone());
-    let catalog = Arc::new(CatalogHandle::new(store.compiled_catalog().await?));
     let upstreams = Arc::new(UpstreamPool::default());
     upstream_sync::register_upstreams(
         &upstreams,
         &store.list_upstreams().await?,
         &store.upstream_credentials().await?,
     );
-    let audit = AuditLog::new(store.clone());
-    // One door for catalog changes: the console's saves and the upstream sync alike.
-    let authoring = Arc::new(CatalogService::new(
-        store.clone(),
-        audit.clone(),
-        catalog.clone(),
-    ));
     upstream_sync::spawn_sync(authoring.clone(), upstreams.clone());
     let console_upstreams = Arc::new(upstream_sync::ConsoleUpstreams {
         service: authoring.clone(),
         pool: upstreams.clone(),
         last: Default::default(),
     });
-    let revisions = Revisions::new(store.clone(), catalog.clone(), audit.clone());
+    let revisions = Revisions::new(authoring.clone());
     let holds = Holds::new(store.clone(), audit.clone(), catalog.clone());
     spawn_hold_expiry(holds.clone());
     upstreams.upsert(CURATION_UPSTREAM, in_process_config(revisions.clone()));
@@ -211,7 +213,7 @@ pub async fn build(
         store: store.clone(),
         users: users.clone(),
         keys: AgentKeys::new(store.clone()),
-        authoring,
+        authoring: authoring.clone(),
         upstreams: console_upstreams,
         catalog,
         version: env!("CARGO_PKG_VERSION"),
@@ -221,6 +223,7 @@ pub async fn build(
         store,
         users,
         revisions: revisions.clone(),
+        admin: authoring,
     };
 
     let routes = generate_route_list(App);
@@ -301,25 +304,18 @@ fn spawn_hold_expiry(holds: Holds) {
 
 /// Seeds the demo catalog into an empty database and prints a key for its `support` scope.
 /// On a database that already has a catalog it does nothing, so no key is printed twice.
-async fn seed_demo(store: &Store, bind: SocketAddr) -> anyhow::Result<()> {
+async fn seed_demo(admin: &AdminService, bind: SocketAddr) -> anyhow::Result<()> {
     let exe =
         std::env::current_exe().context("locating the skillgate binary for the demo upstream")?;
-    if !store.seed_demo(&exe.to_string_lossy()).await? {
+    if !admin.store().seed_demo(&exe.to_string_lossy()).await? {
         return Ok(());
     }
+    admin.reload().await?;
     println!("Seeded the demo catalog (customer support: roles, skills, 15 tools, scopes).");
-    let keys = AgentKeys::new(store.clone());
     let support = Slug::parse("support").expect("`support` is a slug");
-    let (info, key) = keys
-        .create(
-            "demo-support",
-            &support,
-            std::slice::from_ref(&support),
-            None,
-            Some("demo seed"),
-        )
+    let (info, key) = admin
+        .create_key("demo seed", "demo-support", &support, None)
         .await?;
-    key_cmd::audit_key_created(store, &info, "demo seed").await?;
     print!(
         "{}",
         key_cmd::render_created(&info, &key, &format!("http://{bind}/mcp"))

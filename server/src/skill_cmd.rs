@@ -11,8 +11,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Subcommand;
-use skillgate_core::audit::AuditLog;
-use skillgate_core::policy::CatalogHandle;
+use skillgate_core::admin::AdminService;
 use skillgate_core::revisions::Revisions;
 use skillgate_core::revisions::bundle::{MAX_UPLOAD_BYTES, zip_archive};
 use skillgate_core::store::Store;
@@ -56,15 +55,10 @@ pub async fn run(database_url: &str, command: SkillCommand) -> anyhow::Result<()
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            let compiled = store
-                .compiled_catalog()
+            let admin = AdminService::open(store.clone())
                 .await
                 .context("reading the catalog")?;
-            let revisions = Revisions::new(
-                store.clone(),
-                Arc::new(CatalogHandle::new(compiled)),
-                AuditLog::new(store.clone()),
-            );
+            let revisions = Revisions::new(Arc::new(admin));
             let candidate = revisions
                 .propose_file(None, &name, &bytes, proposer)
                 .await?;
@@ -124,10 +118,7 @@ fn read_upload(path: &Path) -> anyhow::Result<Vec<u8>> {
 /// proposer is the local account.
 async fn proposer(store: &Store, as_user: Option<&str>) -> anyhow::Result<Proposer> {
     let Some(name) = as_user else {
-        return Ok(Proposer::User(match std::env::var("USER") {
-            Ok(user) if !user.is_empty() => format!("cli:{user}"),
-            _ => "cli".to_owned(),
-        }));
+        return Ok(Proposer::User(crate::cli::local_actor()));
     };
     let user = Users::new(store.clone())
         .list()

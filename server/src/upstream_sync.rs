@@ -11,7 +11,7 @@ use std::time::Duration;
 use skillgate_app::api::ssr::UpstreamOps;
 use skillgate_app::authoring_api::SyncSummary;
 
-use skillgate_core::catalog_service::CatalogService;
+use skillgate_core::admin::AdminService;
 use skillgate_core::model::{Upstream, UpstreamKind};
 use skillgate_core::store::catalog::ToolSync;
 use skillgate_core::upstream::{UpstreamConfig, UpstreamCredentials, UpstreamPool};
@@ -110,12 +110,12 @@ pub fn register_upstreams(
 /// audited with the change, and the live catalog is swapped after each upstream). One
 /// report per upstream; a failing upstream neither blocks the others nor changes its own
 /// catalog entries.
-pub async fn sync_all(service: &CatalogService, pool: &UpstreamPool) -> Vec<SyncReport> {
+pub async fn sync_all(service: &AdminService, pool: &UpstreamPool) -> Vec<SyncReport> {
     sync_all_within(service, pool, DISCOVERY_TIMEOUT).await
 }
 
 pub async fn sync_all_within(
-    service: &CatalogService,
+    service: &AdminService,
     pool: &UpstreamPool,
     timeout: Duration,
 ) -> Vec<SyncReport> {
@@ -168,7 +168,7 @@ pub async fn sync_all_within(
 
 /// Runs [`sync_all`] in the background, so a slow or broken upstream never delays startup.
 pub fn spawn_sync(
-    service: Arc<CatalogService>,
+    service: Arc<AdminService>,
     pool: Arc<UpstreamPool>,
 ) -> tokio::task::JoinHandle<Vec<SyncReport>> {
     tokio::spawn(async move { sync_all(&service, &pool).await })
@@ -177,7 +177,7 @@ pub fn spawn_sync(
 /// The console's handle on the upstream pool: health pings and on-demand syncs, the same
 /// sync the server runs at startup.
 pub struct ConsoleUpstreams {
-    pub service: Arc<CatalogService>,
+    pub service: Arc<AdminService>,
     pub pool: Arc<UpstreamPool>,
     /// The last on-demand sync's reports, for the page after a form post's redirect. A
     /// display cache only: losing it (restart, another replica) loses nothing saved.
@@ -293,10 +293,10 @@ mod tests {
     }
 
     /// The catalog service over `store`, and the live catalog it swaps.
-    async fn service(store: &Store) -> (Arc<CatalogService>, Arc<CatalogHandle>) {
+    async fn service(store: &Store) -> (Arc<AdminService>, Arc<CatalogHandle>) {
         let catalog = Arc::new(CatalogHandle::new(store.compiled_catalog().await.unwrap()));
         let audit = AuditLog::new(store.clone());
-        let service = CatalogService::new(store.clone(), audit, catalog.clone());
+        let service = AdminService::new(store.clone(), audit, catalog.clone());
         (Arc::new(service), catalog)
     }
 

@@ -3,8 +3,9 @@
 use std::io::BufRead;
 
 use anyhow::Context;
+use skillgate_core::admin::AdminService;
 use skillgate_core::store::Store;
-use skillgate_core::users::{ConsoleRole, Password, Users};
+use skillgate_core::users::{ConsoleRole, Password};
 
 use crate::cli::UserCommand;
 
@@ -22,18 +23,19 @@ fn read_password() -> anyhow::Result<Password> {
 }
 
 pub async fn run(database_url: &str, command: UserCommand) -> anyhow::Result<()> {
-    let store = Store::open(database_url).await?;
-    let users = Users::new(store);
+    // The same door as the console: each change commits with its audit event.
+    let admin = AdminService::open(Store::open(database_url).await?).await?;
+    let actor = crate::cli::local_actor();
     match command {
         UserCommand::Add { name, role } => {
             let role: ConsoleRole = role.parse()?;
             let password = read_password()?;
-            let user = users.add(&name, role, password).await?;
+            let (user, _) = admin.add_user(&actor, &name, role, Some(password)).await?;
             println!("added console user `{}` with role {}", user.name, user.role);
         }
         UserCommand::Passwd { name } => {
             let password = read_password()?;
-            users.set_password(&name, password).await?;
+            admin.set_user_password(&actor, &name, password).await?;
             println!("password of `{name}` changed");
         }
     }

@@ -263,7 +263,8 @@ fn log_of(dir: &Path) -> String {
 async fn serve_creates_a_private_key_beside_the_database_and_signs_the_tip_periodically() {
     let db = Db::seeded(30, 1);
     let (mut child, _) = serve(&db, "1");
-    wait_for_checkpoint_of(&db, 30).await;
+    // The 30 seeded events and the first start's `admin` user, an audited admin change.
+    wait_for_checkpoint_of(&db, 31).await;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
@@ -279,7 +280,7 @@ async fn serve_creates_a_private_key_beside_the_database_and_signs_the_tip_perio
             .status
             .success()
     );
-    wait_for_checkpoint_of(&db, 35).await;
+    wait_for_checkpoint_of(&db, 36).await;
     let _ = child.kill();
     let _ = child.wait();
     let log = log_of(db.dir.path());
@@ -293,7 +294,8 @@ async fn serve_signs_the_tip_once_more_at_a_clean_shutdown() {
     let db = Db::seeded(30, 1);
     // An hour between ticks: only the first (at start) and the final one can sign.
     let (mut child, _) = serve(&db, "3600");
-    wait_for_checkpoint_of(&db, 30).await;
+    // The 30 seeded events and the first start's `admin` user.
+    wait_for_checkpoint_of(&db, 31).await;
     assert!(
         db.cli(&["dev", "seed-audit", "--events", "7", "--days", "1"])
             .status
@@ -308,7 +310,7 @@ async fn serve_signs_the_tip_once_more_at_a_clean_shutdown() {
     assert!(status.success(), "{status:?}\n{}", log_of(db.dir.path()));
     assert_eq!(
         db.scalar("SELECT MAX(seq) FROM audit_checkpoints").await,
-        37,
+        38,
         "{}",
         log_of(db.dir.path())
     );

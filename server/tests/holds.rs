@@ -12,8 +12,8 @@ use std::sync::Arc;
 use chrono::Utc;
 use common::{Reply, Server, call, init, learn, platform};
 use serde_json::{Value, json};
+use skillgate_core::admin::AdminService;
 use skillgate_core::audit::AuditLog;
-use skillgate_core::catalog_service::CatalogService;
 use skillgate_core::holds::{HoldError, Holds};
 use skillgate_core::model::{ArgCheck, Limit};
 use skillgate_core::policy::CatalogHandle;
@@ -36,7 +36,7 @@ fn assert_ran(reply: &Reply) {
 
 struct Reviewer {
     holds: Holds,
-    service: CatalogService,
+    service: AdminService,
     store: Store,
 }
 
@@ -47,7 +47,7 @@ async fn reviewer(server: &Server) -> Reviewer {
     let audit = AuditLog::new(store.clone());
     Reviewer {
         holds: Holds::new(store.clone(), audit.clone(), catalog.clone()),
-        service: CatalogService::new(store.clone(), audit, catalog),
+        service: AdminService::new(store.clone(), audit, catalog),
         store,
     }
 }

@@ -469,10 +469,12 @@ async fn the_audit_chain_verifies_after_a_scenario() {
             event["kind"].as_str().unwrap().to_owned()
         })
         .collect();
-    // The demo seed's key creation is the first event: admin changes are audited too.
+    // The first start's `admin` user and the demo seed's key come first: admin changes are
+    // audited too.
     assert_eq!(
         kinds,
         [
+            "admin_change",
             "admin_change",
             "session_started",
             "learn_granted",

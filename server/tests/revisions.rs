@@ -262,22 +262,19 @@ async fn a_support_agent_cannot_reach_the_curator_tools() {
 async fn the_http_api_takes_proposals_only_from_keys_whose_scope_includes_the_curator_role() {
     let server = Server::start();
     let human = store(&server).await;
-    let fb = skillgate_core::revisions::Revisions::new(
-        human.clone(),
-        std::sync::Arc::new(skillgate_core::policy::CatalogHandle::new(
-            human.compiled_catalog().await.unwrap(),
-        )),
-        skillgate_core::audit::AuditLog::new(human.clone()),
-    )
-    .add_human_feedback(
-        "customer-lookup",
-        2,
-        "Say which id format you need.",
-        false,
-        "rita",
-    )
-    .await
-    .unwrap();
+    let admin = skillgate_core::admin::AdminService::open(human.clone())
+        .await
+        .unwrap();
+    let fb = skillgate_core::revisions::Revisions::new(std::sync::Arc::new(admin))
+        .add_human_feedback(
+            "customer-lookup",
+            2,
+            "Say which id format you need.",
+            false,
+            "rita",
+        )
+        .await
+        .unwrap();
     let url = format!("{}/api/v1/skills/customer-lookup/candidates", server.base);
     let body = |sources: Value| {
         json!({"base_version": 1, "instructions": "# Customer lookup\n\nAsk for the C-1234 id.",

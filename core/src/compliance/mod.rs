@@ -23,7 +23,7 @@ pub use crate::store::audit_query::{Outcome, SessionFilter};
 pub use timeline::{Argument, TimelineEntry, Tone, decode_entries, decode_entries_after};
 
 /// The settings key of the retention period, in days.
-const RETENTION_KEY: &str = "audit_retention_days";
+pub(crate) const RETENTION_KEY: &str = "audit_retention_days";
 /// Retention prunes whole segments of this many events, so anchors sit on round seqs.
 pub const SEGMENT: u64 = 1000;
 /// The most events a sessions page checks the chain over: the first events of the
@@ -436,18 +436,6 @@ impl Compliance {
             .compliance_setting(RETENTION_KEY)
             .await?
             .and_then(|v| v.parse().ok()))
-    }
-
-    pub async fn set_retention_days(&self, days: Option<u32>) -> Result<(), ComplianceError> {
-        if days == Some(0) {
-            return Err(ComplianceError::Invalid(
-                "The retention period must be at least one day.".into(),
-            ));
-        }
-        self.store
-            .set_compliance_setting(RETENTION_KEY, days.map(|d| d.to_string()).as_deref())
-            .await?;
-        Ok(())
     }
 
     /// Deletes whole segments of [`SEGMENT`] events whose every event is older than

@@ -47,3 +47,28 @@ pub enum CatalogError {
     #[error("`{0}` is listed twice")]
     Duplicate(String),
 }
+
+impl CatalogError {
+    /// The field of an entry's form (and of the catalog file's entity) the error is about,
+    /// so a console form shows it next to that field rather than guessing from the text.
+    pub fn field(&self) -> &'static str {
+        match self {
+            Self::DescriptionTooLong(_) => "description",
+            Self::Empty("role title") => "title",
+            Self::Empty("upstream command") => "command",
+            Self::Empty(_) => "instructions",
+            Self::UnknownSkill(_) => "skills",
+            Self::UnknownRole(_) => "roles",
+            Self::UnknownTool(_) | Self::ToolNotAdmitted(_) | Self::ToolNotGranted { .. } => "tool",
+            Self::UnknownArgument { .. } | Self::NotNumeric { .. } | Self::NotString { .. } => {
+                "arg"
+            }
+            Self::RequiresItself { .. } => "after",
+            Self::EmptyLimit { what, .. } if what.contains("tools") => "after",
+            Self::EmptyLimit { .. } | Self::NegativeCap { .. } => "value",
+            Self::InvalidSchema { .. } | Self::UnknownUpstream(_) | Self::Duplicate(_) => "form",
+            Self::InvalidPointer { .. } | Self::ResultValueTooLong { .. } => "result",
+            Self::ApprovalExpiry { .. } => "minutes",
+        }
+    }
+}

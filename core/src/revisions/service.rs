@@ -17,12 +17,13 @@ use super::evidence::{Evidence, EvidenceError};
 use super::gate::evaluate;
 use super::limits::{RateLimit, Slot};
 use super::skill_md::{SkillMd, SkillMdError};
-use crate::audit::{AuditError, AuditLog, NewEvent};
+use crate::admin::{AdminError, AdminService, Changed};
+use crate::audit::AuditError;
 use crate::model::{Resource, SkillVersion};
-use crate::policy::CatalogHandle;
 use crate::slug::Slug;
+use crate::store::catalog;
 use crate::store::revisions::{
-    CandidateRecord, CandidateStatus, FeedbackRecord, NewHumanFeedback, Page, PatternRecord,
+    self, CandidateRecord, CandidateStatus, FeedbackRecord, NewHumanFeedback, Page, PatternRecord,
     Proposer,
 };
 use crate::store::{Store, StoreError, stamp};
@@ -208,6 +209,32 @@ pub enum RevisionError {
     Audit(#[from] AuditError),
 }
 
+impl From<AdminError> for RevisionError {
+    fn from(error: AdminError) -> Self {
+        match error {
+            AdminError::Conflict(m) => Self::Store(StoreError::Conflict(m)),
+            AdminError::NotFound(m) => Self::Store(StoreError::NotFound(m)),
+            AdminError::Invalid(e) => Self::Store(StoreError::Invalid(e)),
+            AdminError::Store(e) => Self::Store(e),
+            AdminError::Audit(e) => Self::Audit(e),
+            other => Self::Invalid(other.to_string()),
+        }
+    }
+}
+
+/// Why a decision's transaction refused to commit when the candidate was decided by
+/// someone else after it was read.
+const DECIDED_ELSEWHERE: &str = "the candidate was decided by someone else";
+
+fn decision_error(error: AdminError) -> RevisionError {
+    match error {
+        AdminError::Conflict(m) if m == DECIDED_ELSEWHERE => {
+            RevisionError::AlreadyDecided("decided by someone else")
+        }
+        other => other.into(),
+    }
+}
+
 /// A candidate with what the review page needs besides the row.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CandidateView {
@@ -224,11 +251,13 @@ impl CandidateView {
     }
 }
 
+/// The revision workflow. Every record it writes (a candidate, a decision, a pattern, a
+/// reviewer's feedback) commits with its `admin_change` event through the admin door, and
+/// an approval's new version swaps the live catalog there too.
 #[derive(Clone)]
 pub struct Revisions {
     store: Store,
-    catalog: Arc<CatalogHandle>,
-    audit: AuditLog,
+    admin: Arc<AdminService>,
 }
 
 fn trimmed(text: &str) -> String {
@@ -236,11 +265,10 @@ fn trimmed(text: &str) -> String {
 }
 
 impl Revisions {
-    pub fn new(store: Store, catalog: Arc<CatalogHandle>, audit: AuditLog) -> Self {
+    pub fn new(admin: Arc<AdminService>) -> Self {
         Self {
-            store,
-            catalog,
-            audit,
+            store: admin.store().clone(),
+            admin,
         }
     }
 
@@ -302,7 +330,7 @@ impl Revisions {
     /// The skills of the roles `scope` includes, as the live catalog has them: what a
     /// curator of that scope may read and change.
     pub fn skills_in_scope(&self, scope: &str) -> BTreeSet<String> {
-        let catalog = self.catalog.load();
+        let catalog = self.admin.live();
         catalog
             .roles_in_scope(scope)
             .iter()
@@ -440,21 +468,30 @@ impl Revisions {
             resources: proposal.resources.clone(),
             skill_md: proposal.skill_md.clone(),
         };
-        self.store.insert_candidate(&candidate).await?;
-        self.audit
-            .append(NewEvent::admin_change(
+        let after = json!({
+            "candidate": candidate.id,
+            "proposer_kind": proposer.kind(),
+            "base_version": candidate.base_version,
+            "verdict": candidate.verdict,
+            "sources": candidate.sources,
+        });
+        let changed = Changed::new(
+            "skill_candidate.propose",
+            format!("skill:{}", candidate.skill),
+            Value::Null,
+            after,
+        );
+        let record = candidate.clone();
+        self.admin
+            .commit(
                 proposer.name(),
-                "skill_candidate.propose",
-                &format!("skill:{}", candidate.skill),
-                Value::Null,
-                json!({
-                    "candidate": candidate.id,
-                    "proposer_kind": proposer.kind(),
-                    "base_version": candidate.base_version,
-                    "verdict": candidate.verdict,
-                    "sources": candidate.sources,
+                Box::new(move |conn| {
+                    Box::pin(async move {
+                        revisions::insert_candidate_on(conn, &record).await?;
+                        Ok(((), vec![changed]))
+                    })
                 }),
-            ))
+            )
             .await?;
         Ok(candidate)
     }
@@ -524,6 +561,8 @@ impl Revisions {
         reviewer: &str,
         reason: &str,
     ) -> Result<SkillVersion, RevisionError> {
+        // A new current version is catalog authoring: a catalog file in charge owns it.
+        self.admin.authorable()?;
         let view = self.candidate(id).await?;
         Self::check_decision(&view, reviewer, reason)?;
         let (current, revision) = self.head(&view.candidate.skill).await?;
@@ -544,45 +583,61 @@ impl Revisions {
         if let Some(resources) = &view.candidate.resources {
             skill.resources = resources.clone();
         }
+        let (id, reviewer_name, reason) =
+            (id.to_owned(), reviewer.to_owned(), reason.trim().to_owned());
+        let (verdict, proposer) = (
+            view.candidate.verdict.clone(),
+            view.candidate.proposer.name().to_owned(),
+        );
+        let skill_md = view.candidate.skill_md.clone();
+        let base = current.version;
         let saved = self
-            .store
-            .update_skill_from_file(&skill, revision, view.candidate.skill_md.as_deref())
-            .await?;
-        if !self
-            .store
-            .decide_candidate(
-                id,
-                CandidateStatus::Approved,
+            .admin
+            .commit(
                 reviewer,
-                reason.trim(),
-                Some(saved.value.version),
-                Utc::now(),
-            )
-            .await?
-        {
-            // Someone decided it between our read and now: put the previous version back.
-            self.store
-                .set_current_skill_version(&skill.slug, current.version, saved.revision)
-                .await?;
-            self.refresh_catalog().await?;
-            return Err(RevisionError::AlreadyDecided("decided by someone else"));
-        }
-        self.refresh_catalog().await?;
-        self.audit
-            .append(NewEvent::admin_change(
-                reviewer,
-                "skill_candidate.approve",
-                &format!("skill:{}", skill.slug),
-                json!({ "version": current.version }),
-                json!({
-                    "version": saved.value.version,
-                    "candidate": id,
-                    "verdict": view.candidate.verdict,
-                    "proposer": view.candidate.proposer.name(),
-                    "reason": reason.trim(),
+                Box::new(move |conn| {
+                    Box::pin(async move {
+                        let saved = catalog::update_skill_from_file_on(
+                            conn,
+                            &skill,
+                            revision,
+                            skill_md.as_deref(),
+                        )
+                        .await?;
+                        let version = saved.value.version;
+                        let decided = revisions::decide_candidate_on(
+                            conn,
+                            &id,
+                            CandidateStatus::Approved,
+                            &reviewer_name,
+                            &reason,
+                            Some(version),
+                            Utc::now(),
+                        )
+                        .await?;
+                        if !decided {
+                            // Someone decided it between our read and now: the new
+                            // version rolls back with the transaction.
+                            return Err(StoreError::Conflict(DECIDED_ELSEWHERE.into()));
+                        }
+                        let changed = Changed::new(
+                            "skill_candidate.approve",
+                            format!("skill:{}", skill.slug),
+                            json!({ "version": base }),
+                            json!({
+                                "version": version,
+                                "candidate": id,
+                                "verdict": verdict,
+                                "proposer": proposer,
+                                "reason": reason,
+                            }),
+                        );
+                        Ok((saved, vec![changed]))
+                    })
                 }),
-            ))
-            .await?;
+            )
+            .await
+            .map_err(decision_error)?;
         Ok(saved.value)
     }
 
@@ -595,29 +650,38 @@ impl Revisions {
     ) -> Result<(), RevisionError> {
         let view = self.candidate(id).await?;
         Self::check_decision(&view, reviewer, reason)?;
-        if !self
-            .store
-            .decide_candidate(
-                id,
-                CandidateStatus::Rejected,
+        let (id, reviewer_name, reason) =
+            (id.to_owned(), reviewer.to_owned(), reason.trim().to_owned());
+        let changed = Changed::new(
+            "skill_candidate.reject",
+            format!("skill:{}", view.candidate.skill),
+            Value::Null,
+            json!({ "candidate": id, "verdict": view.candidate.verdict, "reason": reason }),
+        );
+        self.admin
+            .commit(
                 reviewer,
-                reason.trim(),
-                None,
-                Utc::now(),
+                Box::new(move |conn| {
+                    Box::pin(async move {
+                        let decided = revisions::decide_candidate_on(
+                            conn,
+                            &id,
+                            CandidateStatus::Rejected,
+                            &reviewer_name,
+                            &reason,
+                            None,
+                            Utc::now(),
+                        )
+                        .await?;
+                        if !decided {
+                            return Err(StoreError::Conflict(DECIDED_ELSEWHERE.into()));
+                        }
+                        Ok(((), vec![changed]))
+                    })
+                }),
             )
-            .await?
-        {
-            return Err(RevisionError::AlreadyDecided("decided by someone else"));
-        }
-        self.audit
-            .append(NewEvent::admin_change(
-                reviewer,
-                "skill_candidate.reject",
-                &format!("skill:{}", view.candidate.skill),
-                Value::Null,
-                json!({ "candidate": id, "verdict": view.candidate.verdict, "reason": reason.trim() }),
-            ))
-            .await?;
+            .await
+            .map_err(decision_error)?;
         Ok(())
     }
 
@@ -629,20 +693,11 @@ impl Revisions {
         version: u32,
         actor: &str,
     ) -> Result<(), RevisionError> {
+        // A new current version is catalog authoring: a catalog file in charge owns it.
+        self.admin.authorable()?;
         let (current, revision) = self.head(skill).await?;
-        let slug = current.skill.slug.clone();
-        self.store
-            .set_current_skill_version(&slug, version, revision)
-            .await?;
-        self.refresh_catalog().await?;
-        self.audit
-            .append(NewEvent::admin_change(
-                actor,
-                "skill.restore_version",
-                &format!("skill:{skill}"),
-                json!({ "version": current.version }),
-                json!({ "version": version }),
-            ))
+        self.admin
+            .restore_skill_version(actor, &current.skill.slug, version, revision)
             .await?;
         Ok(())
     }
@@ -687,15 +742,23 @@ impl Revisions {
             created_by: created_by.to_owned(),
             created_at: stamp(Utc::now()),
         };
-        self.store.insert_pattern(&pattern).await?;
-        self.audit
-            .append(NewEvent::admin_change(
+        let changed = Changed::new(
+            "wiki_pattern.add",
+            format!("skill:{skill}"),
+            Value::Null,
+            json!({ "pattern": pattern.id, "name": pattern.name, "sources": pattern.sources }),
+        );
+        let record = pattern.clone();
+        self.admin
+            .commit(
                 created_by,
-                "wiki_pattern.add",
-                &format!("skill:{skill}"),
-                Value::Null,
-                json!({ "pattern": pattern.id, "name": pattern.name, "sources": pattern.sources }),
-            ))
+                Box::new(move |conn| {
+                    Box::pin(async move {
+                        revisions::insert_pattern_on(conn, &record).await?;
+                        Ok(((), vec![changed]))
+                    })
+                }),
+            )
             .await?;
         Ok(pattern)
     }
@@ -721,38 +784,49 @@ impl Revisions {
             )));
         }
         let id = format!("fb_{}", Uuid::new_v4().simple());
-        self.store
-            .insert_human_feedback(&NewHumanFeedback {
-                id: &id,
-                skill,
-                version: current.version,
-                rating,
-                comment,
-                requirement,
-                author,
-                at: Utc::now(),
-            })
-            .await?;
-        self.audit
-            .append(NewEvent::admin_change(
-                author,
-                "feedback.add",
-                &format!("skill:{skill}"),
-                Value::Null,
-                json!({
-                    "feedback_id": id,
-                    "kind": if requirement { "requirement" } else { "general" },
-                    "version": current.version,
-                    "rating": rating,
+        let changed = Changed::new(
+            "feedback.add",
+            format!("skill:{skill}"),
+            Value::Null,
+            json!({
+                "feedback_id": id,
+                "kind": if requirement { "requirement" } else { "general" },
+                "version": current.version,
+                "rating": rating,
+            }),
+        );
+        let (fid, skill, comment, author) = (
+            id.clone(),
+            skill.to_owned(),
+            comment.to_owned(),
+            author.to_owned(),
+        );
+        let version = current.version;
+        self.admin
+            .commit(
+                &author.clone(),
+                Box::new(move |conn| {
+                    Box::pin(async move {
+                        revisions::insert_human_feedback_on(
+                            conn,
+                            &NewHumanFeedback {
+                                id: &fid,
+                                skill: &skill,
+                                version,
+                                rating,
+                                comment: &comment,
+                                requirement,
+                                author: &author,
+                                at: Utc::now(),
+                            },
+                        )
+                        .await?;
+                        Ok(((), vec![changed]))
+                    })
                 }),
-            ))
+            )
             .await?;
         Ok(id)
-    }
-
-    async fn refresh_catalog(&self) -> Result<(), RevisionError> {
-        self.catalog.replace(self.store.compiled_catalog().await?);
-        Ok(())
     }
 }
 
@@ -765,8 +839,7 @@ mod tests {
     async fn service() -> Revisions {
         let store = test_store().await;
         assert!(store.seed_demo("/usr/bin/skillgate").await.unwrap());
-        let catalog = Arc::new(CatalogHandle::new(store.compiled_catalog().await.unwrap()));
-        Revisions::new(store.clone(), catalog, AuditLog::new(store))
+        Revisions::new(Arc::new(AdminService::open(store).await.unwrap()))
     }
 
     async fn feedback(revisions: &Revisions, requirement: bool) -> String {
@@ -833,7 +906,7 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(version.version, 2);
-        let served = revisions.catalog.load();
+        let served = revisions.admin.live();
         let skill = served.catalog().skill("refund-handling").unwrap();
         assert_eq!(skill.version, 2);
         assert!(skill.skill.instructions.contains("Confirm the order id"));
@@ -1050,8 +1123,8 @@ mod tests {
             .unwrap();
         assert_eq!(
             revisions
-                .catalog
-                .load()
+                .admin
+                .live()
                 .catalog()
                 .skill("refund-handling")
                 .unwrap()

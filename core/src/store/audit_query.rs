@@ -648,26 +648,49 @@ impl Store {
         key: &str,
         value: Option<&str>,
     ) -> Result<(), StoreError> {
-        match value {
-            Some(value) => {
-                sqlx::query(
-                    "INSERT INTO compliance_settings (key, value) VALUES (?, ?)
-                     ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                )
-                .bind(key)
-                .bind(value)
-                .execute(self.pool())
-                .await?;
-            }
-            None => {
-                sqlx::query("DELETE FROM compliance_settings WHERE key = ?")
-                    .bind(key)
-                    .execute(self.pool())
-                    .await?;
-            }
-        }
-        Ok(())
+        let mut conn = self.pool().acquire().await?;
+        set_compliance_setting_on(&mut conn, key, value).await
     }
+}
+
+/// [`Store::set_compliance_setting`] on a given connection (inside an admin change).
+pub(crate) async fn set_compliance_setting_on(
+    conn: &mut sqlx::SqliteConnection,
+    key: &str,
+    value: Option<&str>,
+) -> Result<(), StoreError> {
+    match value {
+        Some(value) => {
+            sqlx::query(
+                "INSERT INTO compliance_settings (key, value) VALUES (?, ?)
+                 ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            )
+            .bind(key)
+            .bind(value)
+            .execute(&mut *conn)
+            .await?;
+        }
+        None => {
+            sqlx::query("DELETE FROM compliance_settings WHERE key = ?")
+                .bind(key)
+                .execute(&mut *conn)
+                .await?;
+        }
+    }
+    Ok(())
+}
+
+/// A compliance setting read on a given connection.
+pub(crate) async fn compliance_setting_on(
+    conn: &mut sqlx::SqliteConnection,
+    key: &str,
+) -> Result<Option<String>, StoreError> {
+    Ok(
+        sqlx::query_scalar("SELECT value FROM compliance_settings WHERE key = ?")
+            .bind(key)
+            .fetch_optional(&mut *conn)
+            .await?,
+    )
 }
 
 #[cfg(test)]

@@ -75,7 +75,7 @@ impl Store {
     /// Stores `tools` as the whole tool list of `upstream`, each admitted and pinned as it
     /// is (deleting the upstream's tools not named): the trust of a seed or an operator's
     /// script, unaudited. An upstream's sync does not come this way: it goes through
-    /// [`crate::catalog_service::CatalogService::sync_tools`], which quarantines what no admin
+    /// [`crate::admin::AdminService::sync_tools`], which quarantines what no admin
     /// has reviewed and audits it.
     ///
     /// Sensitive-argument markings are the admin's: an incoming spec without any keeps the
@@ -394,7 +394,7 @@ pub(crate) async fn update_skill_on(
 }
 
 /// [`update_skill_on`], keeping `skill_md` (the file the version was uploaded as) with it.
-async fn update_skill_from_file_on(
+pub(crate) async fn update_skill_from_file_on(
     conn: &mut SqliteConnection,
     skill: &Skill,
     expected_revision: i64,
@@ -701,7 +701,8 @@ impl ToolPin {
 #[derive(Debug, Clone, PartialEq)]
 pub struct PinChange {
     pub tool: String,
-    /// `tool.quarantine`, `tool.unquarantine` or `tool.admit`.
+    /// `tool.quarantine`, `tool.unquarantine`, `tool.admit`, `tool.missing` (its upstream
+    /// stopped listing it) or `tool.returned` (listed again).
     pub action: &'static str,
     pub before: serde_json::Value,
     pub after: serde_json::Value,
@@ -860,7 +861,7 @@ async fn seed_tools(
 }
 
 /// Saves what `upstream`'s `tools/list` offered, against the pins (the sync's store half;
-/// [`crate::catalog_service::CatalogService::sync_tools`] commits it with its events):
+/// [`crate::admin::AdminService::sync_tools`] commits it with its events):
 ///
 /// - a tool it starts offering is stored quarantined, its offer as its definition, no pin;
 /// - a pinned tool whose offer hashes otherwise is quarantined at once: its definition stays
@@ -987,7 +988,7 @@ pub(crate) async fn sync_tools_on(
         .filter(|t| t.upstream == upstream.as_str() && !offers.contains_key(t.spec.name.as_str()))
         .map(|t| t.spec.name.clone())
         .collect();
-    mark_missing_on(&mut *conn, upstream, &missing).await?;
+    changes.extend(mark_missing_on(&mut *conn, upstream, &missing).await?);
     Ok(ToolSync {
         listed: offers.len(),
         missing,
@@ -995,12 +996,32 @@ pub(crate) async fn sync_tools_on(
     })
 }
 
-/// [`Store::mark_missing_tools`] on a given connection.
+/// [`Store::mark_missing_tools`] on a given connection. Returns one change per tool whose
+/// flag it raised (`tool.missing`) or lowered (`tool.returned`), for the audit.
 async fn mark_missing_on(
     conn: &mut SqliteConnection,
     upstream: &Slug,
     missing: &[String],
-) -> Result<(), StoreError> {
+) -> Result<Vec<PinChange>, StoreError> {
+    let flagged: Vec<(String, String)> = sqlx::query_as(
+        "SELECT name, missing_since FROM tools \
+         WHERE upstream = ? AND missing_since IS NOT NULL ORDER BY name",
+    )
+    .bind(upstream.as_str())
+    .fetch_all(&mut *conn)
+    .await?;
+    let now = stamp(Utc::now());
+    let flag = |tool: &str, action, before, after| PinChange {
+        tool: tool.to_owned(),
+        action,
+        before: serde_json::json!({ "missing_since": before }),
+        after: serde_json::json!({ "missing_since": after }),
+    };
+    let mut changes: Vec<PinChange> = flagged
+        .iter()
+        .filter(|(name, _)| !missing.contains(name))
+        .map(|(name, since)| flag(name, "tool.returned", Some(since.clone()), None))
+        .collect();
     sqlx::query(
         "UPDATE tools SET missing_since = NULL \
          WHERE upstream = ? AND name NOT IN (SELECT value FROM json_each(?))",
@@ -1009,19 +1030,21 @@ async fn mark_missing_on(
     .bind(to_json(&missing))
     .execute(&mut *conn)
     .await?;
-    let now = stamp(Utc::now());
     for name in missing {
-        sqlx::query(
-            "UPDATE tools SET missing_since = COALESCE(missing_since, ?) \
-             WHERE name = ? AND upstream = ?",
+        let raised = sqlx::query(
+            "UPDATE tools SET missing_since = ? \
+             WHERE name = ? AND upstream = ? AND missing_since IS NULL",
         )
         .bind(&now)
         .bind(name)
         .bind(upstream.as_str())
         .execute(&mut *conn)
         .await?;
+        if raised.rows_affected() > 0 {
+            changes.push(flag(name, "tool.missing", None, Some(now.clone())));
+        }
     }
-    Ok(())
+    Ok(changes)
 }
 
 /// Re-pins `tool` to the definition its upstream offers, if that is still the one hashing to

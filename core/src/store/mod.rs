@@ -18,7 +18,7 @@ pub mod keys;
 pub mod reveals;
 pub mod revisions;
 pub mod sessions;
-mod users;
+pub(crate) mod users;
 
 pub use users::{LoginAttemptCounts, LoginBudget, UserRecord};
 

@@ -7,6 +7,7 @@
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::Row;
+use sqlx::SqliteConnection;
 use sqlx::sqlite::SqliteRow;
 
 use super::{Store, StoreError, stamp};
@@ -230,36 +231,9 @@ const CANDIDATE_COLUMNS: &str = "SELECT id, skill, base_version, description, in
      approved_version, created_at, frontmatter, resources, skill_md FROM skill_candidates";
 
 impl Store {
-    pub async fn insert_candidate(&self, c: &CandidateRecord) -> Result<(), StoreError> {
-        sqlx::query(
-            "INSERT INTO skill_candidates (id, skill, base_version, description, instructions, note, sources, \
-             evidence, verdict, verdict_explanation, proposer_kind, proposer, status, created_at, \
-             frontmatter, resources, skill_md) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)",
-        )
-        .bind(&c.id)
-        .bind(&c.skill)
-        .bind(i64::from(c.base_version))
-        .bind(&c.description)
-        .bind(&c.instructions)
-        .bind(&c.note)
-        .bind(serde_json::to_string(&c.sources).expect("strings serialize"))
-        .bind((!c.evidence.is_null()).then(|| c.evidence.to_string()))
-        .bind(&c.verdict)
-        .bind(c.verdict_explanation.to_string())
-        .bind(c.proposer.kind())
-        .bind(c.proposer.name())
-        .bind(&c.created_at)
-        .bind(c.frontmatter_extra.as_ref().map(|m| Value::Object(m.clone()).to_string()))
-        .bind(
-            c.resources
-                .as_ref()
-                .map(|r| serde_json::to_string(r).expect("resources serialize")),
-        )
-        .bind(&c.skill_md)
-        .execute(self.pool())
-        .await?;
-        Ok(())
+    pub async fn insert_human_feedback(&self, f: &NewHumanFeedback<'_>) -> Result<(), StoreError> {
+        let mut conn = self.pool().acquire().await?;
+        insert_human_feedback_on(&mut conn, f).await
     }
 
     pub async fn get_candidate(&self, id: &str) -> Result<Option<CandidateRecord>, StoreError> {
@@ -326,56 +300,6 @@ impl Store {
         .fetch_optional(self.pool())
         .await?;
         Ok(row.as_ref().map(candidate_from_row).transpose()?)
-    }
-
-    /// Records the decision on a pending candidate. False when it was no longer pending
-    /// (someone else decided first), in which case nothing changed.
-    pub async fn decide_candidate(
-        &self,
-        id: &str,
-        status: CandidateStatus,
-        decided_by: &str,
-        reason: &str,
-        approved_version: Option<u32>,
-        at: DateTime<Utc>,
-    ) -> Result<bool, StoreError> {
-        let done = sqlx::query(
-            "UPDATE skill_candidates SET status = ?, decided_by = ?, reason = ?, decided_at = ?, \
-             approved_version = ? WHERE id = ? AND status = 'pending'",
-        )
-        .bind(status.as_str())
-        .bind(decided_by)
-        .bind(reason)
-        .bind(stamp(at))
-        .bind(approved_version.map(i64::from))
-        .bind(id)
-        .execute(self.pool())
-        .await?;
-        Ok(done.rows_affected() == 1)
-    }
-
-    pub async fn insert_pattern(&self, p: &PatternRecord) -> Result<(), StoreError> {
-        sqlx::query(
-            "INSERT INTO wiki_patterns (id, skill, name, content, sources, created_by, created_at) \
-             VALUES (?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(&p.id)
-        .bind(&p.skill)
-        .bind(&p.name)
-        .bind(&p.content)
-        .bind(serde_json::to_string(&p.sources).expect("strings serialize"))
-        .bind(&p.created_by)
-        .bind(&p.created_at)
-        .execute(self.pool())
-        .await
-        .map_err(|e| match &e {
-            sqlx::Error::Database(db) if db.is_unique_violation() => StoreError::Conflict(format!(
-                "skill `{}` already has a pattern named `{}`",
-                p.skill, p.name
-            )),
-            _ => StoreError::Sqlx(e),
-        })?;
-        Ok(())
     }
 
     /// The first [`MAX_PATTERNS`] wiki patterns of `skill`, oldest first, and how many it
@@ -488,28 +412,6 @@ impl Store {
             .collect::<Result<Vec<_>, sqlx::Error>>()?;
         found.sort_by_key(|f| ids.iter().position(|id| *id == f.id));
         Ok(found)
-    }
-
-    pub async fn insert_human_feedback(&self, f: &NewHumanFeedback<'_>) -> Result<(), StoreError> {
-        sqlx::query(
-            "INSERT INTO skill_feedback (id, skill, version, rating, comment, kind, author, at) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(f.id)
-        .bind(f.skill)
-        .bind(i64::from(f.version))
-        .bind(i64::from(f.rating))
-        .bind(f.comment)
-        .bind(if f.requirement {
-            "requirement"
-        } else {
-            "general"
-        })
-        .bind(f.author)
-        .bind(stamp(f.at))
-        .execute(self.pool())
-        .await?;
-        Ok(())
     }
 
     /// Explicit requirements raised against `base_version` of `skill` or later: the ones a
@@ -658,4 +560,117 @@ fn feedback_from_row(row: &SqliteRow) -> Result<FeedbackRecord, sqlx::Error> {
         kind: row.try_get("kind")?,
         at: row.try_get("at")?,
     })
+}
+
+pub(crate) async fn insert_candidate_on(
+    conn: &mut SqliteConnection,
+    c: &CandidateRecord,
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "INSERT INTO skill_candidates (id, skill, base_version, description, instructions, note, sources, \
+         evidence, verdict, verdict_explanation, proposer_kind, proposer, status, created_at, \
+         frontmatter, resources, skill_md) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)",
+    )
+    .bind(&c.id)
+    .bind(&c.skill)
+    .bind(i64::from(c.base_version))
+    .bind(&c.description)
+    .bind(&c.instructions)
+    .bind(&c.note)
+    .bind(serde_json::to_string(&c.sources).expect("strings serialize"))
+    .bind((!c.evidence.is_null()).then(|| c.evidence.to_string()))
+    .bind(&c.verdict)
+    .bind(c.verdict_explanation.to_string())
+    .bind(c.proposer.kind())
+    .bind(c.proposer.name())
+    .bind(&c.created_at)
+    .bind(c.frontmatter_extra.as_ref().map(|m| Value::Object(m.clone()).to_string()))
+    .bind(
+        c.resources
+            .as_ref()
+            .map(|r| serde_json::to_string(r).expect("resources serialize")),
+    )
+    .bind(&c.skill_md)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+/// Records the decision on a pending candidate. False when it was no longer pending
+/// (someone else decided first), in which case nothing changed.
+pub(crate) async fn decide_candidate_on(
+    conn: &mut SqliteConnection,
+    id: &str,
+    status: CandidateStatus,
+    decided_by: &str,
+    reason: &str,
+    approved_version: Option<u32>,
+    at: DateTime<Utc>,
+) -> Result<bool, StoreError> {
+    let done = sqlx::query(
+        "UPDATE skill_candidates SET status = ?, decided_by = ?, reason = ?, decided_at = ?, \
+         approved_version = ? WHERE id = ? AND status = 'pending'",
+    )
+    .bind(status.as_str())
+    .bind(decided_by)
+    .bind(reason)
+    .bind(stamp(at))
+    .bind(approved_version.map(i64::from))
+    .bind(id)
+    .execute(&mut *conn)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+pub(crate) async fn insert_pattern_on(
+    conn: &mut SqliteConnection,
+    p: &PatternRecord,
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "INSERT INTO wiki_patterns (id, skill, name, content, sources, created_by, created_at) \
+         VALUES (?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(&p.id)
+    .bind(&p.skill)
+    .bind(&p.name)
+    .bind(&p.content)
+    .bind(serde_json::to_string(&p.sources).expect("strings serialize"))
+    .bind(&p.created_by)
+    .bind(&p.created_at)
+    .execute(&mut *conn)
+    .await
+    .map_err(|e| match &e {
+        sqlx::Error::Database(db) if db.is_unique_violation() => StoreError::Conflict(format!(
+            "skill `{}` already has a pattern named `{}`",
+            p.skill, p.name
+        )),
+        _ => StoreError::Sqlx(e),
+    })?;
+    Ok(())
+}
+
+pub(crate) async fn insert_human_feedback_on(
+    conn: &mut SqliteConnection,
+    f: &NewHumanFeedback<'_>,
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "INSERT INTO skill_feedback (id, skill, version, rating, comment, kind, author, at) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(f.id)
+    .bind(f.skill)
+    .bind(i64::from(f.version))
+    .bind(i64::from(f.rating))
+    .bind(f.comment)
+    .bind(if f.requirement {
+        "requirement"
+    } else {
+        "general"
+    })
+    .bind(f.author)
+    .bind(stamp(f.at))
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
 }

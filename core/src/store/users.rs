@@ -1,7 +1,7 @@
 //! SQL for console users and login throttling.
 
 use chrono::{DateTime, Utc};
-use sqlx::Row;
+use sqlx::{Row, SqliteConnection};
 
 use super::{Store, StoreError, stamp};
 
@@ -64,25 +64,8 @@ impl Store {
         role: &str,
         password_hash: &str,
     ) -> Result<i64, StoreError> {
-        let now = stamp(Utc::now());
-        let result = sqlx::query(
-            "INSERT INTO console_users (name, role, password_hash, created_at, updated_at)
-             VALUES (?, ?, ?, ?, ?)",
-        )
-        .bind(name)
-        .bind(role)
-        .bind(password_hash)
-        .bind(&now)
-        .bind(&now)
-        .execute(self.pool())
-        .await;
-        match result {
-            Ok(done) => Ok(done.last_insert_rowid()),
-            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => Err(StoreError::Conflict(
-                format!("a console user named `{name}` already exists"),
-            )),
-            Err(e) => Err(e.into()),
-        }
+        let mut conn = self.pool().acquire().await?;
+        insert_user_on(&mut conn, name, role, password_hash).await
     }
 
     pub async fn find_user(&self, name: &str) -> Result<Option<UserRecord>, StoreError> {
@@ -113,18 +96,8 @@ impl Store {
         name: &str,
         password_hash: &str,
     ) -> Result<(), StoreError> {
-        let done = sqlx::query(
-            "UPDATE console_users SET password_hash = ?, updated_at = ? WHERE name = ?",
-        )
-        .bind(password_hash)
-        .bind(stamp(Utc::now()))
-        .bind(name)
-        .execute(self.pool())
-        .await?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound(format!("console user `{name}`")));
-        }
-        Ok(())
+        let mut conn = self.pool().acquire().await?;
+        set_user_password_on(&mut conn, name, password_hash).await
     }
 
     /// Reserves one failed-sign-in slot for `user_name` and for `address` before the
@@ -193,57 +166,111 @@ impl Store {
         user_name: &str,
         before: DateTime<Utc>,
     ) -> Result<(), StoreError> {
-        sqlx::query("DELETE FROM login_failures WHERE user_name = ? OR at < ?")
-            .bind(user_name)
-            .bind(stamp(before))
-            .execute(self.pool())
-            .await?;
-        Ok(())
+        let mut conn = self.pool().acquire().await?;
+        clear_login_failures_on(&mut conn, user_name, before).await
     }
 }
 
-impl Store {
-    /// Sets a user's console role and disabled flag in one transaction, refusing any change
-    /// that would leave no enabled admin (nobody could then manage the console). Returns the
-    /// row as it was before, for the audit.
-    pub async fn update_user_access(
-        &self,
-        name: &str,
-        role: &str,
-        disabled: bool,
-    ) -> Result<UserRecord, StoreError> {
-        let mut tx = self.pool().begin().await?;
-        let before = sqlx::query("SELECT * FROM console_users WHERE name = ?")
+pub(crate) async fn insert_user_on(
+    conn: &mut SqliteConnection,
+    name: &str,
+    role: &str,
+    password_hash: &str,
+) -> Result<i64, StoreError> {
+    let now = stamp(Utc::now());
+    let result = sqlx::query(
+        "INSERT INTO console_users (name, role, password_hash, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?)",
+    )
+    .bind(name)
+    .bind(role)
+    .bind(password_hash)
+    .bind(&now)
+    .bind(&now)
+    .execute(&mut *conn)
+    .await;
+    match result {
+        Ok(done) => Ok(done.last_insert_rowid()),
+        Err(sqlx::Error::Database(e)) if e.is_unique_violation() => Err(StoreError::Conflict(
+            format!("a console user named `{name}` already exists"),
+        )),
+        Err(e) => Err(e.into()),
+    }
+}
+
+pub(crate) async fn set_user_password_on(
+    conn: &mut SqliteConnection,
+    name: &str,
+    password_hash: &str,
+) -> Result<(), StoreError> {
+    let done =
+        sqlx::query("UPDATE console_users SET password_hash = ?, updated_at = ? WHERE name = ?")
+            .bind(password_hash)
+            .bind(stamp(Utc::now()))
             .bind(name)
-            .fetch_optional(&mut *tx)
-            .await?
-            .as_ref()
-            .map(user_from_row)
-            .transpose()?
-            .ok_or_else(|| StoreError::NotFound(format!("console user `{name}`")))?;
-        sqlx::query(
-            "UPDATE console_users SET role = ?, disabled = ?, updated_at = ? WHERE name = ?",
-        )
+            .execute(&mut *conn)
+            .await?;
+    if done.rows_affected() == 0 {
+        return Err(StoreError::NotFound(format!("console user `{name}`")));
+    }
+    Ok(())
+}
+
+pub(crate) async fn clear_login_failures_on(
+    conn: &mut SqliteConnection,
+    user_name: &str,
+    before: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    sqlx::query("DELETE FROM login_failures WHERE user_name = ? OR at < ?")
+        .bind(user_name)
+        .bind(stamp(before))
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
+}
+
+/// Sets a user's console role and disabled flag, refusing any change that would leave no
+/// enabled admin (nobody could then manage the console); the caller's transaction rolls
+/// the update back on that error. Returns the row as it was before, for the audit.
+pub(crate) async fn update_user_access_on(
+    conn: &mut SqliteConnection,
+    name: &str,
+    role: &str,
+    disabled: bool,
+) -> Result<UserRecord, StoreError> {
+    let before = sqlx::query("SELECT * FROM console_users WHERE name = ?")
+        .bind(name)
+        .fetch_optional(&mut *conn)
+        .await?
+        .as_ref()
+        .map(user_from_row)
+        .transpose()?
+        .ok_or_else(|| StoreError::NotFound(format!("console user `{name}`")))?;
+    sqlx::query("UPDATE console_users SET role = ?, disabled = ?, updated_at = ? WHERE name = ?")
         .bind(role)
         .bind(i64::from(disabled))
         .bind(stamp(Utc::now()))
         .bind(name)
-        .execute(&mut *tx)
+        .execute(&mut *conn)
         .await?;
-        let admins: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM console_users WHERE role = 'admin' AND disabled = 0",
-        )
-        .fetch_one(&mut *tx)
-        .await?;
-        if admins == 0 {
-            // Dropping the transaction rolls the update back.
-            return Err(StoreError::Conflict(
-                "this would leave no enabled admin; make someone else admin first".to_owned(),
-            ));
-        }
-        tx.commit().await?;
-        Ok(before)
+    let admins: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM console_users WHERE role = 'admin' AND disabled = 0",
+    )
+    .fetch_one(&mut *conn)
+    .await?;
+    if admins == 0 {
+        return Err(StoreError::Conflict(
+            "this would leave no enabled admin; make someone else admin first".to_owned(),
+        ));
     }
+    Ok(before)
+}
+
+/// How many console users there are, on a given connection.
+pub(crate) async fn count_users_on(conn: &mut SqliteConnection) -> Result<i64, StoreError> {
+    Ok(sqlx::query_scalar("SELECT COUNT(*) FROM console_users")
+        .fetch_one(&mut *conn)
+        .await?)
 }
 
 #[cfg(test)]

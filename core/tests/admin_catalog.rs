@@ -5,15 +5,15 @@ use std::sync::Arc;
 
 use chrono::{Duration, Utc};
 use serde_json::json;
+use skillgate_core::admin::{AdminError, AdminService};
 use skillgate_core::audit::{AuditLog, EventKind};
-use skillgate_core::catalog_service::{AuthoringError, CatalogService};
 use skillgate_core::model::{ArgCheck, CmpOp, Limit, Role, Scope};
 use skillgate_core::policy::{CallRequest, CatalogHandle, Decision, SessionView, decide};
 use skillgate_core::slug::Slug;
 use skillgate_core::store::Store;
 
 struct Fixture {
-    service: CatalogService,
+    service: AdminService,
     handle: Arc<CatalogHandle>,
     _dir: tempfile::TempDir,
 }
@@ -25,7 +25,7 @@ async fn fixture() -> Fixture {
         .unwrap();
     store.seed_demo("/nonexistent/skillgate").await.unwrap();
     let handle = Arc::new(CatalogHandle::new(store.compiled_catalog().await.unwrap()));
-    let service = CatalogService::new(store.clone(), AuditLog::new(store), handle.clone());
+    let service = AdminService::new(store.clone(), AuditLog::new(store), handle.clone());
     Fixture {
         service,
         handle,
@@ -140,7 +140,7 @@ async fn a_second_save_from_a_stale_revision_is_refused_and_only_the_first_is_au
         .update_role("bob", &second, role.revision)
         .await
         .unwrap_err();
-    assert!(matches!(err, AuthoringError::Conflict(_)), "{err}");
+    assert!(matches!(err, AdminError::Conflict(_)), "{err}");
     assert!(err.to_string().contains("changed by someone else"), "{err}");
 
     let history = f.service.history("role:billing-admin").await.unwrap();
@@ -324,7 +324,7 @@ async fn an_upstream_that_could_never_connect_or_shadows_the_builtin_one_is_refu
 
 #[tokio::test]
 async fn upstream_credentials_are_stored_kept_when_left_out_and_never_audited() {
-    use skillgate_core::catalog_service::CredentialUpdate;
+    use skillgate_core::admin::CredentialUpdate;
     use skillgate_core::model::{Upstream, UpstreamKind};
     use skillgate_core::upstream::Secret;
     use std::collections::BTreeMap;

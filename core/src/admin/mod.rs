@@ -1,0 +1,244 @@
+//! The one door for admin changes: the catalog (roles, scopes, skills, tools, upstreams),
+//! agent keys, console users and settings all change through [`AdminService`], whoever
+//! asks: the console, `/api`, the CLI, the upstream sync or a catalog file.
+//!
+//! A change is validated, then stored together with one `admin_change` audit event per
+//! entity it touched (who, before, after; the chain adds when) in one transaction through
+//! the process's one audit writer: a refused change leaves no event, and no change is ever
+//! stored without its event. Then the live [`CatalogHandle`] snapshot is recompiled and
+//! swapped, so the next decision on `/mcp` uses it without a restart. Errors are typed and
+//! name the field they are about ([`AdminError::field`]).
+//!
+//! What a session keeps: the skill versions it learned (recorded in the session and in its
+//! `learn_granted` event) are what it was taught. Grants and limits always follow the live
+//! catalog: tightening a limit or removing a role from a scope must bite at once for every
+//! session, because an agent that learned a looser rule yesterday has no claim to it today.
+
+mod catalog;
+mod error;
+mod keys;
+mod settings;
+mod sync;
+mod users;
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use serde::Serialize;
+use serde_json::{Value, json};
+use sqlx::SqliteConnection;
+use tokio::sync::Mutex;
+
+use crate::audit::{AuditError, AuditEvent, AuditLog, NewEvent};
+use crate::policy::{CatalogHandle, CompiledCatalog};
+use crate::store::{Store, StoreError};
+
+pub use catalog::CredentialUpdate;
+pub use error::AdminError;
+
+/// How many change-log entries an entity's history shows.
+pub const HISTORY_LIMIT: u32 = 50;
+
+/// The audit target naming one entity, e.g. `role:billing-admin`.
+pub fn target(kind: &str, name: &str) -> String {
+    format!("{kind}:{name}")
+}
+
+fn snapshot(value: &impl Serialize, revision: i64) -> Value {
+    json!({ "revision": revision, "value": value })
+}
+
+/// What one change did to one entity: the `admin_change` event it is recorded as.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Changed {
+    pub action: String,
+    /// As made by [`target`].
+    pub target: String,
+    pub before: Value,
+    pub after: Value,
+}
+
+impl Changed {
+    pub fn new(action: impl Into<String>, target: String, before: Value, after: Value) -> Self {
+        Self {
+            action: action.into(),
+            target,
+            before,
+            after,
+        }
+    }
+}
+
+/// A change run inside the door's transaction: it returns the value to hand back and what
+/// it changed, one [`Changed`] per entity.
+pub(crate) type ChangeFn<T> = Box<
+    dyn for<'c> FnOnce(
+            &'c mut SqliteConnection,
+        ) -> BoxFuture<'c, Result<(T, Vec<Changed>), StoreError>>
+        + Send,
+>;
+
+/// The admin service. Cheap to share behind an `Arc`.
+pub struct AdminService {
+    store: Store,
+    audit: AuditLog,
+    catalog: Arc<CatalogHandle>,
+    /// Serializes reload-and-swap so two changes cannot swap their snapshots out of order.
+    swap: Mutex<()>,
+    /// The catalog file this process serves the catalog from (`serve --catalog`): then
+    /// the file is the only way to author the catalog, and other authoring is refused.
+    managed_by: Option<String>,
+}
+
+impl std::fmt::Debug for AdminService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AdminService").finish_non_exhaustive()
+    }
+}
+
+impl AdminService {
+    pub fn new(store: Store, audit: AuditLog, catalog: Arc<CatalogHandle>) -> Self {
+        Self {
+            store,
+            audit,
+            catalog,
+            swap: Mutex::new(()),
+            managed_by: None,
+        }
+    }
+
+    /// Makes `file` the only source of the catalog (GitOps): authoring through anything but
+    /// [`Self::apply_catalog`] is then refused with [`AdminError::ManagedAsCode`]. Users,
+    /// settings, upstream credentials and the upstream sync stay open.
+    pub fn managed_by(mut self, file: impl Into<String>) -> Self {
+        self.managed_by = Some(file.into());
+        self
+    }
+
+    /// The catalog file that is the only source of the catalog, when there is one.
+    pub fn catalog_file(&self) -> Option<&str> {
+        self.managed_by.as_deref()
+    }
+
+    /// Refuses a catalog authoring change while a file manages the catalog.
+    pub(crate) fn authorable(&self) -> Result<(), AdminError> {
+        match &self.managed_by {
+            Some(file) => Err(AdminError::ManagedAsCode { file: file.clone() }),
+            None => Ok(()),
+        }
+    }
+
+    /// The service for a one-shot command on `store`: its own audit writer (the process's
+    /// only one) and the stored catalog.
+    pub async fn open(store: Store) -> Result<Self, AdminError> {
+        let compiled = store.compiled_catalog().await?;
+        let audit = AuditLog::new(store.clone());
+        Ok(Self::new(
+            store,
+            audit,
+            Arc::new(CatalogHandle::new(compiled)),
+        ))
+    }
+
+    /// The live snapshot (what `/mcp` decides with right now).
+    pub fn live(&self) -> Arc<CompiledCatalog> {
+        self.catalog.load()
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The process's one audit writer, for services that append through it.
+    pub fn audit(&self) -> &AuditLog {
+        &self.audit
+    }
+
+    /// Recompiles the catalog from the store and swaps it in for the next decision.
+    pub async fn reload(&self) -> Result<(), AdminError> {
+        let _guard = self.swap.lock().await;
+        let compiled = self.store.compiled_catalog().await?;
+        self.catalog.replace(compiled);
+        Ok(())
+    }
+
+    /// The door itself. Runs `change` inside one transaction on the audit writer and
+    /// commits it with one `admin_change` event by `actor` per [`Changed`] it returns (no
+    /// change without its events, no event for a change that failed), then swaps the live
+    /// snapshot.
+    pub(crate) async fn commit<T: Send + 'static>(
+        &self,
+        actor: &str,
+        change: ChangeFn<T>,
+    ) -> Result<T, AdminError> {
+        let actor = actor.to_owned();
+        let committed = self
+            .audit
+            .commit(move |conn| {
+                Box::pin(async move {
+                    let (value, changed) = change(conn).await?;
+                    let events = changed
+                        .iter()
+                        .map(|c| {
+                            NewEvent::admin_change(
+                                &actor,
+                                &c.action,
+                                &c.target,
+                                c.before.clone(),
+                                c.after.clone(),
+                            )
+                        })
+                        .collect();
+                    Ok(Some((value, events)))
+                })
+            })
+            .await
+            .map_err(from_audit)?;
+        let value = committed.ok_or_else(|| {
+            AdminError::Conflict("the change was not applied; reload and try again".into())
+        })?;
+        self.reload().await?;
+        Ok(value)
+    }
+
+    /// [`Self::commit`] for a change of one entity: `change` returns the value to hand back
+    /// with the entity's `before` and `after`.
+    async fn save<T, C>(
+        &self,
+        actor: &str,
+        action: &'static str,
+        target: String,
+        change: C,
+    ) -> Result<T, AdminError>
+    where
+        T: Send + 'static,
+        C: for<'c> FnOnce(
+                &'c mut SqliteConnection,
+            ) -> BoxFuture<'c, Result<(T, Value, Value), StoreError>>
+            + Send
+            + 'static,
+    {
+        self.commit(
+            actor,
+            Box::new(move |conn| {
+                Box::pin(async move {
+                    let (value, before, after) = change(conn).await?;
+                    Ok((value, vec![Changed::new(action, target, before, after)]))
+                })
+            }),
+        )
+        .await
+    }
+
+    /// An entity's change log (`target` as made by [`target`]), newest first.
+    pub async fn history(&self, target: &str) -> Result<Vec<AuditEvent>, AdminError> {
+        Ok(self.audit.admin_changes(target, HISTORY_LIMIT).await?)
+    }
+}
+
+fn from_audit(error: AuditError) -> AdminError {
+    match error {
+        AuditError::Store(store) => AdminError::from(store),
+        other => AdminError::Audit(other),
+    }
+}
