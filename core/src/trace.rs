@@ -161,6 +161,9 @@ struct HeaderCarrier<'a>(&'a mut HashMap<HeaderName, HeaderValue>);
 
 impl Injector for HeaderCarrier<'_> {
     fn set(&mut self, key: &str, value: String) {
+        if value.is_empty() {
+            return;
+        }
         if let (Ok(name), Ok(value)) = (
             HeaderName::from_bytes(key.as_bytes()),
             HeaderValue::from_str(&value),
@@ -175,7 +178,10 @@ struct MetaCarrier(Map<String, Value>);
 
 impl Injector for MetaCarrier {
     fn set(&mut self, key: &str, value: String) {
-        self.0.insert(key.to_owned(), Value::String(value));
+        // The W3C propagator writes an empty `tracestate` when there is none.
+        if !value.is_empty() {
+            self.0.insert(key.to_owned(), Value::String(value));
+        }
     }
 }
 
