@@ -18,5 +18,6 @@ pub mod policy;
 pub mod revisions;
 pub mod slug;
 pub mod store;
+pub mod trace;
 pub mod upstream;
 pub mod users;

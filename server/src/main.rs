@@ -16,6 +16,7 @@ mod mcp;
 mod metrics_http;
 mod serve;
 mod skill_cmd;
+mod telemetry;
 mod upstream_sync;
 mod user_cmd;
 
@@ -23,9 +24,12 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::Parser;
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
+use tracing_subscriber::{EnvFilter, Layer as _};
 
 use crate::cli::{Cli, Command};
+use crate::telemetry::Telemetry;
 
 /// The log filter when `RUST_LOG` is not set. A server's log is its running commentary;
 /// a one-shot command (`key create`, `user add`, `audit verify`, …) prints its result on
@@ -39,23 +43,56 @@ fn default_filter(command: Option<&Command>) -> &'static str {
     }
 }
 
-fn init_tracing(command: Option<&Command>) {
+/// Sets up the log and, for `serve` when the `OTEL_*` variables ask for it, the trace
+/// exporter (see [`telemetry`]), which the caller shuts down on the way out.
+fn init_tracing(command: Option<&Command>) -> Option<Telemetry> {
     // Logs go to stderr: stdout carries the MCP stream of `demo-upstream` and the one-time
     // secrets that `serve` and `key create` print. Colours only for a person at a terminal:
     // a file, a pipe or the parent relaying a stdio upstream's stderr gets plain text.
+    // The trace spans are the exporter's, not the log's.
     let filter = EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| EnvFilter::new(default_filter(command)));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
+        .unwrap_or_else(|_| EnvFilter::new(default_filter(command)))
+        .add_directive(
+            format!("{}=off", skillgate_core::trace::TARGET)
+                .parse()
+                .expect("a valid directive"),
+        );
+    let log = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
+        .with_filter(filter);
+    // Only the server traces; its stdio upstreams inherit its environment and must not.
+    let serving = matches!(command, None | Some(Command::Serve(_)));
+    let (telemetry, failure) = match serving.then(Telemetry::from_env) {
+        Some(Ok(telemetry)) => (telemetry, None),
+        Some(Err(error)) => (None, Some(error)),
+        None => (None, None),
+    };
+    tracing_subscriber::registry()
+        .with(log)
+        .with(telemetry.as_ref().map(Telemetry::layer))
         .init();
+    if let Some(error) = failure {
+        tracing::error!(%error, "traces are not exported");
+    } else if telemetry.is_some() {
+        tracing::info!("exporting traces over OTLP/HTTP");
+    }
+    telemetry
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<ExitCode> {
     let cli = Cli::parse();
-    init_tracing(cli.command.as_ref());
+    let telemetry = init_tracing(cli.command.as_ref());
+    let outcome = run(cli).await;
+    // After the server has stopped: the last requests' spans are queued by now.
+    if let Some(telemetry) = telemetry {
+        telemetry.shutdown().await;
+    }
+    outcome
+}
+
+async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         None => serve::run(&cli.database_url, Cli::default_serve()).await,
         Some(Command::Serve(args)) => serve::run(&cli.database_url, args).await,

@@ -341,12 +341,21 @@ pub async fn run(database_url: &str, args: ServeArgs) -> anyhow::Result<()> {
         listener,
         router.into_make_service_with_connect_info::<SocketAddr>(),
     )
-    .with_graceful_shutdown(async {
-        let _ = tokio::signal::ctrl_c().await;
-    })
+    .with_graceful_shutdown(shutdown_signal())
     .await?;
     checkpoints.sign_final().await;
     Ok(())
+}
+
+/// Ctrl-C, or the SIGTERM a service manager or container runtime stops a server with: both
+/// end it cleanly (final audit checkpoint, last trace spans flushed).
+async fn shutdown_signal() {
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("a SIGTERM handler can be installed");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = terminate.recv() => {}
+    }
 }
 
 /// The console's static files leave gzipped when the browser accepts it: the main wasm

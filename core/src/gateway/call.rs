@@ -7,6 +7,9 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use opentelemetry::KeyValue;
+use tracing::Instrument as _;
+
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -22,6 +25,7 @@ use crate::policy::{
 };
 use crate::revisions::curator::{META_AGENT, META_SESSION};
 use crate::slug::Slug;
+use crate::trace;
 use crate::upstream::UpstreamError;
 
 /// How often a decision is retried when another process changed the session in between.
@@ -68,6 +72,9 @@ impl Gateway {
                 .unwrap_or_default(),
         };
         let mut session_time = timer.elapsed();
+        if !sid.is_empty() {
+            trace::record_current([KeyValue::new(trace::SESSION_ID, sid.clone())]);
+        }
         let catalog = self.catalog.load();
         let sensitive = catalog
             .tool(tool)
@@ -121,8 +128,11 @@ impl Gateway {
                 approved: None,
             };
             let timer = Instant::now();
-            let decision = decide(&catalog, current.as_ref().map(|s| &s.view), request, now);
+            let decide_span = trace::decide_span();
+            let decision = decide_span
+                .in_scope(|| decide(&catalog, current.as_ref().map(|s| &s.view), request, now));
             metrics.observe(Phase::Decide, timer.elapsed());
+            record_decision(&decide_span, &decision);
             let permit = match decision {
                 Decision::Deny(denial) => {
                     let denied = Denied {
@@ -214,6 +224,7 @@ impl Gateway {
                 audited_arguments,
                 &learned_versions(&view, permit.role()),
             ))
+            .instrument(trace::audit_span("call_allowed"))
             .await?;
         metrics.observe(Phase::AuditDecision, timer.elapsed());
 
@@ -281,6 +292,7 @@ impl Gateway {
                         outcome.duration.as_millis() as u64,
                         &audited,
                     ))
+                    .instrument(trace::audit_span("call_result"))
                     .await?;
                 metrics.observe(Phase::AuditResult, timer.elapsed());
                 if !outcome.is_error {
@@ -302,6 +314,7 @@ impl Gateway {
                             message: error.to_string(),
                         },
                     ))
+                    .instrument(trace::audit_span("call_result"))
                     .await?;
                 metrics.observe(Phase::AuditResult, timer.elapsed());
                 Ok(ToolReply::Gateway {
@@ -337,6 +350,12 @@ impl Gateway {
         } = denied;
         self.metrics.observe(Phase::Session, session_time);
         self.metrics.count_decision(Outcome::Denied(denial.code));
+        trace::record_decision(
+            &tracing::Span::none(),
+            "denied",
+            Some(&code_label(denial.code)),
+            denial.role.as_ref().map(Slug::as_str),
+        );
         let timer = Instant::now();
         let event = NewEvent::call_denied(
             &agent.key_name,
@@ -345,7 +364,10 @@ impl Gateway {
             &code_label(denial.code),
             Some(&bounds::audited_rule(&denial.rule)),
         );
-        self.audit.append(place.place(event)).await?;
+        self.audit
+            .append(place.place(event))
+            .instrument(trace::audit_span("call_denied"))
+            .await?;
         self.metrics.observe(Phase::AuditDecision, timer.elapsed());
         Ok(refusal(denial))
     }
@@ -390,6 +412,28 @@ impl Gateway {
             "could not record a success after retries"
         );
         Ok(())
+    }
+}
+
+/// Puts a decision on the trace: its kind, the class of rule that denied or held it (the
+/// rule's sentence can quote argument values, so it stays in the audit log) and the role.
+fn record_decision(span: &tracing::Span, decision: &Decision) {
+    match decision {
+        Decision::Allow(permit) => {
+            trace::record_decision(span, "allowed", None, Some(permit.role().as_str()));
+        }
+        Decision::Hold(hold) => trace::record_decision(
+            span,
+            "pending_approval",
+            Some("REQUIRES_APPROVAL"),
+            Some(hold.permit().role().as_str()),
+        ),
+        Decision::Deny(denial) => trace::record_decision(
+            span,
+            "denied",
+            Some(&code_label(denial.code)),
+            denial.role.as_ref().map(Slug::as_str),
+        ),
     }
 }
 

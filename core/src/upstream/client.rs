@@ -10,11 +10,13 @@ use rmcp::model::{
 use rmcp::service::ServiceError;
 use tokio::sync::{Mutex, OwnedMutexGuard};
 use tokio::time::timeout_at;
+use tracing::Instrument as _;
 
 use super::connection::{Connection, request_error};
 use super::{UpstreamConfig, UpstreamError};
 use crate::model::ToolSpec;
 use crate::policy::Permit;
+use crate::trace::{self, UpstreamTransport};
 
 /// Timeouts and restart backoff of one [`UpstreamClient`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -174,9 +176,38 @@ impl UpstreamClient {
     /// timed-out request is cancelled at the upstream with `notifications/cancelled`).
     ///
     /// `meta` is request `_meta`: how the gateway tells an in-process upstream which agent
-    /// is calling. Never used for outside upstreams.
+    /// is calling (outside upstreams get none of that). When the call is traced, the trace
+    /// context joins it (`traceparent`, `tracestate`), for every upstream; an HTTP upstream
+    /// also gets it as headers (see [`super::http`]).
     #[tracing::instrument(skip_all, fields(upstream = %self.name, tool = %permit.tool()))]
     pub async fn call(
+        &self,
+        permit: Permit,
+        mut meta: Option<JsonObject>,
+        timeout: Duration,
+    ) -> Result<CallOutcome, UpstreamError> {
+        let transport = match &self.config {
+            UpstreamConfig::Http { url, .. } => UpstreamTransport::Http(url),
+            UpstreamConfig::Stdio { .. } => UpstreamTransport::Stdio,
+            UpstreamConfig::InProcess(_) => UpstreamTransport::InProcess,
+        };
+        let span = trace::upstream_span(permit.tool(), &self.name, transport);
+        trace::inject_into_meta(&span, &mut meta);
+        let outcome = self
+            .call_traced(permit, meta, timeout)
+            .instrument(span.clone())
+            .await;
+        match &outcome {
+            Ok(outcome) if outcome.is_error => {
+                trace::record_error(&span, "tool_error", "the tool reported an error")
+            }
+            Ok(_) => {}
+            Err(error) => trace::record_error(&span, error.kind(), error.agent_message()),
+        }
+        outcome
+    }
+
+    async fn call_traced(
         &self,
         permit: Permit,
         meta: Option<JsonObject>,

@@ -75,6 +75,21 @@ impl UpstreamError {
             | Self::Protocol { upstream, .. } => upstream,
         }
     }
+
+    /// A low-cardinality name of the kind of failure (a trace's `error.type`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Unknown { .. } => "unknown_upstream",
+            Self::Spawn { .. } => "spawn",
+            Self::Connect { .. } => "connect",
+            Self::Unauthorized { .. } => "unauthorized",
+            Self::Disconnected { .. } => "disconnected",
+            Self::Timeout { .. } => "timeout",
+            Self::BackingOff { .. } => "backing_off",
+            Self::Rpc { .. } => "rpc",
+            Self::Protocol { .. } => "protocol",
+        }
+    }
 }
 
 impl UpstreamError {

@@ -13,6 +13,10 @@
 //! could find the connection still busy and open another one (4 of 400 sequential calls
 //! did, in `upstream_http.rs`). Reading the body to its end before the response is handed
 //! on puts the connection back in the pool first.
+//!
+//! A traced `tools/call` carries its W3C trace context in `_meta`; [`PooledHttp`] sends it
+//! as `traceparent`/`tracestate` headers too, since the call's POST is made by rmcp's
+//! transport task, outside the span that made the call.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -21,7 +25,7 @@ use std::time::Duration;
 use futures::StreamExt as _;
 use futures::stream::BoxStream;
 use reqwest::header::{HeaderName, HeaderValue};
-use rmcp::model::ClientJsonRpcMessage;
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest};
 use rmcp::transport::streamable_http_client::{
     SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
     StreamableHttpResponseLimits,
@@ -108,6 +112,20 @@ fn drained(response: StreamableHttpPostResponse) -> StreamableHttpPostResponse {
     }
 }
 
+/// `headers` plus the trace context of `message`, when it is a traced `tools/call`.
+fn with_trace_context(
+    message: &ClientJsonRpcMessage,
+    mut headers: HashMap<HeaderName, HeaderValue>,
+) -> HashMap<HeaderName, HeaderValue> {
+    if let ClientJsonRpcMessage::Request(request) = message
+        && let ClientRequest::CallToolRequest(call) = &request.request
+        && let Some(meta) = &call.params.meta
+    {
+        crate::trace::meta_to_headers(&meta.0.0, &mut headers);
+    }
+    headers
+}
+
 type Result<T, E = StreamableHttpError<reqwest::Error>> = std::result::Result<T, E>;
 
 impl StreamableHttpClient for PooledHttp {
@@ -141,6 +159,7 @@ impl StreamableHttpClient for PooledHttp {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<StreamableHttpPostResponse> {
+        let custom_headers = with_trace_context(&message, custom_headers);
         self.0
             .post_message_with_max_sse_event_size(
                 uri,
@@ -163,6 +182,7 @@ impl StreamableHttpClient for PooledHttp {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse> {
+        let custom_headers = with_trace_context(&message, custom_headers);
         self.0
             .post_message_with_response_limits(
                 uri,

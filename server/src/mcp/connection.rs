@@ -77,7 +77,7 @@ fn names_other_method(headers: &http::HeaderMap) -> bool {
         .is_some_and(|method| method.as_bytes() != b"initialize")
 }
 
-fn unreadable_body(error: axum::Error) -> Response {
+pub(super) fn unreadable_body(error: axum::Error) -> Response {
     // The limit error may come from `to_bytes` or from the body-limit layer below, wrapped.
     let too_large = std::iter::successors(std::error::Error::source(&error), |e| e.source())
         .any(|source| source.is::<http_body_util::LengthLimitError>());

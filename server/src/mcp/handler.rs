@@ -14,11 +14,15 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use skillgate_core::gateway::skills::{self as served, SkillMethod};
 use skillgate_core::gateway::{AgentIdentity, Gateway, GatewayError, ToolReply};
 use skillgate_core::policy::DenyCode;
+use skillgate_core::trace::{self as otel, TARGET};
+use tracing::{Instrument as _, Span};
+use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
 use super::auth::AgentCaller;
 use super::connection::MCP_SESSION_ID;
 use super::skills;
 use super::tools::{self, ParseError, PlatformCall};
+use super::trace::RequestSpan;
 
 const INSTRUCTIONS: &str = "Skillgate governs which tools you may use. Call init_skilder first: \
 it returns a session_id and the roles your key may learn. Learn the role your task needs with \
@@ -122,6 +126,60 @@ fn identity(context: &RequestContext<RoleServer>) -> Result<AgentIdentity, McpEr
     Ok(caller.identity(connection))
 }
 
+/// The trace span of one platform tool's execution (GenAI `execute_tool`), a child of the
+/// MCP request's span; disabled when the request is not traced.
+fn tool_span(context: &RequestContext<RoleServer>, tool: &'static str) -> Span {
+    let parent = context
+        .extensions
+        .get::<http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<RequestSpan>());
+    let Some(RequestSpan(parent)) = parent else {
+        return Span::none();
+    };
+    tracing::info_span!(
+        target: TARGET,
+        parent: parent,
+        "platform tool",
+        otel.name = format!("execute_tool {tool}"),
+        gen_ai.tool.name = tool,
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.type = "function",
+    )
+}
+
+/// What a platform tool's answer says about its outcome, on its span: the decision and the
+/// denial's code (a `call_tool` that reached the gateway has recorded its own already), the
+/// governance session, and `error.type` for an error result.
+fn record_reply(span: &Span, reply: &ToolReply, session: Option<&str>) {
+    if span.is_disabled() {
+        return;
+    }
+    if let ToolReply::Gateway {
+        structured,
+        is_error,
+        ..
+    } = reply
+    {
+        if let Some(decision) = structured.get("decision").and_then(|d| d.as_str()) {
+            span.set_attribute(otel::DECISION, decision.to_owned());
+        }
+        if let Some(code) = structured.get("code").and_then(|c| c.as_str()) {
+            span.set_attribute(otel::RULE, code.to_owned());
+        }
+        let started = structured.get("session_id").and_then(|s| s.as_str());
+        if let Some(session) = session.or(started) {
+            span.set_attribute(otel::SESSION_ID, session.to_owned());
+        }
+        if *is_error {
+            otel::record_error(span, "tool_error", "the tool reported an error");
+        }
+    } else if let ToolReply::Downstream(result) = reply
+        && result.is_error == Some(true)
+    {
+        otel::record_error(span, "tool_error", "the downstream tool reported an error");
+    }
+}
+
 /// The store or audit log failed while serving the Skills extension: the agent hears only
 /// that it failed; nothing is served unaudited.
 fn skills_failure(error: GatewayError) -> McpError {
@@ -208,18 +266,22 @@ impl ServerHandler for McpHandler {
             .unwrap_or(request.name.as_ref())
             .to_owned();
         let named_session = call.session_id().map(str::to_owned);
+        let traced = tool_span(&context, call.platform_tool());
         // A panic anywhere below must not take the request down silently (the client would
         // wait for an answer that never comes, and the decision would go unaudited): it is
         // answered as an internal error, audited and counted, and the server keeps serving.
         let dispatched = AssertUnwindSafe(self.dispatch(&agent, call))
             .catch_unwind()
+            .instrument(traced.clone())
             .await;
         let reply = match dispatched {
             Ok(reply) => reply.map_err(|error| {
                 tracing::error!(%error, "the gateway failed");
+                otel::record_error(&traced, "internal_error", "the gateway failed");
                 McpError::internal_error("internal error", None)
             })?,
             Err(panic) => {
+                otel::record_error(&traced, "internal_error", "the request handler panicked");
                 let message = panic
                     .downcast_ref::<&str>()
                     .map(|s| (*s).to_owned())
@@ -236,6 +298,7 @@ impl ServerHandler for McpHandler {
                 return Err(McpError::internal_error("internal error", None));
             }
         };
+        record_reply(&traced, &reply, named_session.as_deref());
         Ok(to_call_result(reply).into())
     }
 

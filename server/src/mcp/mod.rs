@@ -7,6 +7,7 @@ mod connection;
 mod handler;
 mod skills;
 mod tools;
+mod trace;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -80,7 +81,7 @@ fn is_origin(text: &str) -> bool {
 ///
 /// Host, Origin and agent key are checked by our middleware on every request; rmcp's own
 /// Host and Origin checks are turned off so there is one policy, and its body limit is set
-/// to ours. rmcp runs without sessions (no worker per client) and answers plain JSON where
+/// to ours. Innermost, [`trace`] opens each request's trace span. rmcp runs without sessions (no worker per client) and answers plain JSON where
 /// it can; [`connection`] gives clients the connection label the gateway's fallback needs.
 pub fn router(gateway: Gateway, keys: AgentKeys, options: McpOptions) -> Router {
     let gateway_metrics = gateway.metrics().clone();
@@ -98,6 +99,7 @@ pub fn router(gateway: Gateway, keys: AgentKeys, options: McpOptions) -> Router 
     let admission = admission(keys, &options, gateway_metrics);
     Router::new()
         .route_service(MCP_PATH, mcp)
+        .route_layer(axum::middleware::from_fn(trace::request_span))
         .route_layer(axum::middleware::from_fn_with_state(
             options.max_body_bytes,
             connection::label,

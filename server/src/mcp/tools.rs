@@ -68,6 +68,11 @@ fn tool(
     Tool::new(name, description, Arc::new(schema))
 }
 
+/// Whether `name` is one of the four platform tools.
+pub fn is_platform_tool(name: &str) -> bool {
+    [INIT_SKILDER, LEARN, CALL_TOOL, FEEDBACK_SKILL].contains(&name)
+}
+
 /// The four platform tools, identical for every agent and connection.
 pub fn platform_tools() -> &'static [Tool] {
     &PLATFORM_TOOLS
@@ -121,6 +126,16 @@ impl PlatformCall {
             Self::Call { tool, .. } => Some(tool),
             Self::Resume { tool, .. } => tool.as_deref(),
             _ => None,
+        }
+    }
+
+    /// The platform tool this call is a call of.
+    pub fn platform_tool(&self) -> &'static str {
+        match self {
+            Self::Init { .. } => INIT_SKILDER,
+            Self::Learn { .. } => LEARN,
+            Self::Call { .. } | Self::Resume { .. } => CALL_TOOL,
+            Self::Feedback { .. } => FEEDBACK_SKILL,
         }
     }
 

@@ -77,6 +77,38 @@ impl Server {
         )
     }
 
+    /// [`Self::replica`] with extra environment variables for its process.
+    pub fn replica_with_env(&self, env: &[(&str, &str)]) -> Self {
+        Self::spawn(
+            self.dir.clone(),
+            false,
+            "replica.log",
+            Some(self.support_key.clone()),
+            &[],
+            env,
+        )
+    }
+
+    /// Stops the server as a service manager does (SIGTERM) and waits for it to exit.
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        let sent = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(sent.success(), "SIGTERM was not delivered");
+        let deadline = std::time::Instant::now() + STARTUP_DEADLINE;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("the child can be waited on") {
+                return status;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "skillgate did not exit after SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     fn spawn(
         dir: Arc<TempDir>,
         demo: bool,
