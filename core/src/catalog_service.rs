@@ -134,7 +134,8 @@ fn snapshot(value: &impl Serialize, revision: i64) -> Value {
 /// The authoring service the console calls. Cheap to share behind an `Arc`.
 pub struct CatalogService {
     store: Store,
-    audit: AuditLog,
+    /// The process's one audit writer; `catalog_code::apply` commits through it too.
+    pub(crate) audit: AuditLog,
     catalog: Arc<CatalogHandle>,
     /// Serializes reload-and-swap so two saves cannot swap their snapshots out of order.
     swap: Mutex<()>,

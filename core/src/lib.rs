@@ -6,6 +6,7 @@
 //! crate knows about HTTP, Leptos or MCP framing.
 
 pub mod audit;
+pub mod catalog_code;
 pub mod catalog_service;
 pub mod compliance;
 pub mod demo;
