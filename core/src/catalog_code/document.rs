@@ -6,6 +6,7 @@
 //! error names `roles[2].limits[0].max`, and numbers are written so they read back exactly.
 
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
@@ -114,9 +115,9 @@ pub struct SkillDoc {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub resources: Vec<ResourceDoc>,
     /// `SKILL.md` frontmatter fields besides `name` and `description`, as uploaded.
-    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     #[schemars(with = "Map<String, Value>")]
-    pub frontmatter: Map<String, Value>,
+    pub frontmatter: BTreeMap<String, JsonValue>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -347,10 +348,82 @@ impl JsonSchema for DecimalDoc {
 }
 
 /// Any JSON value (schemas, annotations, allowed values), written so that every number
-/// keeps its literal where YAML can carry it (`1.0` stays `1.0`: it is part of a pin).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(transparent)]
+/// keeps its literal (`1.0` stays `1.0`, `1e-06` stays `1e-06`: a definition's literals are
+/// part of its pin). A number YAML would read back otherwise is written `!number '1e-06'`.
+#[derive(Debug, Clone, PartialEq)]
 pub struct JsonValue(pub Value);
+
+/// The YAML tag of a number written as its literal.
+const NUMBER_TAG: &str = "number";
+
+impl<'de> Deserialize<'de> for JsonValue {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(JsonVisitor)
+    }
+}
+
+struct JsonVisitor;
+
+impl<'de> Visitor<'de> for JsonVisitor {
+    type Value = JsonValue;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_unit<E>(self) -> Result<JsonValue, E> {
+        Ok(JsonValue(Value::Null))
+    }
+    fn visit_none<E>(self) -> Result<JsonValue, E> {
+        Ok(JsonValue(Value::Null))
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<JsonValue, D::Error> {
+        JsonValue::deserialize(d)
+    }
+    fn visit_bool<E>(self, b: bool) -> Result<JsonValue, E> {
+        Ok(JsonValue(Value::Bool(b)))
+    }
+    fn visit_i64<E>(self, n: i64) -> Result<JsonValue, E> {
+        Ok(JsonValue(n.into()))
+    }
+    fn visit_u64<E>(self, n: u64) -> Result<JsonValue, E> {
+        Ok(JsonValue(n.into()))
+    }
+    fn visit_f64<E: de::Error>(self, n: f64) -> Result<JsonValue, E> {
+        Number::from_f64(n)
+            .map(|n| JsonValue(Value::Number(n)))
+            .ok_or_else(|| E::custom("a JSON number is finite"))
+    }
+    fn visit_str<E>(self, s: &str) -> Result<JsonValue, E> {
+        Ok(JsonValue(Value::String(s.to_owned())))
+    }
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<JsonValue, A::Error> {
+        let mut items = Vec::new();
+        while let Some(JsonValue(item)) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(JsonValue(Value::Array(items)))
+    }
+    fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<JsonValue, A::Error> {
+        let mut object = Map::new();
+        while let Some((key, JsonValue(value))) = map.next_entry::<String, JsonValue>()? {
+            object.insert(key, value);
+        }
+        Ok(JsonValue(Value::Object(object)))
+    }
+    fn visit_enum<A: de::EnumAccess<'de>>(self, data: A) -> Result<JsonValue, A::Error> {
+        use serde::de::VariantAccess;
+        let (tag, variant): (String, _) = data.variant()?;
+        if tag != NUMBER_TAG {
+            return Err(de::Error::custom(format!(
+                "unknown tag `!{tag}` (only `!{NUMBER_TAG}` is used)"
+            )));
+        }
+        let literal: String = variant.newtype_variant()?;
+        serde_json::from_str::<Number>(literal.trim())
+            .map(|n| JsonValue(Value::Number(n)))
+            .map_err(|_| de::Error::custom(format!("`{literal}` is not a JSON number")))
+    }
+}
 
 struct Yaml<'a>(&'a Value);
 
@@ -379,17 +452,23 @@ impl Serialize for Yaml<'_> {
     }
 }
 
-/// A JSON number as YAML: an integer or a float, as its literal reads back.
+/// A JSON number as YAML: a plain integer or float when that reads back as the same
+/// literal, else the literal under the `!number` tag.
 fn serialize_number<S: Serializer>(n: &Number, serializer: S) -> Result<S::Ok, S::Error> {
-    if let Some(i) = n.as_i64() {
-        serializer.serialize_i64(i)
-    } else if let Some(u) = n.as_u64() {
-        serializer.serialize_u64(u)
-    } else {
-        // A literal YAML cannot carry exactly (`5.10`, `1E2`) is written as its float:
-        // see docs/operations.md, "Catalog as code".
-        serializer.serialize_f64(n.as_f64().unwrap_or(0.0))
+    let literal = n.to_string();
+    if let Some(i) = n.as_i64().filter(|i| i.to_string() == literal) {
+        return serializer.serialize_i64(i);
     }
+    if let Some(u) = n.as_u64().filter(|u| u.to_string() == literal) {
+        return serializer.serialize_u64(u);
+    }
+    if let Some(f) = n
+        .as_f64()
+        .filter(|f| Number::from_f64(*f).is_some_and(|back| back.to_string() == literal))
+    {
+        return serializer.serialize_f64(f);
+    }
+    serializer.serialize_newtype_variant("JsonValue", 0, NUMBER_TAG, &literal)
 }
 
 impl Serialize for JsonValue {
@@ -529,7 +608,11 @@ impl From<&Skill> for SkillDoc {
                     content: r.content.clone(),
                 })
                 .collect(),
-            frontmatter: skill.frontmatter_extra.clone(),
+            frontmatter: skill
+                .frontmatter_extra
+                .iter()
+                .map(|(k, v)| (k.clone(), JsonValue(v.clone())))
+                .collect(),
         }
     }
 }
@@ -550,7 +633,11 @@ impl From<&SkillDoc> for Skill {
                     content: r.content.clone(),
                 })
                 .collect(),
-            frontmatter_extra: doc.frontmatter.clone(),
+            frontmatter_extra: doc
+                .frontmatter
+                .iter()
+                .map(|(k, v)| (k.clone(), v.0.clone()))
+                .collect(),
         }
     }
 }
@@ -932,7 +1019,9 @@ mod tests {
     #[test]
     fn json_numbers_keep_their_literal_through_yaml() {
         let value: Value = serde_json::from_str(
-            r#"{"a":1,"b":1.0,"c":-7,"d":0.01,"e":1e-9,"f":18446744073709551615}"#,
+            r#"{"a":1,"b":1.0,"c":-7,"d":0.01,"e":1e-9,"f":18446744073709551615,
+                "g":5.10,"h":1e-06,"i":1E2,"j":-0,"k":123456789012345678901234567890,
+                "l":[true,null,"x",{"m":2.50}]}"#,
         )
         .unwrap();
         let text = yaml(&JsonValue(value.clone()));
@@ -942,6 +1031,29 @@ mod tests {
             crate::audit::canonical_json(&value),
             "{text}"
         );
+        assert!(text.contains("g: !number '5.10'"), "{text}");
+        assert!(
+            text.contains("d: 0.01\n"),
+            "plain where YAML reads it back: {text}"
+        );
+    }
+
+    #[test]
+    fn skill_frontmatter_with_numbers_reads_back_unchanged() {
+        let mut skill = Skill::from(&SkillDoc {
+            slug: Slug::parse("s").unwrap(),
+            description: "d".into(),
+            instructions: "i".into(),
+            tools: Vec::new(),
+            resources: Vec::new(),
+            frontmatter: BTreeMap::new(),
+        });
+        skill.frontmatter_extra =
+            serde_json::from_str(r#"{"license":"MIT","metadata":{"version":2,"weight":0.5}}"#)
+                .unwrap();
+        let text = yaml(&SkillDoc::from(&skill));
+        let back: SkillDoc = serde_norway::from_str(&text).unwrap();
+        assert_eq!(Skill::from(&back), skill, "{text}");
     }
 
     #[test]
