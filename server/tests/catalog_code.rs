@@ -439,8 +439,14 @@ fn an_invalid_file_is_refused_naming_every_problem_by_its_path_and_nothing_is_wr
         stderr(&refused)
     );
     assert!(
-        stderr(&refused).contains("].max: `lots` is not a number"),
+        stderr(&refused).contains("].max: `lots` is not a number at line "),
         "{}",
+        stderr(&refused)
+    );
+    assert_eq!(
+        stderr(&refused).matches(".max:").count(),
+        1,
+        "the path once, then the message and its line: {}",
         stderr(&refused)
     );
     let unknown = exported.replacen(

@@ -49,8 +49,16 @@ pub fn parse(bytes: &[u8]) -> Result<CatalogDocument, Vec<Issue>> {
     let text = std::str::from_utf8(bytes)
         .map_err(|e| vec![Issue::new(".", format!("the file is not UTF-8 text: {e}"))])?;
     let deserializer = serde_norway::Deserializer::from_str(text);
-    let doc: CatalogDocument = serde_path_to_error::deserialize(deserializer)
-        .map_err(|e| vec![Issue::new(e.path().to_string(), e.inner().to_string())])?;
+    let doc: CatalogDocument = serde_path_to_error::deserialize(deserializer).map_err(|e| {
+        let path = e.path().to_string();
+        let message = e.inner().to_string();
+        // serde_norway names the path itself in some errors: say it once.
+        let message = match message.strip_prefix(&format!("{path}: ")) {
+            Some(rest) => rest.to_owned(),
+            None => message,
+        };
+        vec![Issue::new(path, message)]
+    })?;
     if doc.version != CATALOG_VERSION {
         return Err(vec![Issue::new(
             "version",
