@@ -240,3 +240,92 @@ fn the_committed_json_schema_is_the_generated_one() {
         "docs/catalog.schema.json is stale: run `skillgate catalog schema > docs/catalog.schema.json`"
     );
 }
+
+#[test]
+fn each_limit_error_names_the_field_it_is_about() {
+    let doc = document(&demo_state(), Utc::now());
+    let tier1 = doc
+        .roles
+        .iter()
+        .position(|r| r.slug.as_str() == "tier-1-support")
+        .unwrap();
+    let limits = &doc.roles[tier1].limits;
+    let find =
+        |kind: super::document::LimitKind| limits.iter().position(|l| l.kind == kind).unwrap();
+    use super::document::LimitKind::*;
+    let (sum, requires, approval) = (find(SumCap), find(Requires), find(RequiresApproval));
+    let mut doc = doc;
+    let role = &mut doc.roles[tier1];
+    role.limits[sum].max = Some("-1".parse().unwrap());
+    role.limits[requires].after = Some(vec!["no_such_tool".into()]);
+    role.limits[requires].result.as_mut().unwrap().pointer = "eligible".into();
+    role.limits[approval].expires_in_minutes = Some(0);
+    let issues = plan_of(&demo_state(), &doc.to_yaml(), false).unwrap_err();
+    let base = format!("roles[{tier1}].limits");
+    assert_eq!(
+        paths(&issues),
+        [
+            format!("{base}[{sum}].max"),
+            format!("{base}[{requires}].after[0]"),
+            format!("{base}[{approval}].expires_in_minutes"),
+        ],
+        "{issues:?}"
+    );
+    let mut doc = document(&demo_state(), Utc::now());
+    doc.roles[tier1].limits[requires]
+        .result
+        .as_mut()
+        .unwrap()
+        .pointer = "eligible".into();
+    let issues = plan_of(&demo_state(), &doc.to_yaml(), false).unwrap_err();
+    assert_eq!(
+        paths(&issues),
+        [format!("{base}[{requires}].result.pointer")]
+    );
+}
+
+#[test]
+fn a_revoked_key_name_is_not_reused_and_an_expiry_can_change() {
+    let mut state = demo_state();
+    state.keys.push(StoredKey {
+        name: "old-bot".into(),
+        scope: "support".into(),
+        prefix: "sgk_00000000".into(),
+        expires_at: None,
+        revoked_at: Some(Utc::now()),
+    });
+    let mut doc = document(&state, Utc::now());
+    assert_eq!(doc.keys.len(), 1, "revoked keys are not exported");
+    let later = Utc::now() + chrono::Duration::days(7);
+    doc.keys[0].expires_at = Some(later);
+    let plan = plan_of(&state, &doc.to_yaml(), false).unwrap();
+    assert_eq!(
+        plan.to_string().lines().next(),
+        Some("~ agent key support-bot: expires_at")
+    );
+    doc.keys.push(super::document::KeyDoc {
+        name: "old-bot".into(),
+        scope: Slug::parse("support").unwrap(),
+        expires_at: None,
+    });
+    let issues = plan_of(&state, &doc.to_yaml(), false).unwrap_err();
+    assert_eq!(paths(&issues), ["keys[1].name"]);
+    assert!(issues[0].message.contains("revoked"), "{issues:?}");
+}
+
+#[test]
+fn an_upstream_needs_the_fields_of_its_transport() {
+    let mut doc = document(&demo_state(), Utc::now());
+    doc.upstreams[0].transport = super::document::TransportDoc::Http;
+    doc.upstreams[0].url = Some("https://crm.example/mcp".into());
+    let issues = plan_of(&demo_state(), &doc.to_yaml(), false).unwrap_err();
+    assert_eq!(
+        paths(&issues),
+        [
+            "upstreams[0].command",
+            "upstreams[0].args",
+            "upstreams[0].url"
+        ],
+        "{issues:?}"
+    );
+}

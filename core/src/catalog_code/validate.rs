@@ -227,6 +227,8 @@ pub(crate) fn resolve(
 
     let (builtin, builtin_tools) = crate::revisions::curator::builtin_catalog_parts();
     let mut upstreams = Vec::new();
+    // An upstream with a bad field still names an upstream: its tools are not unknown.
+    let mut placeholders = Vec::new();
     for (i, u) in doc.upstreams.iter().enumerate() {
         if u.name.as_str() == CURATION_UPSTREAM {
             c.push(
@@ -243,6 +245,10 @@ pub(crate) fn resolve(
                 for e in errors {
                     c.push(format!("upstreams[{i}].{}", e.field), e.message);
                 }
+                placeholders.push(Upstream {
+                    name: u.name.clone(),
+                    kind: UpstreamKind::Http { url: String::new() },
+                });
             }
         }
     }
@@ -325,6 +331,7 @@ pub(crate) fn resolve(
             .filter(|u| u.kind != UpstreamKind::Builtin && !in_file_upstream(&u.name) && !prune)
             .cloned(),
     );
+    after.upstreams.extend(placeholders);
     after.upstreams.push(builtin);
     let kept_upstream =
         |name: &Slug, after: &Catalog| after.upstreams.iter().any(|u| &u.name == name);
