@@ -3,7 +3,7 @@
 //!
 //! The add form posts plain fields (`limit[kind]`, `limit[tool]`, …) so it works without
 //! JavaScript; the server parses them into a [`skillgate_core::model::Limit`] and saves the
-//! holder through the catalog service, which validates, audits and swaps the snapshot.
+//! holder through the admin door, which validates, audits and swaps the snapshot.
 
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};

@@ -7,6 +7,7 @@
 
 pub mod admin;
 pub mod audit;
+pub mod catalog_code;
 pub mod compliance;
 pub mod demo;
 pub mod gateway;

@@ -37,6 +37,9 @@ pub enum Command {
     /// Manage agent keys (the MCP endpoint's bearer credentials).
     #[command(subcommand)]
     Key(crate::key_cmd::KeyCommand),
+    /// The catalog as code: export it as YAML, print its JSON Schema, apply a file.
+    #[command(subcommand)]
+    Catalog(crate::catalog_cmd::CatalogCommand),
     /// Import a skill bundle as a candidate, or export a skill version as a bundle.
     #[command(subcommand)]
     Skill(crate::skill_cmd::SkillCommand),

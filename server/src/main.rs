@@ -3,6 +3,7 @@
 mod api;
 mod audit_cmd;
 mod bundle_upload;
+mod catalog_cmd;
 mod cli;
 mod compliance_http;
 mod console_auth;
@@ -112,6 +113,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         // The only command whose outcome is more than success or an error: a broken chain
         // is a finding, reported on stderr with a failing exit code.
         Some(Command::Audit(command)) => return audit_cmd::run(&cli.database_url, command).await,
+        // An invalid catalog file is reported on stderr, path by path, with a failing exit code.
+        Some(Command::Catalog(command)) => {
+            return catalog_cmd::run(&cli.database_url, command).await;
+        }
     }?;
     Ok(ExitCode::SUCCESS)
 }

@@ -106,7 +106,7 @@ pub fn register_upstreams(
 }
 
 /// Registers the catalog's upstreams, discovers their tools concurrently and saves what
-/// each listed against the pins, through the catalog service (quarantines and releases are
+/// each listed against the pins, through the admin door (quarantines and releases are
 /// audited with the change, and the live catalog is swapped after each upstream). One
 /// report per upstream; a failing upstream neither blocks the others nor changes its own
 /// catalog entries.
@@ -292,7 +292,7 @@ mod tests {
         (dir, Store::open(&url).await.unwrap())
     }
 
-    /// The catalog service over `store`, and the live catalog it swaps.
+    /// The admin service over `store`, and the live catalog it swaps.
     async fn service(store: &Store) -> (Arc<AdminService>, Arc<CatalogHandle>) {
         let catalog = Arc::new(CatalogHandle::new(store.compiled_catalog().await.unwrap()));
         let audit = AuditLog::new(store.clone());

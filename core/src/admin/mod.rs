@@ -81,7 +81,8 @@ pub(crate) type ChangeFn<T> = Box<
 /// The admin service. Cheap to share behind an `Arc`.
 pub struct AdminService {
     store: Store,
-    audit: AuditLog,
+    /// The process's one audit writer; `catalog_code::apply` commits through it too.
+    pub(crate) audit: AuditLog,
     catalog: Arc<CatalogHandle>,
     /// Serializes reload-and-swap so two changes cannot swap their snapshots out of order.
     swap: Mutex<()>,

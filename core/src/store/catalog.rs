@@ -36,7 +36,7 @@ fn from_json<T: DeserializeOwned>(what: &str, text: &str) -> Result<T, sqlx::Err
     serde_json::from_str(text).map_err(|e| decode_err(what, e))
 }
 
-fn to_json(value: &impl Serialize) -> String {
+pub(super) fn to_json(value: &impl Serialize) -> String {
     serde_json::to_string(value).expect("catalog values serialize")
 }
 
@@ -1249,7 +1249,10 @@ pub(crate) async fn list_skills(
 
 /// The latest version number and the revision of a stored skill. New versions number
 /// after the latest one, even when an older version was restored as current.
-async fn skill_head(conn: &mut SqliteConnection, slug: &Slug) -> Result<(i64, i64), StoreError> {
+pub(super) async fn skill_head(
+    conn: &mut SqliteConnection,
+    slug: &Slug,
+) -> Result<(i64, i64), StoreError> {
     let revision: i64 = sqlx::query_scalar("SELECT revision FROM skills WHERE slug = ?")
         .bind(slug.as_str())
         .fetch_optional(&mut *conn)
@@ -1262,7 +1265,7 @@ async fn skill_head(conn: &mut SqliteConnection, slug: &Slug) -> Result<(i64, i6
     Ok((latest, revision))
 }
 
-async fn insert_skill(
+pub(super) async fn insert_skill(
     conn: &mut SqliteConnection,
     skill: &Skill,
 ) -> Result<Revised<SkillVersion>, StoreError> {
@@ -1283,7 +1286,7 @@ async fn insert_skill(
     })
 }
 
-async fn insert_skill_version(
+pub(super) async fn insert_skill_version(
     conn: &mut SqliteConnection,
     skill: &Skill,
     version: i64,
@@ -1307,7 +1310,10 @@ async fn insert_skill_version(
     Ok(())
 }
 
-async fn insert_role(conn: &mut SqliteConnection, role: &Role) -> Result<(), StoreError> {
+pub(super) async fn insert_role(
+    conn: &mut SqliteConnection,
+    role: &Role,
+) -> Result<(), StoreError> {
     let now = stamp(Utc::now());
     sqlx::query(
         "INSERT INTO roles (slug, title, description, instructions, skills, limits, revision, created_at, updated_at) \
@@ -1349,7 +1355,10 @@ pub(crate) async fn list_roles(
         .collect()
 }
 
-async fn insert_scope(conn: &mut SqliteConnection, scope: &Scope) -> Result<(), StoreError> {
+pub(super) async fn insert_scope(
+    conn: &mut SqliteConnection,
+    scope: &Scope,
+) -> Result<(), StoreError> {
     let now = stamp(Utc::now());
     sqlx::query("INSERT INTO scopes (slug, description, roles, guardrails, revision, created_at, updated_at) VALUES (?, ?, ?, ?, 1, ?, ?)")
         .bind(scope.slug.as_str())

@@ -13,6 +13,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 pub mod audit;
 pub mod audit_query;
 pub mod catalog;
+pub mod catalog_code;
 pub mod holds;
 pub mod keys;
 pub mod reveals;

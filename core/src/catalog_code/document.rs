@@ -1,0 +1,1110 @@
+//! The catalog file: the types of the YAML document, its JSON Schema, and the conversions
+//! between it and the model.
+//!
+//! The document is its own set of types rather than the model's serde forms: unknown fields
+//! are an error here (a typo must not be silently dropped), limits are flat so a parse
+//! error names `roles[2].limits[0].max`, and numbers are written so they read back exactly.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+use chrono::{DateTime, SecondsFormat, SubsecRound, Utc};
+use rust_decimal::Decimal;
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::de::{self, Visitor};
+use serde::ser::{SerializeMap, SerializeSeq};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Number, Value};
+
+use crate::model::{
+    ApprovalCondition, ArgCheck, CmpOp, Limit, Resource, ResultCheck, Role, Scope, Skill, ToolSpec,
+    Upstream, UpstreamKind,
+};
+use crate::slug::Slug;
+
+/// The one version of the document this build reads and writes.
+pub const CATALOG_VERSION: u32 = 1;
+
+/// The whole catalog as desired state: what `skillgate catalog export` writes and
+/// `skillgate catalog apply` reads. Every list is sorted by name; no secrets, no history.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(title = "Skillgate catalog")]
+pub struct CatalogDocument {
+    /// The document format: always 1.
+    #[schemars(range(min = 1, max = 1))]
+    pub version: u32,
+    /// Downstream MCP servers. Their credentials are never in the file and are kept as stored.
+    #[serde(default)]
+    pub upstreams: Vec<UpstreamDoc>,
+    /// Tools, each as admitted: its definition and the pin (SHA-256) of that definition.
+    #[serde(default)]
+    pub tools: Vec<ToolDoc>,
+    /// Skills at their current text. A change of text, tools or resources is a new version.
+    #[serde(default)]
+    pub skills: Vec<SkillDoc>,
+    #[serde(default)]
+    pub roles: Vec<RoleDoc>,
+    #[serde(default)]
+    pub scopes: Vec<ScopeDoc>,
+    /// Active agent keys by name and scope; a key's secret is printed once, when it is created.
+    #[serde(default)]
+    pub keys: Vec<KeyDoc>,
+}
+
+/// How the gateway reaches an upstream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TransportDoc {
+    /// A child process speaking MCP on stdin/stdout (`command`, `args`).
+    Stdio,
+    /// A streamable HTTP MCP server (`url`, http:// only).
+    Http,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpstreamDoc {
+    pub name: Slug,
+    pub transport: TransportDoc,
+    /// stdio: the program to run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// stdio: its arguments.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// http: the MCP endpoint's URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolDoc {
+    pub name: String,
+    pub upstream: Slug,
+    pub description: String,
+    /// The JSON Schema of the tool's arguments.
+    pub input_schema: JsonValue,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<JsonValue>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<JsonValue>,
+    /// Top-level arguments the audit stores as a digest only.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sensitive_args: Vec<String>,
+    /// Lowercase hex SHA-256 of the definition's canonical JSON. When given it must match
+    /// the definition: changing a definition means writing its new pin, which admits it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^[0-9a-f]{64}$"))]
+    pub pin: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SkillDoc {
+    pub slug: Slug,
+    pub description: String,
+    /// Markdown a model can follow.
+    pub instructions: String,
+    /// The tools the skill uses; a role grants the tools of its skills.
+    #[serde(default)]
+    pub tools: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resources: Vec<ResourceDoc>,
+    /// `SKILL.md` frontmatter fields besides `name` and `description`, as uploaded.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(with = "Map<String, Value>")]
+    pub frontmatter: BTreeMap<String, JsonValue>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ResourceDoc {
+    pub name: Slug,
+    pub title: String,
+    pub content: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RoleDoc {
+    pub slug: Slug,
+    pub title: String,
+    /// What `init_skilder` lists: at most 500 characters.
+    pub description: String,
+    /// Markdown the agent reads when it learns the role.
+    pub instructions: String,
+    pub skills: Vec<Slug>,
+    #[serde(default)]
+    pub limits: Vec<LimitDoc>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScopeDoc {
+    pub slug: Slug,
+    #[serde(default)]
+    pub description: String,
+    /// The roles an agent key of this scope may learn.
+    pub roles: Vec<Slug>,
+    /// Limits that bind every call of the scope's sessions, under every role.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub guardrails: Vec<LimitDoc>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct KeyDoc {
+    /// 1 to 64 letters, digits, `.`, `_` or `-`.
+    pub name: String,
+    /// Fixed when the key is created: to move a key to another scope, revoke and recreate it.
+    pub scope: Slug,
+    /// RFC 3339 time after which the key no longer authenticates; absent: never.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "ser_time",
+        deserialize_with = "de_time"
+    )]
+    #[schemars(with = "Option<String>")]
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+/// What kind of rule a limit is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LimitKind {
+    #[default]
+    /// Every call: `arg` passes `check` (`compare` with `op` and `value`, `one_of` with
+    /// `values`, or `max_length` with `max`).
+    ArgBound,
+    /// Per session: the sum of `arg` over allowed calls stays at most `max`.
+    SumCap,
+    /// Per session: the tool runs at most `max` times.
+    CountCap,
+    /// The tool runs only after every tool in `after` succeeded in the session (with the same
+    /// values of `same_args`, and a `result` that matched, when given).
+    Requires,
+    /// The tool runs only after a reviewer approved the exact call (`when` it holds, if
+    /// given); the approval is valid `expires_in_minutes` (default 15).
+    RequiresApproval,
+}
+
+/// What an `arg_bound` limit checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckDoc {
+    Compare,
+    OneOf,
+    MaxLength,
+}
+
+/// A comparison.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum OpDoc {
+    #[serde(rename = "<")]
+    Lt,
+    #[serde(rename = "<=")]
+    Le,
+    #[serde(rename = ">")]
+    Gt,
+    #[serde(rename = ">=")]
+    Ge,
+    #[serde(rename = "==")]
+    Eq,
+}
+
+/// One limit, flat: `kind` says which of the other fields it uses.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LimitDoc {
+    pub kind: LimitKind,
+    /// The tool the limit bounds.
+    pub tool: String,
+    /// `arg_bound`, `sum_cap`: the argument.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arg: Option<String>,
+    /// `arg_bound`: what is checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<CheckDoc>,
+    /// `arg_bound` `compare`: the comparison.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub op: Option<OpDoc>,
+    /// `arg_bound` `compare`: the number compared with, exactly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<DecimalDoc>,
+    /// `arg_bound` `one_of`: the allowed values.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub values: Option<Vec<JsonValue>>,
+    /// `sum_cap`: the most the sum may reach; `count_cap`: the most calls; `arg_bound`
+    /// `max_length`: the most characters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max: Option<DecimalDoc>,
+    /// `requires`: the tools that must have succeeded first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<Vec<String>>,
+    /// `requires`: arguments whose values must equal those of the earlier success.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub same_args: Option<Vec<String>>,
+    /// `requires`: a condition on the earlier success's structured result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<ResultDoc>,
+    /// `requires_approval`: only calls where this holds need approval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when: Option<WhenDoc>,
+    /// `requires_approval`: how long an approval stays valid (1 to 1440).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_in_minutes: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ResultDoc {
+    /// A JSON Pointer into the structured result, e.g. `/eligible`.
+    pub pointer: String,
+    pub equals: JsonValue,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WhenDoc {
+    pub arg: String,
+    pub op: OpDoc,
+    pub value: DecimalDoc,
+}
+
+/// A decimal number, compared exactly. Written as a YAML number when that reads back
+/// exactly, else as a string (`'0.10000000000000000001'`); both are read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DecimalDoc(pub Decimal);
+
+impl Serialize for DecimalDoc {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let d = self.0.normalize();
+        if d.fract().is_zero() {
+            if let Ok(n) = i64::try_from(d) {
+                return serializer.serialize_i64(n);
+            }
+        } else if let Ok(f) = f64::try_from(d)
+            && Decimal::from_str(&f.to_string()) == Ok(d)
+        {
+            return serializer.serialize_f64(f);
+        }
+        serializer.serialize_str(&d.to_string())
+    }
+}
+
+impl FromStr for DecimalDoc {
+    type Err = rust_decimal::Error;
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Decimal::from_str_exact(text)
+            .or_else(|_| Decimal::from_scientific(text))
+            .map(DecimalDoc)
+    }
+}
+
+impl<'de> Deserialize<'de> for DecimalDoc {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct DecimalVisitor;
+        impl Visitor<'_> for DecimalVisitor {
+            type Value = DecimalDoc;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a number")
+            }
+            fn visit_str<E: de::Error>(self, text: &str) -> Result<DecimalDoc, E> {
+                let text = text.trim();
+                DecimalDoc::from_str(text)
+                    .map_err(|_| E::custom(format!("`{text}` is not a number")))
+            }
+            fn visit_i64<E: de::Error>(self, n: i64) -> Result<DecimalDoc, E> {
+                Ok(DecimalDoc(n.into()))
+            }
+            fn visit_u64<E: de::Error>(self, n: u64) -> Result<DecimalDoc, E> {
+                Ok(DecimalDoc(n.into()))
+            }
+            fn visit_f64<E: de::Error>(self, n: f64) -> Result<DecimalDoc, E> {
+                self.visit_str(&n.to_string())
+            }
+        }
+        // A YAML scalar handed over as text keeps every digit (as a float it would not).
+        deserializer.deserialize_str(DecimalVisitor)
+    }
+}
+
+impl JsonSchema for DecimalDoc {
+    fn schema_name() -> Cow<'static, str> {
+        "Decimal".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "description": "A number, compared exactly; a string of digits is read the same way.",
+            "type": ["number", "string"],
+            "pattern": "^-?[0-9]+(\\.[0-9]+)?([eE][-+]?[0-9]+)?$"
+        })
+    }
+}
+
+/// Any JSON value (schemas, annotations, allowed values), written so that every number
+/// keeps its literal (`1.0` stays `1.0`, `1e-06` stays `1e-06`: a definition's literals are
+/// part of its pin). A number YAML would read back otherwise is written `!number '1e-06'`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JsonValue(pub Value);
+
+/// The YAML tag of a number written as its literal.
+const NUMBER_TAG: &str = "number";
+
+impl<'de> Deserialize<'de> for JsonValue {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(JsonVisitor)
+    }
+}
+
+struct JsonVisitor;
+
+impl<'de> Visitor<'de> for JsonVisitor {
+    type Value = JsonValue;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_unit<E>(self) -> Result<JsonValue, E> {
+        Ok(JsonValue(Value::Null))
+    }
+    fn visit_none<E>(self) -> Result<JsonValue, E> {
+        Ok(JsonValue(Value::Null))
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<JsonValue, D::Error> {
+        JsonValue::deserialize(d)
+    }
+    fn visit_bool<E>(self, b: bool) -> Result<JsonValue, E> {
+        Ok(JsonValue(Value::Bool(b)))
+    }
+    fn visit_i64<E>(self, n: i64) -> Result<JsonValue, E> {
+        Ok(JsonValue(n.into()))
+    }
+    fn visit_u64<E>(self, n: u64) -> Result<JsonValue, E> {
+        Ok(JsonValue(n.into()))
+    }
+    fn visit_f64<E: de::Error>(self, n: f64) -> Result<JsonValue, E> {
+        Number::from_f64(n)
+            .map(|n| JsonValue(Value::Number(n)))
+            .ok_or_else(|| E::custom("a JSON number is finite"))
+    }
+    fn visit_str<E>(self, s: &str) -> Result<JsonValue, E> {
+        Ok(JsonValue(Value::String(s.to_owned())))
+    }
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<JsonValue, A::Error> {
+        let mut items = Vec::new();
+        while let Some(JsonValue(item)) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(JsonValue(Value::Array(items)))
+    }
+    fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<JsonValue, A::Error> {
+        let mut object = Map::new();
+        while let Some((key, JsonValue(value))) = map.next_entry::<String, JsonValue>()? {
+            object.insert(key, value);
+        }
+        Ok(JsonValue(Value::Object(object)))
+    }
+    fn visit_enum<A: de::EnumAccess<'de>>(self, data: A) -> Result<JsonValue, A::Error> {
+        use serde::de::VariantAccess;
+        let (tag, variant): (String, _) = data.variant()?;
+        if tag != NUMBER_TAG {
+            return Err(de::Error::custom(format!(
+                "unknown tag `!{tag}` (only `!{NUMBER_TAG}` is used)"
+            )));
+        }
+        let literal: String = variant.newtype_variant()?;
+        serde_json::from_str::<Number>(literal.trim())
+            .map(|n| JsonValue(Value::Number(n)))
+            .map_err(|_| de::Error::custom(format!("`{literal}` is not a JSON number")))
+    }
+}
+
+struct Yaml<'a>(&'a Value);
+
+impl Serialize for Yaml<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            Value::Null => serializer.serialize_unit(),
+            Value::Bool(b) => serializer.serialize_bool(*b),
+            Value::Number(n) => serialize_number(n, serializer),
+            Value::String(s) => serializer.serialize_str(s),
+            Value::Array(items) => {
+                let mut seq = serializer.serialize_seq(Some(items.len()))?;
+                for item in items {
+                    seq.serialize_element(&Yaml(item))?;
+                }
+                seq.end()
+            }
+            Value::Object(map) => {
+                let mut out = serializer.serialize_map(Some(map.len()))?;
+                for (key, value) in map {
+                    out.serialize_entry(key, &Yaml(value))?;
+                }
+                out.end()
+            }
+        }
+    }
+}
+
+/// A JSON number as YAML: a plain integer or float when that reads back as the same
+/// literal, else the literal under the `!number` tag.
+fn serialize_number<S: Serializer>(n: &Number, serializer: S) -> Result<S::Ok, S::Error> {
+    let literal = n.to_string();
+    if let Some(i) = n.as_i64().filter(|i| i.to_string() == literal) {
+        return serializer.serialize_i64(i);
+    }
+    if let Some(u) = n.as_u64().filter(|u| u.to_string() == literal) {
+        return serializer.serialize_u64(u);
+    }
+    if let Some(f) = n
+        .as_f64()
+        .filter(|f| Number::from_f64(*f).is_some_and(|back| back.to_string() == literal))
+    {
+        return serializer.serialize_f64(f);
+    }
+    serializer.serialize_newtype_variant("JsonValue", 0, NUMBER_TAG, &literal)
+}
+
+impl Serialize for JsonValue {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        Yaml(&self.0).serialize(serializer)
+    }
+}
+
+impl JsonSchema for JsonValue {
+    fn schema_name() -> Cow<'static, str> {
+        "AnyValue".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({ "description": "Any JSON value." })
+    }
+    fn inline_schema() -> bool {
+        true
+    }
+}
+
+impl JsonSchema for Slug {
+    fn schema_name() -> Cow<'static, str> {
+        "Slug".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "description": "Lowercase letters, digits and single hyphens, not at the start or end.",
+            "type": "string",
+            "maxLength": crate::slug::MAX_SLUG_LEN,
+            "pattern": "^[a-z0-9]+(-[a-z0-9]+)*$"
+        })
+    }
+}
+
+fn ser_time<S: Serializer>(at: &Option<DateTime<Utc>>, serializer: S) -> Result<S::Ok, S::Error> {
+    match at {
+        Some(at) => serializer.serialize_str(&at.to_rfc3339_opts(SecondsFormat::AutoSi, true)),
+        None => serializer.serialize_none(),
+    }
+}
+
+fn de_time<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<DateTime<Utc>>, D::Error> {
+    let text = String::deserialize(deserializer)?;
+    // The database keeps microseconds: finer digits would never compare equal again.
+    DateTime::parse_from_rfc3339(text.trim())
+        .map(|at| Some(at.with_timezone(&Utc).trunc_subsecs(6)))
+        .map_err(|e| de::Error::custom(format!("`{text}` is not an RFC 3339 time: {e}")))
+}
+
+/// The JSON Schema of [`CatalogDocument`], pretty-printed with a final newline: what
+/// `skillgate catalog schema` prints and `docs/catalog.schema.json` holds.
+pub fn json_schema_text() -> String {
+    let schema = schemars::schema_for!(CatalogDocument);
+    let mut text = serde_json::to_string_pretty(&schema).expect("a schema serializes");
+    text.push('\n');
+    text
+}
+
+impl CatalogDocument {
+    /// The document as YAML. Deterministic: struct fields in declaration order, JSON
+    /// objects sorted by key, lists in the order the caller put them.
+    pub fn to_yaml(&self) -> String {
+        let body = serde_norway::to_string(self).expect("a catalog document serializes");
+        format!(
+            "# Skillgate catalog: `skillgate catalog apply FILE` makes a database match it.\n\
+             # Schema: `skillgate catalog schema` (docs/catalog.schema.json).\n{body}"
+        )
+    }
+}
+
+// ---- model → document ----
+
+impl From<&Upstream> for UpstreamDoc {
+    fn from(upstream: &Upstream) -> Self {
+        let mut doc = UpstreamDoc {
+            name: upstream.name.clone(),
+            transport: TransportDoc::Stdio,
+            command: None,
+            args: Vec::new(),
+            url: None,
+        };
+        match &upstream.kind {
+            UpstreamKind::Stdio { command, args } => {
+                doc.command = Some(command.clone());
+                doc.args = args.clone();
+            }
+            UpstreamKind::Http { url } => {
+                doc.transport = TransportDoc::Http;
+                doc.url = Some(url.clone());
+            }
+            // Never exported: the built-in upstream is part of the binary.
+            UpstreamKind::Builtin => {}
+        }
+        doc
+    }
+}
+
+impl ToolDoc {
+    pub fn from_spec(upstream: &Slug, spec: &ToolSpec) -> Self {
+        ToolDoc {
+            name: spec.name.clone(),
+            upstream: upstream.clone(),
+            description: spec.description.clone(),
+            input_schema: JsonValue(spec.input_schema.clone()),
+            output_schema: spec.output_schema.clone().map(JsonValue),
+            annotations: spec.annotations.clone().map(JsonValue),
+            sensitive_args: spec.sensitive_args.clone(),
+            pin: Some(spec.pin()),
+        }
+    }
+
+    pub fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: self.name.clone(),
+            description: self.description.clone(),
+            input_schema: self.input_schema.0.clone(),
+            output_schema: self.output_schema.as_ref().map(|v| v.0.clone()),
+            annotations: self.annotations.as_ref().map(|v| v.0.clone()),
+            sensitive_args: self.sensitive_args.clone(),
+        }
+    }
+}
+
+impl From<&Skill> for SkillDoc {
+    fn from(skill: &Skill) -> Self {
+        SkillDoc {
+            slug: skill.slug.clone(),
+            description: skill.description.clone(),
+            instructions: skill.instructions.clone(),
+            tools: skill.tools.clone(),
+            resources: skill
+                .resources
+                .iter()
+                .map(|r| ResourceDoc {
+                    name: r.name.clone(),
+                    title: r.title.clone(),
+                    content: r.content.clone(),
+                })
+                .collect(),
+            frontmatter: skill
+                .frontmatter_extra
+                .iter()
+                .map(|(k, v)| (k.clone(), JsonValue(v.clone())))
+                .collect(),
+        }
+    }
+}
+
+impl From<&SkillDoc> for Skill {
+    fn from(doc: &SkillDoc) -> Self {
+        Skill {
+            slug: doc.slug.clone(),
+            description: doc.description.clone(),
+            instructions: doc.instructions.clone(),
+            tools: doc.tools.clone(),
+            resources: doc
+                .resources
+                .iter()
+                .map(|r| Resource {
+                    name: r.name.clone(),
+                    title: r.title.clone(),
+                    content: r.content.clone(),
+                })
+                .collect(),
+            frontmatter_extra: doc
+                .frontmatter
+                .iter()
+                .map(|(k, v)| (k.clone(), v.0.clone()))
+                .collect(),
+        }
+    }
+}
+
+impl From<&Role> for RoleDoc {
+    fn from(role: &Role) -> Self {
+        RoleDoc {
+            slug: role.slug.clone(),
+            title: role.title.clone(),
+            description: role.description.clone(),
+            instructions: role.instructions.clone(),
+            skills: role.skills.clone(),
+            limits: role.limits.iter().map(LimitDoc::from).collect(),
+        }
+    }
+}
+
+impl From<&Scope> for ScopeDoc {
+    fn from(scope: &Scope) -> Self {
+        ScopeDoc {
+            slug: scope.slug.clone(),
+            description: scope.description.clone(),
+            roles: scope.roles.clone(),
+            guardrails: scope.guardrails.iter().map(LimitDoc::from).collect(),
+        }
+    }
+}
+
+impl From<CmpOp> for OpDoc {
+    fn from(op: CmpOp) -> Self {
+        match op {
+            CmpOp::Lt => Self::Lt,
+            CmpOp::Le => Self::Le,
+            CmpOp::Gt => Self::Gt,
+            CmpOp::Ge => Self::Ge,
+            CmpOp::Eq => Self::Eq,
+        }
+    }
+}
+
+impl From<OpDoc> for CmpOp {
+    fn from(op: OpDoc) -> Self {
+        match op {
+            OpDoc::Lt => Self::Lt,
+            OpDoc::Le => Self::Le,
+            OpDoc::Gt => Self::Gt,
+            OpDoc::Ge => Self::Ge,
+            OpDoc::Eq => Self::Eq,
+        }
+    }
+}
+
+impl From<&Limit> for LimitDoc {
+    fn from(limit: &Limit) -> Self {
+        let mut doc = LimitDoc {
+            tool: limit.tool().to_owned(),
+            ..LimitDoc::default()
+        };
+        match limit {
+            Limit::ArgBound { arg, check, .. } => {
+                doc.kind = LimitKind::ArgBound;
+                doc.arg = Some(arg.clone());
+                match check {
+                    ArgCheck::Compare { op, value } => {
+                        doc.check = Some(CheckDoc::Compare);
+                        doc.op = Some((*op).into());
+                        doc.value = Some(DecimalDoc(*value));
+                    }
+                    ArgCheck::OneOf { values } => {
+                        doc.check = Some(CheckDoc::OneOf);
+                        doc.values = Some(values.iter().cloned().map(JsonValue).collect());
+                    }
+                    ArgCheck::MaxLength { max } => {
+                        doc.check = Some(CheckDoc::MaxLength);
+                        doc.max = Some(DecimalDoc((*max as u64).into()));
+                    }
+                }
+            }
+            Limit::SumCap { arg, max, .. } => {
+                doc.kind = LimitKind::SumCap;
+                doc.arg = Some(arg.clone());
+                doc.max = Some(DecimalDoc(*max));
+            }
+            Limit::CountCap { max, .. } => {
+                doc.kind = LimitKind::CountCap;
+                doc.max = Some(DecimalDoc((*max).into()));
+            }
+            Limit::Requires {
+                after,
+                same_args,
+                result,
+                ..
+            } => {
+                doc.kind = LimitKind::Requires;
+                doc.after = Some(after.clone());
+                doc.same_args = (!same_args.is_empty()).then(|| same_args.clone());
+                doc.result = result.as_ref().map(|r| ResultDoc {
+                    pointer: r.pointer.clone(),
+                    equals: JsonValue(r.equals.clone()),
+                });
+            }
+            Limit::RequiresApproval {
+                when,
+                expires_in_minutes,
+                ..
+            } => {
+                doc.kind = LimitKind::RequiresApproval;
+                doc.when = when.as_ref().map(|w| WhenDoc {
+                    arg: w.arg.clone(),
+                    op: w.op.into(),
+                    value: DecimalDoc(w.value),
+                });
+                doc.expires_in_minutes = *expires_in_minutes;
+            }
+        }
+        doc
+    }
+}
+
+// ---- document → model ----
+
+/// A field of a limit that is wrong for its kind: the field's name and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldError {
+    pub field: &'static str,
+    pub message: String,
+}
+
+fn field_error(field: &'static str, message: impl Into<String>) -> FieldError {
+    FieldError {
+        field,
+        message: message.into(),
+    }
+}
+
+impl LimitDoc {
+    /// The model's limit, or every field that is missing or does not belong to its kind.
+    pub fn to_limit(&self) -> Result<Limit, Vec<FieldError>> {
+        let mut errors = Vec::new();
+        let kind = self.kind;
+        let name = serde_json::to_value(kind)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        let present = [
+            ("arg", self.arg.is_some()),
+            ("check", self.check.is_some()),
+            ("op", self.op.is_some()),
+            ("value", self.value.is_some()),
+            ("values", self.values.is_some()),
+            ("max", self.max.is_some()),
+            ("after", self.after.is_some()),
+            ("same_args", self.same_args.is_some()),
+            ("result", self.result.is_some()),
+            ("when", self.when.is_some()),
+            ("expires_in_minutes", self.expires_in_minutes.is_some()),
+        ];
+        let allowed: &[&str] = match kind {
+            LimitKind::ArgBound => match self.check {
+                Some(CheckDoc::Compare) | None => &["arg", "check", "op", "value"],
+                Some(CheckDoc::OneOf) => &["arg", "check", "values"],
+                Some(CheckDoc::MaxLength) => &["arg", "check", "max"],
+            },
+            LimitKind::SumCap => &["arg", "max"],
+            LimitKind::CountCap => &["max"],
+            LimitKind::Requires => &["after", "same_args", "result"],
+            LimitKind::RequiresApproval => &["when", "expires_in_minutes"],
+        };
+        for (field, set) in present {
+            if set && !allowed.contains(&field) {
+                errors.push(field_error(
+                    field,
+                    format!("a `{name}` limit has no `{field}`"),
+                ));
+            }
+        }
+        let mut need = |field: &'static str, set: bool| {
+            if !set {
+                errors.push(field_error(
+                    field,
+                    format!("missing: a `{name}` limit needs `{field}`"),
+                ));
+            }
+        };
+        match kind {
+            LimitKind::ArgBound => {
+                need("arg", self.arg.is_some());
+                need("check", self.check.is_some());
+                match self.check {
+                    Some(CheckDoc::Compare) => {
+                        need("op", self.op.is_some());
+                        need("value", self.value.is_some());
+                    }
+                    Some(CheckDoc::OneOf) => need("values", self.values.is_some()),
+                    Some(CheckDoc::MaxLength) => need("max", self.max.is_some()),
+                    None => {}
+                }
+            }
+            LimitKind::SumCap => {
+                need("arg", self.arg.is_some());
+                need("max", self.max.is_some());
+            }
+            LimitKind::CountCap => need("max", self.max.is_some()),
+            LimitKind::Requires => need("after", self.after.is_some()),
+            LimitKind::RequiresApproval => {}
+        }
+        let whole = |max: DecimalDoc| -> Result<u64, FieldError> {
+            let d = max.0.normalize();
+            if d.fract().is_zero() && !d.is_sign_negative() {
+                u64::try_from(d).map_err(|_| field_error("max", "too large"))
+            } else {
+                Err(field_error(
+                    "max",
+                    format!("`{d}` is not a whole number of at least 0"),
+                ))
+            }
+        };
+        let mut count = |max: Option<DecimalDoc>| -> u64 {
+            match max.map(whole) {
+                Some(Ok(n)) => n,
+                Some(Err(e)) => {
+                    errors.push(e);
+                    0
+                }
+                None => 0,
+            }
+        };
+        let tool = self.tool.clone();
+        let arg = self.arg.clone().unwrap_or_default();
+        let limit = match kind {
+            LimitKind::ArgBound => Limit::ArgBound {
+                tool,
+                arg,
+                check: match self.check {
+                    Some(CheckDoc::OneOf) => ArgCheck::OneOf {
+                        values: self.values.iter().flatten().map(|v| v.0.clone()).collect(),
+                    },
+                    Some(CheckDoc::MaxLength) => ArgCheck::MaxLength {
+                        max: usize::try_from(count(self.max)).unwrap_or(usize::MAX),
+                    },
+                    _ => ArgCheck::Compare {
+                        op: self.op.unwrap_or(OpDoc::Le).into(),
+                        value: self.value.map(|v| v.0).unwrap_or_default(),
+                    },
+                },
+            },
+            LimitKind::SumCap => Limit::SumCap {
+                tool,
+                arg,
+                max: self.max.map(|v| v.0).unwrap_or_default(),
+            },
+            LimitKind::CountCap => {
+                let n = count(self.max);
+                Limit::CountCap {
+                    tool,
+                    max: u32::try_from(n).unwrap_or_else(|_| {
+                        errors.push(field_error("max", "at most 4294967295 calls"));
+                        0
+                    }),
+                }
+            }
+            LimitKind::Requires => Limit::Requires {
+                tool,
+                after: self.after.clone().unwrap_or_default(),
+                same_args: self.same_args.clone().unwrap_or_default(),
+                result: self.result.as_ref().map(|r| ResultCheck {
+                    pointer: r.pointer.clone(),
+                    equals: r.equals.0.clone(),
+                }),
+            },
+            LimitKind::RequiresApproval => Limit::RequiresApproval {
+                tool,
+                when: self.when.as_ref().map(|w| ApprovalCondition {
+                    arg: w.arg.clone(),
+                    op: w.op.into(),
+                    value: w.value.0,
+                }),
+                expires_in_minutes: self.expires_in_minutes,
+            },
+        };
+        if errors.is_empty() {
+            Ok(limit)
+        } else {
+            Err(errors)
+        }
+    }
+}
+
+impl UpstreamDoc {
+    /// The model's upstream, or the fields that are missing or wrong for its transport.
+    pub fn to_upstream(&self) -> Result<Upstream, Vec<FieldError>> {
+        let mut errors = Vec::new();
+        let kind = match self.transport {
+            TransportDoc::Stdio => {
+                if self.url.is_some() {
+                    errors.push(field_error("url", "a stdio upstream has no `url`"));
+                }
+                match self.command.as_deref().map(str::trim) {
+                    Some(command) if !command.is_empty() => {}
+                    _ => errors.push(field_error(
+                        "command",
+                        "missing: a stdio upstream needs a `command`",
+                    )),
+                }
+                UpstreamKind::Stdio {
+                    command: self.command.clone().unwrap_or_default(),
+                    args: self.args.clone(),
+                }
+            }
+            TransportDoc::Http => {
+                if self.command.is_some() {
+                    errors.push(field_error("command", "an http upstream has no `command`"));
+                }
+                if !self.args.is_empty() {
+                    errors.push(field_error("args", "an http upstream has no `args`"));
+                }
+                let url = self.url.clone().unwrap_or_default();
+                // The upstream client has no TLS backend (see upstream::connection).
+                if !url.starts_with("http://") {
+                    errors.push(field_error(
+                        "url",
+                        format!(
+                            "`{url}` is not an http:// URL (this build has no TLS backend for upstreams)"
+                        ),
+                    ));
+                }
+                UpstreamKind::Http { url }
+            }
+        };
+        if errors.is_empty() {
+            Ok(Upstream {
+                name: self.name.clone(),
+                kind,
+            })
+        } else {
+            Err(errors)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn yaml<T: Serialize>(value: &T) -> String {
+        serde_norway::to_string(value).unwrap()
+    }
+
+    #[test]
+    fn decimals_are_written_as_numbers_when_they_read_back_exactly_and_as_text_otherwise() {
+        let write = |text: &str| yaml(&DecimalDoc(Decimal::from_str(text).unwrap()));
+        assert_eq!(write("500"), "500\n");
+        assert_eq!(write("500.00"), "500\n");
+        assert_eq!(write("0.01"), "0.01\n");
+        assert_eq!(
+            write("0.10000000000000000001"),
+            "'0.10000000000000000001'\n"
+        );
+        for text in [
+            "500",
+            "0.01",
+            "-3.5",
+            "0.10000000000000000001",
+            "500.0000001",
+        ] {
+            let written = write(text);
+            let back: DecimalDoc = serde_norway::from_str(&written).unwrap();
+            assert_eq!(
+                back.0,
+                Decimal::from_str(text).unwrap(),
+                "{text} → {written}"
+            );
+        }
+        let plain: DecimalDoc = serde_norway::from_str("500.0000001").unwrap();
+        assert_eq!(plain.0.to_string(), "500.0000001");
+        assert!(serde_norway::from_str::<DecimalDoc>("lots").is_err());
+    }
+
+    #[test]
+    fn json_numbers_keep_their_literal_through_yaml() {
+        let value: Value = serde_json::from_str(
+            r#"{"a":1,"b":1.0,"c":-7,"d":0.01,"e":1e-9,"f":18446744073709551615,
+                "g":5.10,"h":1e-06,"i":1E2,"j":-0,"k":123456789012345678901234567890,
+                "l":[true,null,"x",{"m":2.50}]}"#,
+        )
+        .unwrap();
+        let text = yaml(&JsonValue(value.clone()));
+        let back: JsonValue = serde_norway::from_str(&text).unwrap();
+        assert_eq!(
+            crate::audit::canonical_json(&back.0),
+            crate::audit::canonical_json(&value),
+            "{text}"
+        );
+        assert!(text.contains("g: !number '5.10'"), "{text}");
+        assert!(
+            text.contains("d: 0.01\n"),
+            "plain where YAML reads it back: {text}"
+        );
+    }
+
+    #[test]
+    fn skill_frontmatter_with_numbers_reads_back_unchanged() {
+        let mut skill = Skill::from(&SkillDoc {
+            slug: Slug::parse("s").unwrap(),
+            description: "d".into(),
+            instructions: "i".into(),
+            tools: Vec::new(),
+            resources: Vec::new(),
+            frontmatter: BTreeMap::new(),
+        });
+        skill.frontmatter_extra =
+            serde_json::from_str(r#"{"license":"MIT","metadata":{"version":2,"weight":0.5}}"#)
+                .unwrap();
+        let text = yaml(&SkillDoc::from(&skill));
+        let back: SkillDoc = serde_norway::from_str(&text).unwrap();
+        assert_eq!(Skill::from(&back), skill, "{text}");
+    }
+
+    #[test]
+    fn multi_line_text_is_a_block_scalar() {
+        let text = yaml(&ResourceDoc {
+            name: Slug::parse("policy").unwrap(),
+            title: "Policy".into(),
+            content: "Line one.\nLine two.\n".into(),
+        });
+        assert!(
+            text.contains("content: |\n  Line one.\n  Line two.\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn every_demo_limit_converts_to_the_document_and_back_unchanged() {
+        let demo = crate::demo::catalog::demo_catalog();
+        let limits = demo
+            .roles
+            .iter()
+            .flat_map(|r| r.limits.iter())
+            .chain(demo.scopes.iter().flat_map(|s| s.guardrails.iter()));
+        let mut seen = 0;
+        for limit in limits {
+            let doc = LimitDoc::from(limit);
+            let text = yaml(&doc);
+            let parsed: LimitDoc = serde_norway::from_str(&text).unwrap();
+            assert_eq!(parsed.to_limit().as_ref(), Ok(limit), "{text}");
+            seen += 1;
+        }
+        assert!(seen >= 6, "the demo has limits of every kind");
+    }
+
+    #[test]
+    fn a_limit_field_of_another_kind_or_a_missing_one_is_named() {
+        let doc = LimitDoc {
+            kind: LimitKind::SumCap,
+            tool: "process_refund".into(),
+            after: Some(vec!["x".into()]),
+            ..LimitDoc::default()
+        };
+        let errors = doc.to_limit().unwrap_err();
+        let fields: Vec<&str> = errors.iter().map(|e| e.field).collect();
+        assert_eq!(fields, ["after", "arg", "max"], "{errors:?}");
+        let fractional = LimitDoc {
+            kind: LimitKind::CountCap,
+            tool: "t".into(),
+            max: Some(DecimalDoc(Decimal::from_str("2.5").unwrap())),
+            ..LimitDoc::default()
+        };
+        assert_eq!(fractional.to_limit().unwrap_err()[0].field, "max");
+    }
+}

@@ -1,0 +1,331 @@
+//! The catalog document's checks and plans against the demo catalog, without a database.
+
+use chrono::Utc;
+
+use super::document::CatalogDocument;
+use super::export::document;
+use super::plan::{Action, EntityKind, Plan, plan};
+use super::validate::{Issue, parse, resolve};
+use crate::model::{Upstream, UpstreamKind};
+use crate::slug::Slug;
+use crate::store::catalog_code::{CatalogState, StoredKey};
+
+fn demo_state() -> CatalogState {
+    let upstream = Upstream {
+        name: Slug::parse("demo").unwrap(),
+        kind: UpstreamKind::Stdio {
+            command: "/usr/bin/skillgate".into(),
+            args: vec!["demo-upstream".into()],
+        },
+    };
+    CatalogState {
+        catalog: crate::demo::catalog::demo_catalog().into_catalog(vec![upstream]),
+        unadmitted: Default::default(),
+        keys: vec![StoredKey {
+            name: "support-bot".into(),
+            scope: "support".into(),
+            prefix: "sgk_AbCd1234".into(),
+            expires_at: None,
+            revoked_at: None,
+        }],
+    }
+}
+
+fn demo_yaml() -> String {
+    document(&demo_state(), Utc::now()).to_yaml()
+}
+
+fn plan_of(state: &CatalogState, yaml: &str, prune: bool) -> Result<Plan, Vec<Issue>> {
+    let doc = parse(yaml.as_bytes())?;
+    let desired = resolve(state, &doc, prune, Utc::now())?;
+    Ok(plan(state, &desired, prune, Utc::now()))
+}
+
+fn paths(issues: &[Issue]) -> Vec<&str> {
+    issues.iter().map(|i| i.path.as_str()).collect()
+}
+
+#[test]
+fn the_exported_demo_reads_back_as_the_same_document_and_plans_no_change() {
+    let yaml = demo_yaml();
+    let doc: CatalogDocument = parse(yaml.as_bytes()).unwrap();
+    assert_eq!(doc, document(&demo_state(), Utc::now()));
+    assert_eq!(doc.to_yaml(), yaml, "writing is deterministic");
+    let plan = plan_of(&demo_state(), &yaml, true).unwrap();
+    assert!(plan.is_empty(), "{plan}");
+    assert_eq!(plan.to_string(), "no changes\n");
+    // Diff-friendly: multi-line instructions are block scalars, no secrets, no versions.
+    assert!(yaml.contains("instructions: |"), "{yaml}");
+    assert!(
+        !yaml.contains("version: 2") && !yaml.contains("sgk_"),
+        "{yaml}"
+    );
+    assert!(
+        !yaml.contains("name: curation\n  transport"),
+        "the built-in upstream is not exported"
+    );
+}
+
+#[test]
+fn a_changed_limit_plans_a_change_of_that_role_naming_the_limit() {
+    let yaml = demo_yaml().replacen("max: 1000", "max: 900", 1);
+    let plan = plan_of(&demo_state(), &yaml, false).unwrap();
+    assert_eq!(plan.changes.len(), 1, "{plan}");
+    let change = &plan.changes[0];
+    assert_eq!(
+        (change.kind, change.action, change.name.as_str()),
+        (EntityKind::Role, Action::Change, "tier-1-support")
+    );
+    assert_eq!(change.fields, ["limits[1]"], "{plan}");
+    assert_eq!(change.audit_action(), "role.update");
+    assert_eq!(change.target(), "role:tier-1-support");
+    assert_eq!(
+        plan.to_string(),
+        "~ role tier-1-support: limits[1]\n0 to create, 1 to change, 0 to remove\n"
+    );
+}
+
+#[test]
+fn an_invalid_file_reports_every_problem_by_its_path() {
+    let mut doc = document(&demo_state(), Utc::now());
+    doc.skills[0].tools.push("no_such_tool".into());
+    doc.roles[1]
+        .skills
+        .push(Slug::parse("no-such-skill").unwrap());
+    let dup = doc.scopes[0].clone();
+    doc.scopes.push(dup);
+    let yaml = doc.to_yaml();
+    let issues = plan_of(&demo_state(), &yaml, false).unwrap_err();
+    let found = paths(&issues);
+    let n = doc.skills[0].tools.len() - 1;
+    let m = doc.roles[1].skills.len() - 1;
+    let last = doc.scopes.len() - 1;
+    assert!(
+        found.contains(&format!("skills[0].tools[{n}]").as_str()),
+        "{issues:?}"
+    );
+    assert!(
+        found.contains(&format!("roles[1].skills[{m}]").as_str()),
+        "{issues:?}"
+    );
+    assert!(
+        found.contains(&format!("scopes[{last}].slug").as_str()),
+        "{issues:?}"
+    );
+}
+
+#[test]
+fn a_limit_on_an_argument_the_tool_lacks_and_a_guardrail_on_an_unknown_tool_are_named() {
+    let doc = document(&demo_state(), Utc::now());
+    let (i, j) = doc
+        .roles
+        .iter()
+        .enumerate()
+        .find_map(|(i, r)| {
+            r.limits
+                .iter()
+                .position(|l| l.arg.is_some())
+                .map(|j| (i, j))
+        })
+        .unwrap();
+    let mut doc = doc;
+    doc.roles[i].limits[j].arg = Some("no_such_arg".into());
+    let s = doc
+        .scopes
+        .iter()
+        .position(|s| !s.guardrails.is_empty())
+        .unwrap();
+    doc.scopes[s].guardrails[0].tool = "no_such_tool".into();
+    let issues = plan_of(&demo_state(), &doc.to_yaml(), false).unwrap_err();
+    let found = paths(&issues);
+    assert!(
+        found.contains(&format!("roles[{i}].limits[{j}].arg").as_str()),
+        "{issues:?}"
+    );
+    assert!(
+        found.contains(&format!("scopes[{s}].guardrails[0].tool").as_str()),
+        "{issues:?}"
+    );
+}
+
+#[test]
+fn a_parse_error_names_the_field_and_unknown_fields_are_refused() {
+    let yaml = demo_yaml().replacen("max: 1000", "max: lots", 1);
+    let issues = plan_of(&demo_state(), &yaml, false).unwrap_err();
+    assert_eq!(issues.len(), 1);
+    assert!(
+        issues[0].path.starts_with("roles[") && issues[0].path.ends_with(".max"),
+        "{issues:?}"
+    );
+    let yaml = demo_yaml().replacen("title:", "titel: x\n  title:", 1);
+    let issues = plan_of(&demo_state(), &yaml, false).unwrap_err();
+    assert!(
+        issues[0].message.contains("unknown field `titel`"),
+        "{issues:?}"
+    );
+    let issues = plan_of(&demo_state(), "version: 2\n", false).unwrap_err();
+    assert_eq!(paths(&issues), ["version"]);
+}
+
+#[test]
+fn entities_missing_from_the_file_are_removed_only_with_prune() {
+    let mut doc = document(&demo_state(), Utc::now());
+    doc.keys.clear();
+    let kept = doc.scopes.remove(0).slug;
+    let yaml = doc.to_yaml();
+    assert!(plan_of(&demo_state(), &yaml, false).unwrap().is_empty());
+    let plan = plan_of(&demo_state(), &yaml, true).unwrap();
+    let removed: Vec<(EntityKind, &str)> = plan
+        .changes
+        .iter()
+        .filter(|c| c.action == Action::Remove)
+        .map(|c| (c.kind, c.name.as_str()))
+        .collect();
+    assert_eq!(
+        removed,
+        [
+            (EntityKind::Scope, kept.as_str()),
+            (EntityKind::AgentKey, "support-bot")
+        ],
+        "{plan}"
+    );
+    assert_eq!(plan.changes[1].audit_action(), "agent_key.revoke");
+}
+
+#[test]
+fn pruning_a_skill_a_kept_role_uses_is_refused_naming_the_reference() {
+    let mut doc = document(&demo_state(), Utc::now());
+    let used = doc.roles[0].skills[0].clone();
+    doc.skills.retain(|s| s.slug != used);
+    let issues = plan_of(&demo_state(), &doc.to_yaml(), true).unwrap_err();
+    let issue = issues
+        .iter()
+        .find(|i| i.path == "roles[0].skills[0]")
+        .unwrap_or_else(|| panic!("{issues:?}"));
+    assert!(issue.message.contains("--prune would remove it"), "{issue}");
+}
+
+#[test]
+fn a_key_cannot_change_scope_in_place() {
+    let mut doc = document(&demo_state(), Utc::now());
+    doc.keys[0].scope = doc
+        .scopes
+        .iter()
+        .find(|s| s.slug.as_str() != "support")
+        .unwrap()
+        .slug
+        .clone();
+    let issues = plan_of(&demo_state(), &doc.to_yaml(), false).unwrap_err();
+    assert_eq!(paths(&issues), ["keys[0].scope"]);
+    assert!(issues[0].message.contains("cannot change"), "{issues:?}");
+}
+
+#[test]
+fn a_changed_definition_needs_its_new_pin() {
+    let mut doc = document(&demo_state(), Utc::now());
+    doc.tools[0].description.push_str(" Now with more.");
+    let issues = plan_of(&demo_state(), &doc.to_yaml(), false).unwrap_err();
+    assert_eq!(paths(&issues), ["tools[0].pin"]);
+    doc.tools[0].pin = Some(doc.tools[0].spec().pin());
+    let plan = plan_of(&demo_state(), &doc.to_yaml(), false).unwrap();
+    assert_eq!(plan.changes[0].fields, ["description"], "{plan}");
+}
+
+#[test]
+fn the_committed_json_schema_is_the_generated_one() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/catalog.schema.json");
+    let committed = std::fs::read_to_string(path).unwrap_or_default();
+    assert!(
+        committed == super::json_schema_text(),
+        "docs/catalog.schema.json is stale: run `skillgate catalog schema > docs/catalog.schema.json`"
+    );
+}
+
+#[test]
+fn each_limit_error_names_the_field_it_is_about() {
+    let doc = document(&demo_state(), Utc::now());
+    let tier1 = doc
+        .roles
+        .iter()
+        .position(|r| r.slug.as_str() == "tier-1-support")
+        .unwrap();
+    let limits = &doc.roles[tier1].limits;
+    let find =
+        |kind: super::document::LimitKind| limits.iter().position(|l| l.kind == kind).unwrap();
+    use super::document::LimitKind::*;
+    let (sum, requires, approval) = (find(SumCap), find(Requires), find(RequiresApproval));
+    let mut doc = doc;
+    let role = &mut doc.roles[tier1];
+    role.limits[sum].max = Some("-1".parse().unwrap());
+    role.limits[requires].after = Some(vec!["no_such_tool".into()]);
+    role.limits[requires].result.as_mut().unwrap().pointer = "eligible".into();
+    role.limits[approval].expires_in_minutes = Some(0);
+    let issues = plan_of(&demo_state(), &doc.to_yaml(), false).unwrap_err();
+    let base = format!("roles[{tier1}].limits");
+    assert_eq!(
+        paths(&issues),
+        [
+            format!("{base}[{sum}].max"),
+            format!("{base}[{requires}].after[0]"),
+            format!("{base}[{approval}].expires_in_minutes"),
+        ],
+        "{issues:?}"
+    );
+    let mut doc = document(&demo_state(), Utc::now());
+    doc.roles[tier1].limits[requires]
+        .result
+        .as_mut()
+        .unwrap()
+        .pointer = "eligible".into();
+    let issues = plan_of(&demo_state(), &doc.to_yaml(), false).unwrap_err();
+    assert_eq!(
+        paths(&issues),
+        [format!("{base}[{requires}].result.pointer")]
+    );
+}
+
+#[test]
+fn a_revoked_key_name_is_not_reused_and_an_expiry_can_change() {
+    let mut state = demo_state();
+    state.keys.push(StoredKey {
+        name: "old-bot".into(),
+        scope: "support".into(),
+        prefix: "sgk_00000000".into(),
+        expires_at: None,
+        revoked_at: Some(Utc::now()),
+    });
+    let mut doc = document(&state, Utc::now());
+    assert_eq!(doc.keys.len(), 1, "revoked keys are not exported");
+    let later = Utc::now() + chrono::Duration::days(7);
+    doc.keys[0].expires_at = Some(later);
+    let plan = plan_of(&state, &doc.to_yaml(), false).unwrap();
+    assert_eq!(
+        plan.to_string().lines().next(),
+        Some("~ agent key support-bot: expires_at")
+    );
+    doc.keys.push(super::document::KeyDoc {
+        name: "old-bot".into(),
+        scope: Slug::parse("support").unwrap(),
+        expires_at: None,
+    });
+    let issues = plan_of(&state, &doc.to_yaml(), false).unwrap_err();
+    assert_eq!(paths(&issues), ["keys[1].name"]);
+    assert!(issues[0].message.contains("revoked"), "{issues:?}");
+}
+
+#[test]
+fn an_upstream_needs_the_fields_of_its_transport() {
+    let mut doc = document(&demo_state(), Utc::now());
+    doc.upstreams[0].transport = super::document::TransportDoc::Http;
+    doc.upstreams[0].url = Some("https://crm.example/mcp".into());
+    let issues = plan_of(&demo_state(), &doc.to_yaml(), false).unwrap_err();
+    assert_eq!(
+        paths(&issues),
+        [
+            "upstreams[0].command",
+            "upstreams[0].args",
+            "upstreams[0].url"
+        ],
+        "{issues:?}"
+    );
+}
