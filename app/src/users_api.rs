@@ -22,7 +22,7 @@ pub struct UsersView {
     pub notice: Option<Notice>,
 }
 
-#[server(prefix = "/console/api")]
+#[server(prefix = "/console/api", endpoint = "list_users")]
 pub async fn list_users() -> Result<UsersView, ConsoleError> {
     use skillgate_core::users::ConsoleRole;
     let me = crate::api::ssr::require(ConsoleRole::Admin).await?;
@@ -45,12 +45,12 @@ pub async fn list_users() -> Result<UsersView, ConsoleError> {
     })
 }
 
-#[server(prefix = "/console/api")]
+#[server(prefix = "/console/api", endpoint = "add_user")]
 pub async fn add_user(name: String, role: String) -> Result<Notice, ConsoleError> {
     crate::flash::ssr::keep_for_redirect(ssr::add_user(name.trim(), &role).await).await
 }
 
-#[server(prefix = "/console/api")]
+#[server(prefix = "/console/api", endpoint = "update_user")]
 pub async fn update_user(
     name: String,
     role: String,
@@ -60,7 +60,7 @@ pub async fn update_user(
     crate::flash::ssr::keep_for_redirect(ssr::update_user(&name, &role, disabled).await).await
 }
 
-#[server(prefix = "/console/api")]
+#[server(prefix = "/console/api", endpoint = "reset_user_password")]
 pub async fn reset_user_password(name: String) -> Result<Notice, ConsoleError> {
     crate::flash::ssr::keep_for_redirect(ssr::reset_password(&name).await).await
 }

@@ -5,12 +5,12 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use skillgate_core::admin::{AdminService, CredentialUpdate};
 use skillgate_core::audit::AuditLog;
 use skillgate_core::catalog_code::document::ToolDoc;
 use skillgate_core::catalog_code::{
     Action, ApplyError, ApplyOptions, ApplyReport, CatalogDocument, CatalogFile,
 };
-use skillgate_core::admin::{AdminService, CredentialUpdate};
 use skillgate_core::demo::tools::tool_specs;
 use skillgate_core::model::ToolSpec;
 use skillgate_core::policy::CatalogHandle;

@@ -9,9 +9,9 @@ use std::sync::Arc;
 use anyhow::Context;
 use clap::Subcommand;
 
+use skillgate_core::admin::AdminService;
 use skillgate_core::audit::AuditLog;
 use skillgate_core::catalog_code::{self, ApplyError, ApplyOptions, CatalogFile, json_schema_text};
-use skillgate_core::admin::AdminService;
 use skillgate_core::policy::CatalogHandle;
 use skillgate_core::store::Store;
 

@@ -59,8 +59,13 @@ pub struct ServeArgs {
     pub bind: SocketAddr,
 
     /// Seed the demo catalog into an empty database.
-    #[arg(long, env = "SKILLGATE_DEMO")]
+    #[arg(long, env = "SKILLGATE_DEMO", conflicts_with = "catalog")]
     pub demo: bool,
+    /// Serve the catalog from this file (GitOps): it is applied at start and whenever it
+    /// changes, entities it does not list are removed, and the console shows the catalog
+    /// read-only. See `skillgate catalog export`.
+    #[arg(long, env = "SKILLGATE_CATALOG", value_name = "FILE")]
+    pub catalog: Option<std::path::PathBuf>,
 
     /// Admit MCP requests without a key into this scope (loopback binds only; off by default).
     #[arg(long, env = "SKILLGATE_ANONYMOUS_SCOPE")]

@@ -4,6 +4,7 @@ mod api;
 mod audit_cmd;
 mod bundle_upload;
 mod catalog_cmd;
+mod catalog_watch;
 mod cli;
 mod compliance_http;
 mod console_auth;

@@ -36,8 +36,8 @@ use tower_sessions_sqlx_store::SqliteStore;
 use crate::cli::ServeArgs;
 use crate::console_guard::ConsoleGuard;
 use crate::{
-    api, audit_cmd, bundle_upload, compliance_http, console_auth, console_guard, export, health,
-    key_cmd, mcp, metrics_http, upstream_sync,
+    api, audit_cmd, bundle_upload, catalog_watch, compliance_http, console_auth, console_guard,
+    export, health, key_cmd, mcp, metrics_http, upstream_sync,
 };
 
 /// Console sessions end after this long without a request.
@@ -82,11 +82,11 @@ pub async fn build(
     // The process's one audit writer, and the one door every admin change goes through.
     let audit = AuditLog::new(store.clone());
     let catalog = Arc::new(CatalogHandle::new(store.compiled_catalog().await?));
-    let authoring = Arc::new(AdminService::new(
-        store.clone(),
-        audit.clone(),
-        catalog.clone(),
-    ));
+    let mut admin = AdminService::new(store.clone(), audit.clone(), catalog.clone());
+    if let Some(file) = &args.catalog {
+        admin = admin.managed_by(file.display().to_string());
+    }
+    let authoring = Arc::new(admin);
     if let Some(password) = authoring.bootstrap_admin().await? {
         println!("Created the console user `admin` (first start of an empty database).");
         println!("  password: {}", password.expose());
@@ -95,6 +95,9 @@ pub async fn build(
 
     if args.demo {
         seed_demo(&authoring, args.bind).await?;
+    }
+    if let Some(file) = &args.catalog {
+        catalog_watch::apply_file(&authoring, file, &format!("http://{}/mcp", args.bind)).await?;
     }
 
     let sessions = SqliteStore::new(store.pool().clone())
@@ -158,6 +161,14 @@ pub async fn build(
         pool: upstreams.clone(),
         last: Default::default(),
     });
+    if let Some(file) = &args.catalog {
+        catalog_watch::watch(
+            authoring.clone(),
+            console_upstreams.clone(),
+            file.clone(),
+            format!("http://{}/mcp", args.bind),
+        )?;
+    }
     let revisions = Revisions::new(authoring.clone());
     let holds = Holds::new(store.clone(), audit.clone(), catalog.clone());
     spawn_hold_expiry(holds.clone());

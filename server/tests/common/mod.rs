@@ -58,6 +58,14 @@ impl Server {
         Self::spawn(dir, true, "server.log", None, args, &[])
     }
 
+    /// `skillgate serve --catalog FILE` on a fresh database: the catalog comes from the
+    /// file, which must define a key for scope `support` (its secret is printed once).
+    pub fn start_from_catalog(file: &Path) -> Self {
+        let dir = Arc::new(tempfile::tempdir().expect("a temporary directory"));
+        let file = file.to_str().expect("a UTF-8 path");
+        Self::spawn(dir, false, "server.log", None, &["--catalog", file], &[])
+    }
+
     /// [`Self::start`] with extra environment variables for the server process.
     pub fn start_with_env(env: &[(&str, &str)]) -> Self {
         let dir = Arc::new(tempfile::tempdir().expect("a temporary directory"));
