@@ -6,58 +6,27 @@
 // other specs read.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, execFileSync } from 'node:child_process';
-import fs from 'node:fs';
-import net from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
+import { execFileSync } from 'node:child_process';
 import { expectHeading, launch, signIn, screenshot, waitHydrated } from './browser.js';
+import { BIN, newPageOn, startOwnServer } from './own_server.js';
 
-const BIN = process.env.SKILLGATE_BIN;
-const SITE = path.join(path.dirname(path.dirname(BIN ?? '.')), 'site');
 const VIEWER_PASSWORD = 'authoring-viewer-password';
 let BASE;
 let ADMIN_PASSWORD;
 let server;
-let workDir;
 
-async function freePort() {
-  return new Promise((resolve, reject) => {
-    const probe = net.createServer();
-    probe.on('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address();
-      probe.close(() => resolve(port));
-    });
-  });
-}
-
-/** Starts `skillgate serve --demo` on a fresh database; resolves with the admin password. */
+/** Starts `skillgate serve --demo` on a fresh database, with a viewer. */
 async function startServer() {
-  workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'skillgate-authoring-'));
-  const db = `sqlite://${workDir}/authoring.db`;
-  const port = await freePort();
-  BASE = `http://127.0.0.1:${port}`;
-  server = spawn(BIN, ['serve', '--bind', `127.0.0.1:${port}`, '--database-url', db, '--site-root', SITE, '--demo'],
-    { stdio: ['ignore', 'pipe', 'ignore'] });
-  let out = '';
-  const password = await new Promise((resolve, reject) => {
-    server.on('exit', (code) => reject(new Error(`the server exited with ${code}: ${out}`)));
-    server.stdout.on('data', (chunk) => {
-      out += chunk;
-      const found = out.match(/^ {2}password: (\S+)$/m);
-      if (found && /listening on/.test(out)) resolve(found[1]);
-    });
-  });
-  execFileSync(BIN, ['user', 'add', 'viewer', '--role', 'viewer', '--database-url', db],
+  server = await startOwnServer('authoring', ['--demo']);
+  BASE = server.base;
+  execFileSync(BIN, ['user', 'add', 'viewer', '--role', 'viewer', '--database-url', server.db],
     { input: `${VIEWER_PASSWORD}\n` });
-  return password;
+  return server.adminPassword;
 }
 
 /** A fresh browser context (no cookies) on this spec's server. */
 async function newPage(browser, javaScriptEnabled) {
-  const context = await browser.newContext({ javaScriptEnabled, baseURL: BASE });
-  return context.newPage();
+  return newPageOn(browser, BASE, javaScriptEnabled);
 }
 
 /** A minimal MCP client over streamable HTTP (JSON-RPC in, JSON or SSE out). */
@@ -128,10 +97,7 @@ function refund(amount) {
 
 describe('console authoring', () => {
   before(async () => { ADMIN_PASSWORD = await startServer(); });
-  after(() => {
-    server?.kill();
-    if (workDir) fs.rmSync(workDir, { recursive: true, force: true });
-  });
+  after(() => { server?.stop(); });
 
   for (const js of [true, false]) {
     const mode = js ? 'js' : 'nojs';

@@ -4,63 +4,38 @@
 // It runs its own server on a fresh database, from the catalog of the suite's server.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { expectHeading, launch, signIn, screenshot, waitHydrated } from './browser.js';
+import { BIN, newPageOn, startOwnServer } from './own_server.js';
 
-const BIN = process.env.SKILLGATE_BIN;
-const SITE = path.join(path.dirname(path.dirname(BIN ?? '.')), 'site');
 let BASE;
 let ADMIN_PASSWORD;
 let server;
 let workDir;
 let catalogFile;
 
-async function freePort() {
-  return new Promise((resolve, reject) => {
-    const probe = net.createServer();
-    probe.on('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address();
-      probe.close(() => resolve(port));
-    });
-  });
-}
-
 /** Exports the suite server's catalog and serves it from the file on a fresh database. */
 async function startServer() {
-  workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'skillgate-gitops-'));
+  workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'skillgate-gitops-file-'));
   catalogFile = path.join(workDir, 'catalog.yaml');
   execFileSync(BIN, ['catalog', 'export', '--output', catalogFile,
     '--database-url', process.env.SKILLGATE_DATABASE_URL]);
-  const db = `sqlite://${workDir}/gitops.db`;
-  const port = await freePort();
-  BASE = `http://127.0.0.1:${port}`;
-  server = spawn(BIN, ['serve', '--bind', `127.0.0.1:${port}`, '--database-url', db,
-    '--site-root', SITE, '--catalog', catalogFile], { stdio: ['ignore', 'pipe', 'ignore'] });
-  let out = '';
-  return new Promise((resolve, reject) => {
-    server.on('exit', (code) => reject(new Error(`the server exited with ${code}: ${out}`)));
-    server.stdout.on('data', (chunk) => {
-      out += chunk;
-      const found = out.match(/^ {2}password: (\S+)$/m);
-      if (found && /listening on/.test(out)) resolve(found[1]);
-    });
-  });
+  server = await startOwnServer('gitops', ['--catalog', catalogFile]);
+  BASE = server.base;
+  return server.adminPassword;
 }
 
 async function newPage(browser, javaScriptEnabled) {
-  const context = await browser.newContext({ javaScriptEnabled, baseURL: BASE });
-  return context.newPage();
+  return newPageOn(browser, BASE, javaScriptEnabled);
 }
 
 describe('a catalog managed as code', () => {
   before(async () => { ADMIN_PASSWORD = await startServer(); });
   after(() => {
-    server?.kill();
+    server?.stop();
     if (workDir) fs.rmSync(workDir, { recursive: true, force: true });
   });
 

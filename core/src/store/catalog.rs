@@ -518,7 +518,17 @@ pub(crate) async fn update_role_on(
         ));
     }
     load_catalog(&mut *conn).await?.validate_role(role)?;
-    sqlx::query(
+    overwrite_role(conn, role).await?;
+    Ok(revision + 1)
+}
+
+/// Writes `role` over the stored role of its slug, unchecked, and bumps its revision.
+/// Returns whether there was one to overwrite.
+pub(super) async fn overwrite_role(
+    conn: &mut SqliteConnection,
+    role: &Role,
+) -> Result<bool, StoreError> {
+    let done = sqlx::query(
         "UPDATE roles SET title = ?, description = ?, instructions = ?, skills = ?, limits = ?, \
              revision = revision + 1, updated_at = ? WHERE slug = ?",
     )
@@ -531,7 +541,7 @@ pub(crate) async fn update_role_on(
     .bind(role.slug.as_str())
     .execute(&mut *conn)
     .await?;
-    Ok(revision + 1)
+    Ok(done.rows_affected() > 0)
 }
 
 /// [`Store::create_scope`] on a given connection: inside the audit writer's transaction, a catalog
@@ -569,15 +579,28 @@ pub(crate) async fn update_scope_on(
         ));
     }
     load_catalog(&mut *conn).await?.validate_scope(scope)?;
-    sqlx::query("UPDATE scopes SET description = ?, roles = ?, guardrails = ?, revision = revision + 1, updated_at = ? WHERE slug = ?")
-            .bind(&scope.description)
-            .bind(to_json(&scope.roles))
-            .bind(to_json(&scope.guardrails))
-            .bind(stamp(Utc::now()))
-            .bind(scope.slug.as_str())
-            .execute(&mut *conn)
-            .await?;
+    overwrite_scope(conn, scope).await?;
     Ok(revision + 1)
+}
+
+/// Writes `scope` over the stored scope of its slug, unchecked, and bumps its revision.
+/// Returns whether there was one to overwrite.
+pub(super) async fn overwrite_scope(
+    conn: &mut SqliteConnection,
+    scope: &Scope,
+) -> Result<bool, StoreError> {
+    let done = sqlx::query(
+        "UPDATE scopes SET description = ?, roles = ?, guardrails = ?, revision = revision + 1, \
+           updated_at = ? WHERE slug = ?",
+    )
+    .bind(&scope.description)
+    .bind(to_json(&scope.roles))
+    .bind(to_json(&scope.guardrails))
+    .bind(stamp(Utc::now()))
+    .bind(scope.slug.as_str())
+    .execute(&mut *conn)
+    .await?;
+    Ok(done.rows_affected() > 0)
 }
 
 /// [`Store::set_sensitive_args`] on a given connection (see [`create_role_on`]).

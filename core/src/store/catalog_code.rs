@@ -13,8 +13,8 @@ use chrono::{DateTime, Utc};
 use sqlx::{Row, SqliteConnection};
 
 use super::catalog::{
-    insert_role, insert_scope, insert_skill, insert_skill_version, load_catalog, skill_head,
-    to_json,
+    insert_role, insert_scope, insert_skill, insert_skill_version, load_catalog, overwrite_role,
+    overwrite_scope, skill_head, to_json,
 };
 use super::{StoreError, stamp};
 use crate::model::{Catalog, Role, Scope, Skill, ToolSpec};
@@ -267,20 +267,7 @@ pub(crate) async fn put_role_on(
     conn: &mut SqliteConnection,
     role: &Role,
 ) -> Result<(), StoreError> {
-    let done = sqlx::query(
-        "UPDATE roles SET title = ?, description = ?, instructions = ?, skills = ?, limits = ?, \
-           revision = revision + 1, updated_at = ? WHERE slug = ?",
-    )
-    .bind(&role.title)
-    .bind(&role.description)
-    .bind(&role.instructions)
-    .bind(to_json(&role.skills))
-    .bind(to_json(&role.limits))
-    .bind(stamp(Utc::now()))
-    .bind(role.slug.as_str())
-    .execute(&mut *conn)
-    .await?;
-    if done.rows_affected() == 0 {
+    if !overwrite_role(conn, role).await? {
         insert_role(conn, role).await?;
     }
     Ok(())
@@ -301,18 +288,7 @@ pub(crate) async fn put_scope_on(
     conn: &mut SqliteConnection,
     scope: &Scope,
 ) -> Result<(), StoreError> {
-    let done = sqlx::query(
-        "UPDATE scopes SET description = ?, roles = ?, guardrails = ?, revision = revision + 1, \
-           updated_at = ? WHERE slug = ?",
-    )
-    .bind(&scope.description)
-    .bind(to_json(&scope.roles))
-    .bind(to_json(&scope.guardrails))
-    .bind(stamp(Utc::now()))
-    .bind(scope.slug.as_str())
-    .execute(&mut *conn)
-    .await?;
-    if done.rows_affected() == 0 {
+    if !overwrite_scope(conn, scope).await? {
         insert_scope(conn, scope).await?;
     }
     Ok(())
