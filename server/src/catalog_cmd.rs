@@ -4,15 +4,12 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Subcommand;
 
 use skillgate_core::admin::AdminService;
-use skillgate_core::audit::AuditLog;
 use skillgate_core::catalog_code::{self, ApplyError, ApplyOptions, CatalogFile, json_schema_text};
-use skillgate_core::policy::CatalogHandle;
 use skillgate_core::store::Store;
 
 use crate::key_cmd::{DEFAULT_MCP_URL, render_created};
@@ -72,7 +69,11 @@ pub async fn run(database_url: &str, command: CatalogCommand) -> anyhow::Result<
             let result = match parsed {
                 Ok(parsed) => {
                     let store = Store::open(database_url).await?;
-                    service(&store).await?.apply_catalog(&parsed, options).await
+                    AdminService::open(store)
+                        .await
+                        .context("reading the catalog")?
+                        .apply_catalog(&parsed, options)
+                        .await
                 }
                 Err(error) => Err(error),
             };
@@ -101,17 +102,4 @@ pub async fn run(database_url: &str, command: CatalogCommand) -> anyhow::Result<
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// The authoring service on the database's catalog, for a one-shot command.
-async fn service(store: &Store) -> anyhow::Result<AdminService> {
-    let compiled = store
-        .compiled_catalog()
-        .await
-        .context("reading the catalog")?;
-    Ok(AdminService::new(
-        store.clone(),
-        AuditLog::new(store.clone()),
-        Arc::new(CatalogHandle::new(compiled)),
-    ))
 }
