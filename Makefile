@@ -112,6 +112,7 @@ bench:
 	target/release/skillgate dev load --rate 500
 	target/release/skillgate dev context-cost
 	target/release/skillgate dev memory
+	python3 tools/bench/catalog_as_code.py target/release/skillgate
 
 clean:
 	cargo clean
