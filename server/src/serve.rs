@@ -93,11 +93,13 @@ pub async fn build(
         println!("  It is shown only this once; change it with `skillgate user passwd admin`.");
     }
 
+    // What a printed key's client configuration names.
+    let mcp_url = format!("http://{}/mcp", args.bind);
     if args.demo {
-        seed_demo(&authoring, args.bind).await?;
+        seed_demo(&authoring, &mcp_url).await?;
     }
     if let Some(file) = &args.catalog {
-        catalog_watch::apply_file(&authoring, file, &format!("http://{}/mcp", args.bind)).await?;
+        catalog_watch::apply_file(&authoring, file, &mcp_url).await?;
     }
 
     let sessions = SqliteStore::new(store.pool().clone())
@@ -166,7 +168,7 @@ pub async fn build(
             authoring.clone(),
             console_upstreams.clone(),
             file.clone(),
-            format!("http://{}/mcp", args.bind),
+            mcp_url,
         )?;
     }
     let revisions = Revisions::new(authoring.clone());
@@ -315,7 +317,7 @@ fn spawn_hold_expiry(holds: Holds) {
 
 /// Seeds the demo catalog into an empty database and prints a key for its `support` scope.
 /// On a database that already has a catalog it does nothing, so no key is printed twice.
-async fn seed_demo(admin: &AdminService, bind: SocketAddr) -> anyhow::Result<()> {
+async fn seed_demo(admin: &AdminService, mcp_url: &str) -> anyhow::Result<()> {
     let exe =
         std::env::current_exe().context("locating the skillgate binary for the demo upstream")?;
     if !admin.store().seed_demo(&exe.to_string_lossy()).await? {
@@ -327,10 +329,7 @@ async fn seed_demo(admin: &AdminService, bind: SocketAddr) -> anyhow::Result<()>
     let (info, key) = admin
         .create_key("demo seed", "demo-support", &support, None)
         .await?;
-    print!(
-        "{}",
-        key_cmd::render_created(&info, &key, &format!("http://{bind}/mcp"))
-    );
+    print!("{}", key_cmd::render_created(&info, &key, mcp_url));
     Ok(())
 }
 

@@ -39,7 +39,7 @@ impl AdminService {
         let prepared = AgentKeys::prepare(name, scope, &known, expires_at, Some(actor))?;
         let target = target("agent_key", prepared.name());
         let taken = name.to_owned();
-        self.save(actor, "agent_key.create", target, move |conn| {
+        self.save_record(actor, "agent_key.create", target, move |conn| {
             Box::pin(async move {
                 let (info, key) = prepared.insert_on(conn).await?;
                 let after = json!({"scope": info.scope, "prefix": info.prefix, "expires_at": info.expires_at});
@@ -58,7 +58,7 @@ impl AdminService {
         self.authorable()?;
         let name = name.to_owned();
         let target = target("agent_key", &name);
-        self.save(actor, "agent_key.revoke", target, move |conn| {
+        self.save_record(actor, "agent_key.revoke", target, move |conn| {
             Box::pin(async move {
                 let info = crate::store::keys::revoke_agent_key_on(conn, &name, Utc::now())
                     .await?

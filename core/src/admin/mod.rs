@@ -172,6 +172,18 @@ impl AdminService {
         actor: &str,
         change: ChangeFn<T>,
     ) -> Result<T, AdminError> {
+        let value = self.record(actor, change).await?;
+        self.reload().await?;
+        Ok(value)
+    }
+
+    /// [`Self::commit`] for a change the compiled catalog does not hold (users, keys,
+    /// settings, revision records): the same transaction and events, no recompile and swap.
+    pub(crate) async fn record<T: Send + 'static>(
+        &self,
+        actor: &str,
+        change: ChangeFn<T>,
+    ) -> Result<T, AdminError> {
         let actor = actor.to_owned();
         let committed = self
             .audit
@@ -195,15 +207,13 @@ impl AdminService {
             })
             .await
             .map_err(from_audit)?;
-        let value = committed.ok_or_else(|| {
+        committed.ok_or_else(|| {
             AdminError::Conflict("the change was not applied; reload and try again".into())
-        })?;
-        self.reload().await?;
-        Ok(value)
+        })
     }
 
-    /// [`Self::commit`] for a change of one entity: `change` returns the value to hand back
-    /// with the entity's `before` and `after`.
+    /// A change of one catalog entity ([`Self::commit`]): `change` returns the value to
+    /// hand back with the entity's `before` and `after`.
     async fn save<T, C>(
         &self,
         actor: &str,
@@ -219,22 +229,50 @@ impl AdminService {
             + Send
             + 'static,
     {
-        self.commit(
-            actor,
-            Box::new(move |conn| {
-                Box::pin(async move {
-                    let (value, before, after) = change(conn).await?;
-                    Ok((value, vec![Changed::new(action, target, before, after)]))
-                })
-            }),
-        )
-        .await
+        self.commit(actor, one_entity(action, target, change)).await
+    }
+
+    /// A change of one entity the compiled catalog does not hold ([`Self::record`]).
+    async fn save_record<T, C>(
+        &self,
+        actor: &str,
+        action: &'static str,
+        target: String,
+        change: C,
+    ) -> Result<T, AdminError>
+    where
+        T: Send + 'static,
+        C: for<'c> FnOnce(
+                &'c mut SqliteConnection,
+            ) -> BoxFuture<'c, Result<(T, Value, Value), StoreError>>
+            + Send
+            + 'static,
+    {
+        self.record(actor, one_entity(action, target, change)).await
     }
 
     /// An entity's change log (`target` as made by [`target`]), newest first.
     pub async fn history(&self, target: &str) -> Result<Vec<AuditEvent>, AdminError> {
         Ok(self.audit.admin_changes(target, HISTORY_LIMIT).await?)
     }
+}
+
+/// A change of one entity as a [`ChangeFn`] reporting that entity's [`Changed`].
+fn one_entity<T, C>(action: &'static str, target: String, change: C) -> ChangeFn<T>
+where
+    T: Send + 'static,
+    C: for<'c> FnOnce(
+            &'c mut SqliteConnection,
+        ) -> BoxFuture<'c, Result<(T, Value, Value), StoreError>>
+        + Send
+        + 'static,
+{
+    Box::new(move |conn| {
+        Box::pin(async move {
+            let (value, before, after) = change(conn).await?;
+            Ok((value, vec![Changed::new(action, target, before, after)]))
+        })
+    })
 }
 
 fn from_audit(error: AuditError) -> AdminError {

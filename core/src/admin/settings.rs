@@ -22,7 +22,7 @@ impl AdminService {
                 "The retention period must be a whole number of days, at least 1.",
             ));
         }
-        self.commit(
+        self.record(
             actor,
             Box::new(move |conn| {
                 Box::pin(async move {

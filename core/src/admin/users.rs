@@ -34,7 +34,7 @@ impl AdminService {
         let password = Password::generate();
         let hash = new_password_hash("admin", Password::new(password.expose())).await?;
         let created = self
-            .commit(
+            .record(
                 "bootstrap",
                 Box::new(move |conn| {
                     Box::pin(async move {
@@ -78,7 +78,7 @@ impl AdminService {
         let hash = new_password_hash(name, given).await?;
         let name = name.to_owned();
         let user = self
-            .save(
+            .save_record(
                 actor,
                 "console_user.create",
                 user_target(&name),
@@ -115,7 +115,7 @@ impl AdminService {
             return Err(UserError::SelfLockout.into());
         }
         let name = name.to_owned();
-        self.commit(
+        self.record(
             &actor.name,
             Box::new(move |conn| {
                 Box::pin(async move {
@@ -176,7 +176,7 @@ impl AdminService {
     ) -> Result<(), AdminError> {
         let hash = new_password_hash(name, password).await?;
         let name = name.to_owned();
-        self.save(
+        self.save_record(
             actor,
             "console_user.reset_password",
             user_target(&name),

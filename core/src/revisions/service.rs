@@ -483,7 +483,7 @@ impl Revisions {
         );
         let record = candidate.clone();
         self.admin
-            .commit(
+            .record(
                 proposer.name(),
                 Box::new(move |conn| {
                     Box::pin(async move {
@@ -659,7 +659,7 @@ impl Revisions {
             json!({ "candidate": id, "verdict": view.candidate.verdict, "reason": reason }),
         );
         self.admin
-            .commit(
+            .record(
                 reviewer,
                 Box::new(move |conn| {
                     Box::pin(async move {
@@ -750,7 +750,7 @@ impl Revisions {
         );
         let record = pattern.clone();
         self.admin
-            .commit(
+            .record(
                 created_by,
                 Box::new(move |conn| {
                     Box::pin(async move {
@@ -803,7 +803,7 @@ impl Revisions {
         );
         let version = current.version;
         self.admin
-            .commit(
+            .record(
                 &author.clone(),
                 Box::new(move |conn| {
                     Box::pin(async move {

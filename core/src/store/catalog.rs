@@ -431,12 +431,7 @@ pub(crate) async fn update_skill_from_file_on(
         catalog.validate_role(role)?;
     }
     insert_skill_version(&mut *conn, skill, version, skill_md).await?;
-    sqlx::query("UPDATE skills SET current_version = ?, revision = revision + 1, updated_at = ? WHERE slug = ?")
-            .bind(version)
-            .bind(stamp(Utc::now()))
-            .bind(skill.slug.as_str())
-            .execute(&mut *conn)
-            .await?;
+    make_current(conn, &skill.slug, version).await?;
     Ok(Revised {
         value: SkillVersion {
             version: version as u32,
@@ -474,13 +469,26 @@ pub(crate) async fn set_current_skill_version_on(
             "version {version} of skill `{slug}`"
         )));
     }
-    sqlx::query("UPDATE skills SET current_version = ?, revision = revision + 1, updated_at = ? WHERE slug = ?")
-            .bind(i64::from(version))
-            .bind(stamp(Utc::now()))
-            .bind(slug.as_str())
-            .execute(&mut *conn)
-            .await?;
+    make_current(conn, slug, i64::from(version)).await?;
     Ok(revision + 1)
+}
+
+/// Points `slug` at its stored `version` and bumps the skill's revision, unchecked.
+pub(super) async fn make_current(
+    conn: &mut SqliteConnection,
+    slug: &Slug,
+    version: i64,
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "UPDATE skills SET current_version = ?, revision = revision + 1, updated_at = ? \
+         WHERE slug = ?",
+    )
+    .bind(version)
+    .bind(stamp(Utc::now()))
+    .bind(slug.as_str())
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
 }
 
 /// [`Store::create_role`] on a given connection: inside the audit writer's transaction, a catalog

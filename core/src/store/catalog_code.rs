@@ -13,8 +13,8 @@ use chrono::{DateTime, Utc};
 use sqlx::{Row, SqliteConnection};
 
 use super::catalog::{
-    insert_role, insert_scope, insert_skill, insert_skill_version, load_catalog, overwrite_role,
-    overwrite_scope, skill_head, to_json,
+    insert_role, insert_scope, insert_skill, insert_skill_version, load_catalog, make_current,
+    overwrite_role, overwrite_scope, skill_head, to_json,
 };
 use super::{StoreError, stamp};
 use crate::model::{Catalog, Role, Scope, Skill, ToolSpec};
@@ -240,14 +240,7 @@ pub(crate) async fn put_skill_on(
     let (latest, _) = skill_head(&mut *conn, &skill.slug).await?;
     let version = latest + 1;
     insert_skill_version(&mut *conn, skill, version, None).await?;
-    sqlx::query(
-        "UPDATE skills SET current_version = ?, revision = revision + 1, updated_at = ? WHERE slug = ?",
-    )
-    .bind(version)
-    .bind(stamp(Utc::now()))
-    .bind(skill.slug.as_str())
-    .execute(&mut *conn)
-    .await?;
+    make_current(conn, &skill.slug, version).await?;
     u32::try_from(version).map_err(|e| StoreError::Corrupt(format!("skill version: {e}")))
 }
 
