@@ -268,11 +268,7 @@ impl AgentKeys {
         if presented.len() != KEY_LEN || !presented.starts_with(KEY_PREFIX) {
             return Err(KeyError::Invalid);
         }
-        let Some(mut info) = self
-            .store
-            .find_agent_key_by_hash(&hash_key(presented))
-            .await?
-        else {
+        let Some(mut info) = self.store.find_agent_key_by_hash(&hash_key(presented))? else {
             return Err(KeyError::Invalid);
         };
         if !info.is_active(now) {

@@ -506,7 +506,6 @@ async fn old_events(store: &Store, n: u64, age: Duration) {
                 })
                 .collect()
         })
-        .await
         .unwrap();
 }
 

@@ -58,8 +58,10 @@ struct Job {
 
 /// The append-only, hash-chained audit log.
 ///
-/// Appends go through one writer task that commits every event waiting at that moment
-/// in a single transaction (group commit), so many concurrent appends cost few fsyncs.
+/// Appends go through one writer that commits every event waiting at that moment in a
+/// single transaction (group commit), so many concurrent appends cost few fsyncs. The
+/// writer is a thread of its own that appends on a direct connection (see
+/// `store::direct`): a caller's append is one hand-off to that thread and one back.
 #[derive(Clone, Debug)]
 pub struct AuditLog {
     store: Store,
@@ -67,11 +69,27 @@ pub struct AuditLog {
 }
 
 impl AuditLog {
-    /// Starts the writer task; call inside a Tokio runtime. The task ends when the last
-    /// clone of the log is dropped.
+    /// Starts the writer thread. It ends when the last clone of the log is dropped; if it
+    /// cannot start, every append fails with [`AuditError::WriterStopped`] (fail closed).
     pub fn new(store: Store) -> Self {
         let (jobs, queue) = mpsc::channel(QUEUE);
-        tokio::spawn(run_writer(store.clone(), queue));
+        let writer_store = store.clone();
+        let started = std::thread::Builder::new()
+            .name("skillgate-audit".to_owned())
+            .spawn(move || {
+                // Its own small runtime, for the audited changes that run on sqlx; event
+                // appends block this thread alone.
+                match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    Ok(runtime) => runtime.block_on(run_writer(writer_store, queue)),
+                    Err(error) => tracing::error!(%error, "the audit writer cannot start"),
+                }
+            });
+        if let Err(error) = started {
+            tracing::error!(%error, "the audit writer thread cannot start");
+        }
         Self { store, jobs }
     }
 
@@ -276,10 +294,6 @@ fn decode(row: AuditRow) -> Result<AuditEvent, AuditError> {
 }
 
 async fn run_writer(store: Store, mut queue: mpsc::Receiver<Job>) {
-    // The tip this writer committed last: appending on it needs no read first. Another
-    // process appending (the CLI, a replica) moves the real tip; the store notices and
-    // the write falls back to reading it.
-    let mut tip = None;
     // A change job met while gathering a group waits for the group to commit first, so
     // events keep the order their callers sent them in.
     let mut held: Option<Job> = None;
@@ -292,7 +306,7 @@ async fn run_writer(store: Store, mut queue: mpsc::Receiver<Job>) {
             },
         };
         if first.change.is_some() {
-            commit_change(&store, &mut tip, first).await;
+            commit_change(&store, first).await;
             continue;
         }
         let mut pending = first.events.len();
@@ -310,12 +324,12 @@ async fn run_writer(store: Store, mut queue: mpsc::Receiver<Job>) {
                 Err(_) => break,
             }
         }
-        commit_group(&store, &mut tip, group).await;
+        commit_group(&store, group);
     }
 }
 
 /// Commits one change job: its state change and the events it returns, in one transaction.
-async fn commit_change(store: &Store, tip: &mut Option<Anchor>, mut job: Job) {
+async fn commit_change(store: &Store, mut job: Job) {
     let Some(change) = job.change.take() else {
         return;
     };
@@ -329,19 +343,9 @@ async fn commit_change(store: &Store, tip: &mut Option<Anchor>, mut job: Job) {
         })
         .await;
     let answer = match result {
-        Ok(Some(rows)) => {
-            if let Some(last) = rows.last() {
-                *tip = Some(Anchor {
-                    seq: last.seq,
-                    hash: last.hash.clone(),
-                });
-            }
-            Ok(appended(rows, &at, now))
-        }
+        Ok(Some(rows)) => Ok(appended(rows, &at, now)),
         Ok(None) => Ok(Vec::new()),
         Err(err) => {
-            // The tip may have moved or not: read it again on the next write.
-            *tip = None;
             tracing::error!(error = %err, "audited change failed");
             Err(err.into())
         }
@@ -349,9 +353,9 @@ async fn commit_change(store: &Store, tip: &mut Option<Anchor>, mut job: Job) {
     let _ = job.reply.send(answer);
 }
 
-async fn commit_group(store: &Store, tip: &mut Option<Anchor>, group: Vec<Job>) {
+fn commit_group(store: &Store, group: Vec<Job>) {
     let events: Vec<&Prepared> = group.iter().flat_map(|job| job.events.iter()).collect();
-    match write(store, tip, &events).await {
+    match write(store, &events) {
         Ok(appended) => {
             let mut appended = appended.into_iter();
             for job in group {
@@ -369,7 +373,7 @@ async fn commit_group(store: &Store, tip: &mut Option<Anchor>, group: Vec<Job>) 
             tracing::warn!(error = %err, callers = group.len(), "audit group commit failed, retrying per caller");
             for job in group {
                 let events: Vec<&Prepared> = job.events.iter().collect();
-                let result = write(store, tip, &events).await;
+                let result = write(store, &events);
                 if let Err(err) = &result {
                     tracing::error!(error = %err, "audit append failed");
                 }
@@ -402,36 +406,12 @@ fn link_all(tip: &Anchor, at: &str, events: &[&Prepared]) -> Vec<AuditRow> {
         .collect()
 }
 
-async fn write(
-    store: &Store,
-    tip: &mut Option<Anchor>,
-    events: &[&Prepared],
-) -> Result<Vec<AppendedEvent>, AuditError> {
+/// Chains `events` onto the tip as it is inside the write transaction, so appends by
+/// another process (the CLI, a retention prune) are chained onto, never forked.
+fn write(store: &Store, events: &[&Prepared]) -> Result<Vec<AppendedEvent>, AuditError> {
     let now = Utc::now();
     let at = timestamp(now);
-    // Taken, not read: after a failure the next write reads the tip from the database.
-    let rows = match tip.take() {
-        Some(expected) => {
-            let rows = link_all(&expected, &at, events);
-            if store.audit_append_on(&expected, &rows).await? {
-                rows
-            } else {
-                tracing::debug!("the audit chain moved under this writer; rereading its tip");
-                store
-                    .audit_append_with(|tip| link_all(tip, &at, events))
-                    .await?
-            }
-        }
-        None => {
-            store
-                .audit_append_with(|tip| link_all(tip, &at, events))
-                .await?
-        }
-    };
-    *tip = rows.last().map(|row| Anchor {
-        seq: row.seq,
-        hash: row.hash.clone(),
-    });
+    let rows = store.audit_append_with(|tip| link_all(tip, &at, events))?;
     Ok(appended(rows, &at, now))
 }
 

@@ -344,7 +344,7 @@ impl Revisions {
         if session_id.is_empty() {
             return Err(RevisionError::NoSession);
         }
-        match self.store.load_session(session_id).await? {
+        match self.store.load_session(session_id)? {
             Some(session) if session.key_name == agent => Ok(session.view.scope),
             _ => Err(RevisionError::NoSession),
         }

@@ -3,6 +3,7 @@
 
 use futures::future::BoxFuture;
 use futures::stream::{BoxStream, StreamExt};
+use rusqlite::OptionalExtension as _;
 use sqlx::sqlite::SqliteRow;
 use sqlx::{FromRow, Row, Sqlite, SqliteConnection, Transaction};
 
@@ -135,25 +136,42 @@ pub(crate) fn seq_to_db(seq: u64) -> i64 {
 impl Store {
     /// Appends rows built by `build` from the chain tip, in one `BEGIN IMMEDIATE`
     /// transaction, so that writers in several processes sharing the file chain in turn.
-    /// Returns once the rows are committed.
-    pub async fn audit_append_with<F>(&self, build: F) -> Result<Vec<AuditRow>, StoreError>
+    /// Returns once the rows are committed (and, with `synchronous = FULL`, on disk).
+    ///
+    /// Runs on a direct connection, on the calling thread, and may wait for the write
+    /// lock and `fsync`: call it from the audit writer's thread (or a one-shot tool), never
+    /// from a Tokio worker of a server.
+    pub fn audit_append_with<F>(&self, build: F) -> Result<Vec<AuditRow>, StoreError>
     where
         F: FnOnce(&Anchor) -> Vec<AuditRow>,
     {
-        let mut tx = self.pool().begin_with("BEGIN IMMEDIATE").await?;
-        let tip = audit_tip_in(&mut tx).await?;
-        let rows = build(&tip);
-        if !rows.is_empty() {
-            sqlx::query(&INSERT_EVENTS)
-                .bind(events_json(&rows))
-                .execute(&mut *tx)
-                .await?;
-            // Same transaction: the compliance summary of a session never disagrees
-            // with its events.
-            super::audit_query::summarize_in(&mut tx, &rows).await?;
-        }
-        tx.commit().await?;
-        Ok(rows)
+        self.direct().with(|conn| {
+            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            let tip = {
+                let newest = |sql: &str| {
+                    tx.prepare_cached(sql)?
+                        .query_row([], |row| {
+                            Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?))
+                        })
+                        .optional()
+                };
+                match newest(NEWEST_EVENT)? {
+                    Some(row) => Some(row),
+                    None => newest(NEWEST_ANCHOR)?,
+                }
+            };
+            let tip = anchor_of(tip);
+            let rows = build(&tip);
+            if !rows.is_empty() {
+                tx.prepare_cached(&INSERT_EVENTS)?
+                    .execute([events_json(&rows)])?;
+                // Same transaction: the compliance summary of a session never disagrees
+                // with its events.
+                super::audit_query::summarize_direct(&tx, &rows)?;
+            }
+            tx.commit()?;
+            Ok(rows)
+        })
     }
 
     /// Runs `change` and appends the rows `build` makes of what it returned, in one
@@ -184,46 +202,6 @@ impl Store {
         }
         tx.commit().await?;
         Ok(Some(rows))
-    }
-
-    /// Appends `rows`, built on the chain tip `expected`, if that is still the tip: the
-    /// whole transaction (begin, events, summaries, commit) is one round trip to the
-    /// connection's worker thread instead of five. Returns `false`, having written
-    /// nothing, when the tip moved (another process appended or pruned); the caller then
-    /// rebuilds on the real tip with [`Store::audit_append_with`].
-    ///
-    /// Not cancel-safe: sqlx does not know of the transaction this query opens, so a caller
-    /// dropped mid-query could leave it open on a pooled connection. The audit writer task
-    /// awaits it to the end.
-    pub async fn audit_append_on(
-        &self,
-        expected: &Anchor,
-        rows: &[AuditRow],
-    ) -> Result<bool, StoreError> {
-        let Some(last) = rows.last() else {
-            return Ok(true);
-        };
-        let deltas = super::audit_query::summary_deltas(rows).unwrap_or_else(|| "[]".into());
-        let mut conn = self.pool().acquire().await?;
-        // `fetch_all`, not `fetch_one`: the stream must run on to the COMMIT.
-        let done = sqlx::query_scalar::<_, i64>(&APPEND_ON_TIP)
-            .bind(events_json(rows))
-            .bind(seq_to_db(expected.seq))
-            .bind(deltas)
-            .bind(seq_to_db(last.seq))
-            .bind(&last.hash)
-            .fetch_all(&mut *conn)
-            .await;
-        match done {
-            Ok(inserted) => Ok(inserted == [rows.len() as i64]),
-            Err(error) => {
-                // The statement may have stopped between BEGIN and COMMIT: never hand a
-                // connection with an open transaction back to the pool.
-                let _ = sqlx::query("ROLLBACK").execute(&mut *conn).await;
-                conn.close_on_drop();
-                Err(error.into())
-            }
-        }
     }
 
     /// The newest event, else the newest retention anchor, else the genesis.
@@ -513,36 +491,9 @@ const INSERT_EVENTS_SQL: &str =
      FROM json_each(?1)";
 
 /// Inserts a JSON array of rows ([`events_json`], `?1`) in one statement, whatever the
-/// group's size: each statement is a round trip to SQLite's worker thread.
+/// group's size.
 static INSERT_EVENTS: std::sync::LazyLock<String> =
     std::sync::LazyLock::new(|| format!("{INSERT_EVENTS_SQL} ORDER BY key"));
-
-/// The fast path of [`Store::audit_append_on`]: `?1` events, `?2` the expected tip seq,
-/// `?3` summary deltas, `?4`/`?5` the seq and hash of the last new event. The events go in
-/// only if the tip (newest event, else newest anchor, else 0) is `?2`; the summaries only
-/// if the last new event is there, so a failed guard writes nothing at all. The one row it
-/// returns is how many events went in (`changes()` right after their insert; the change
-/// count sqlx reports cannot say, as `BEGIN` and `COMMIT` repeat the previous statement's).
-///
-/// Parameter numbers only ever grow from one statement to the next: sqlx binds the
-/// numbers a statement skips as positional arguments counted across statements, and a
-/// count past the last argument stops its binding early.
-static APPEND_ON_TIP: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-    format!(
-        "BEGIN IMMEDIATE;
-         {INSERT_EVENTS_SQL}
-         WHERE COALESCE((SELECT MAX(seq) FROM audit_events),
-                        (SELECT MAX(seq) FROM audit_anchors), 0) = ?2
-         ORDER BY key;
-         SELECT changes();
-         {summaries};
-         COMMIT;",
-        summaries = super::audit_query::summary_upsert_sql(
-            "?3",
-            "EXISTS (SELECT 1 FROM audit_events WHERE seq = ?4 AND hash = ?5)"
-        ),
-    )
-});
 
 fn events_json(rows: &[AuditRow]) -> String {
     serde_json::Value::Array(
@@ -579,21 +530,28 @@ static SELECT_SESSION_AFTER: std::sync::LazyLock<String> = std::sync::LazyLock::
     format!("SELECT {COLUMNS} FROM audit_events WHERE session_id = ? AND seq > ? ORDER BY seq")
 });
 
+const NEWEST_EVENT: &str = "SELECT seq, hash FROM audit_events ORDER BY seq DESC LIMIT 1";
+const NEWEST_ANCHOR: &str = "SELECT seq, hash FROM audit_anchors ORDER BY seq DESC LIMIT 1";
+
+/// The tip from the newest event, else the newest anchor (`None`: the genesis).
+fn anchor_of(newest: Option<(i64, String)>) -> Anchor {
+    newest.map_or_else(Anchor::genesis, |(seq, hash)| Anchor {
+        seq: seq_from_db(seq),
+        hash,
+    })
+}
+
 async fn audit_tip_in(tx: &mut Transaction<'static, Sqlite>) -> Result<Anchor, StoreError> {
-    let newest: Option<(i64, String)> =
-        sqlx::query_as("SELECT seq, hash FROM audit_events ORDER BY seq DESC LIMIT 1")
-            .fetch_optional(&mut **tx)
-            .await?;
+    let newest: Option<(i64, String)> = sqlx::query_as(NEWEST_EVENT)
+        .fetch_optional(&mut **tx)
+        .await?;
     let newest = match newest {
         Some(row) => Some(row),
         None => {
-            sqlx::query_as("SELECT seq, hash FROM audit_anchors ORDER BY seq DESC LIMIT 1")
+            sqlx::query_as(NEWEST_ANCHOR)
                 .fetch_optional(&mut **tx)
                 .await?
         }
     };
-    Ok(newest.map_or_else(Anchor::genesis, |(seq, hash)| Anchor {
-        seq: seq_from_db(seq),
-        hash,
-    }))
+    Ok(anchor_of(newest))
 }

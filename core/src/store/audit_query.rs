@@ -90,7 +90,7 @@ fn token(name: Option<&str>) -> String {
     }
 }
 
-/// The summary changes of `rows` as one JSON array for [`summary_upsert_sql`], `None`
+/// The summary changes of `rows` as one JSON array for [`UPSERT_SUMMARIES`], `None`
 /// when no row belongs to a session.
 pub(crate) fn summary_deltas(rows: &[AuditRow]) -> Option<String> {
     let deltas: Vec<Value> = rows
@@ -118,19 +118,16 @@ pub(crate) fn summary_deltas(rows: &[AuditRow]) -> Option<String> {
     (!deltas.is_empty()).then(|| Value::Array(deltas).to_string())
 }
 
-/// One statement folding a JSON array of [`summary_deltas`] (parameter `deltas`, e.g.
-/// `?1`) into the summaries, row by row in order, so a group holding several events of
-/// one session adds them all. `guard` is an SQL condition; rows are applied only when it
-/// holds.
-pub(crate) fn summary_upsert_sql(deltas: &str, guard: &str) -> String {
-    format!(
-        "INSERT INTO audit_session_summaries
+/// One statement folding a JSON array of [`summary_deltas`] (`?1`) into the summaries, row
+/// by row in order, so a group holding several events of one session adds them all.
+/// `WHERE true` keeps SQLite from reading `ON CONFLICT` as a join constraint.
+const UPSERT_SUMMARIES: &str = "INSERT INTO audit_session_summaries
             (session_id, first_seq, last_seq, started_at, last_at, actor, scope, task_summary,
              events, learns, calls, denials, violations, errors, roles, tools)
          SELECT value->>0, value->>1, value->>1, value->>2, value->>2, value->>3, value->>4,
                 value->>5, 1, value->>6, value->>7, value->>8, value->>9, value->>10,
                 value->>11, value->>12
-         FROM json_each({deltas}) WHERE {guard} ORDER BY key
+         FROM json_each(?1) WHERE true ORDER BY key
          ON CONFLICT (session_id) DO UPDATE SET
             last_seq = excluded.last_seq,
             last_at = excluded.last_at,
@@ -146,13 +143,7 @@ pub(crate) fn summary_upsert_sql(deltas: &str, guard: &str) -> String {
             roles = CASE WHEN excluded.roles = ' ' OR instr(roles, excluded.roles) > 0
                          THEN roles ELSE roles || substr(excluded.roles, 2) END,
             tools = CASE WHEN excluded.tools = ' ' OR instr(tools, excluded.tools) > 0
-                         THEN tools ELSE tools || substr(excluded.tools, 2) END"
-    )
-}
-
-// `WHERE true` keeps SQLite from reading `ON CONFLICT` as a join constraint.
-static UPSERT_SUMMARIES: std::sync::LazyLock<String> =
-    std::sync::LazyLock::new(|| summary_upsert_sql("?1", "true"));
+                         THEN tools ELSE tools || substr(excluded.tools, 2) END";
 
 /// Folds appended rows into their sessions' summaries (rows without a session are
 /// skipped), in one statement.
@@ -163,10 +154,21 @@ pub(crate) async fn summarize_in(
     let Some(deltas) = summary_deltas(rows) else {
         return Ok(());
     };
-    sqlx::query(&UPSERT_SUMMARIES)
+    sqlx::query(UPSERT_SUMMARIES)
         .bind(deltas)
         .execute(&mut **tx)
         .await?;
+    Ok(())
+}
+
+/// [`summarize_in`] inside a direct transaction (the audit writer's appends).
+pub(crate) fn summarize_direct(
+    tx: &rusqlite::Transaction<'_>,
+    rows: &[AuditRow],
+) -> Result<(), StoreError> {
+    if let Some(deltas) = summary_deltas(rows) {
+        tx.prepare_cached(UPSERT_SUMMARIES)?.execute([deltas])?;
+    }
     Ok(())
 }
 

@@ -23,36 +23,78 @@ pub struct AgentKeyRow<'a> {
 const COLUMNS: &str =
     "id, name, scope, prefix, created_at, created_by, expires_at, revoked_at, last_used_at";
 
-fn decode_err(what: &str, e: impl std::fmt::Display) -> sqlx::Error {
-    sqlx::Error::Decode(format!("stored agent key {what} is unreadable: {e}").into())
+static FIND_BY_HASH: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| format!("SELECT {COLUMNS} FROM agent_keys WHERE key_hash = ?1"));
+
+/// A key row's columns as stored, whichever driver read them: one decoding for both.
+struct KeyColumns {
+    id: i64,
+    name: String,
+    scope: String,
+    prefix: String,
+    created_at: String,
+    created_by: Option<String>,
+    expires_at: Option<String>,
+    revoked_at: Option<String>,
+    last_used_at: Option<String>,
 }
 
-fn time_of(what: &str, text: &str) -> Result<DateTime<Utc>, sqlx::Error> {
-    DateTime::parse_from_rfc3339(text)
-        .map(|at| at.with_timezone(&Utc))
-        .map_err(|e| decode_err(what, e))
+impl KeyColumns {
+    fn from_sqlx(row: &SqliteRow) -> Result<Self, sqlx::Error> {
+        Ok(Self {
+            id: row.try_get("id")?,
+            name: row.try_get("name")?,
+            scope: row.try_get("scope")?,
+            prefix: row.try_get("prefix")?,
+            created_at: row.try_get("created_at")?,
+            created_by: row.try_get("created_by")?,
+            expires_at: row.try_get("expires_at")?,
+            revoked_at: row.try_get("revoked_at")?,
+            last_used_at: row.try_get("last_used_at")?,
+        })
+    }
+
+    fn from_direct(row: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        Ok(Self {
+            id: row.get("id")?,
+            name: row.get("name")?,
+            scope: row.get("scope")?,
+            prefix: row.get("prefix")?,
+            created_at: row.get("created_at")?,
+            created_by: row.get("created_by")?,
+            expires_at: row.get("expires_at")?,
+            revoked_at: row.get("revoked_at")?,
+            last_used_at: row.get("last_used_at")?,
+        })
+    }
+
+    fn decode(self) -> Result<AgentKeyInfo, StoreError> {
+        let unreadable = |what: &str, e: &dyn std::fmt::Display| {
+            StoreError::Corrupt(format!("agent key {what}: {e}"))
+        };
+        let time = |what: &str, text: &str| {
+            DateTime::parse_from_rfc3339(text)
+                .map(|at| at.with_timezone(&Utc))
+                .map_err(|e| unreadable(what, &e))
+        };
+        let optional =
+            |what: &str, text: Option<String>| text.map(|text| time(what, &text)).transpose();
+        Ok(AgentKeyInfo {
+            id: self.id,
+            scope: Slug::parse(&self.scope).map_err(|e| unreadable("scope", &e))?,
+            created_at: time("created_at", &self.created_at)?,
+            expires_at: optional("expires_at", self.expires_at)?,
+            revoked_at: optional("revoked_at", self.revoked_at)?,
+            last_used_at: optional("last_used_at", self.last_used_at)?,
+            name: self.name,
+            prefix: self.prefix,
+            created_by: self.created_by,
+        })
+    }
 }
 
-fn optional_time_of(row: &SqliteRow, column: &str) -> Result<Option<DateTime<Utc>>, sqlx::Error> {
-    row.try_get::<Option<String>, _>(column)?
-        .map(|text| time_of(column, &text))
-        .transpose()
-}
-
-fn key_from_row(row: &SqliteRow) -> Result<AgentKeyInfo, sqlx::Error> {
-    let scope: String = row.try_get("scope")?;
-    let created_at: String = row.try_get("created_at")?;
-    Ok(AgentKeyInfo {
-        id: row.try_get("id")?,
-        name: row.try_get("name")?,
-        scope: Slug::parse(&scope).map_err(|e| decode_err("scope", e))?,
-        prefix: row.try_get("prefix")?,
-        created_at: time_of("created_at", &created_at)?,
-        created_by: row.try_get("created_by")?,
-        expires_at: optional_time_of(row, "expires_at")?,
-        revoked_at: optional_time_of(row, "revoked_at")?,
-        last_used_at: optional_time_of(row, "last_used_at")?,
-    })
+fn key_from_row(row: &SqliteRow) -> Result<AgentKeyInfo, StoreError> {
+    KeyColumns::from_sqlx(row)?.decode()
 }
 
 impl Store {
@@ -65,18 +107,18 @@ impl Store {
         insert_agent_key_on(&mut conn, key).await
     }
 
-    /// The key whose SHA-256 is `key_hash`, whatever its state (revoked, expired).
-    pub async fn find_agent_key_by_hash(
+    /// The key whose SHA-256 is `key_hash`, whatever its state (revoked, expired). Every
+    /// request to `/mcp` asks, so it reads inline on a direct connection (see [`super::direct`]).
+    pub fn find_agent_key_by_hash(
         &self,
         key_hash: &str,
     ) -> Result<Option<AgentKeyInfo>, StoreError> {
-        let row = sqlx::query(&format!(
-            "SELECT {COLUMNS} FROM agent_keys WHERE key_hash = ?"
-        ))
-        .bind(key_hash)
-        .fetch_optional(self.pool())
-        .await?;
-        Ok(row.as_ref().map(key_from_row).transpose()?)
+        let columns = self.direct().with(|conn| {
+            let mut query = conn.prepare_cached(&FIND_BY_HASH)?;
+            let mut rows = query.query([key_hash])?;
+            Ok(rows.next()?.map(KeyColumns::from_direct).transpose()?)
+        })?;
+        columns.map(KeyColumns::decode).transpose()
     }
 
     /// The key with this id, whatever its state.
@@ -85,14 +127,14 @@ impl Store {
             .bind(id)
             .fetch_optional(self.pool())
             .await?;
-        Ok(row.as_ref().map(key_from_row).transpose()?)
+        row.as_ref().map(key_from_row).transpose()
     }
 
     pub async fn list_agent_keys(&self) -> Result<Vec<AgentKeyInfo>, StoreError> {
         let rows = sqlx::query(&format!("SELECT {COLUMNS} FROM agent_keys ORDER BY name"))
             .fetch_all(self.pool())
             .await?;
-        Ok(rows.iter().map(key_from_row).collect::<Result<_, _>>()?)
+        rows.iter().map(key_from_row).collect()
     }
 
     /// Marks the key `name` revoked at `at`, unless it already is (the first revocation
@@ -150,7 +192,7 @@ pub(crate) async fn insert_agent_key_on(
     .fetch_one(conn)
     .await;
     match result {
-        Ok(row) => Ok(key_from_row(&row)?),
+        Ok(row) => key_from_row(&row),
         // Only the name is worth reporting: a clash of two 256-bit keys' hashes means a
         // broken random source, which must surface as the database error it is.
         Err(sqlx::Error::Database(e))
@@ -180,5 +222,5 @@ pub(crate) async fn revoke_agent_key_on(
     .bind(name)
     .fetch_optional(conn)
     .await?;
-    Ok(row.as_ref().map(key_from_row).transpose()?)
+    row.as_ref().map(key_from_row).transpose()
 }

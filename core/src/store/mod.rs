@@ -3,8 +3,9 @@
 //! SQLite (WAL) is the embedded default. Keeping SQL here, behind typed methods, is what
 //! lets a PostgreSQL backend be an addition rather than a rewrite.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::SqlitePool;
@@ -14,6 +15,7 @@ pub mod audit;
 pub mod audit_query;
 pub mod catalog;
 pub mod catalog_code;
+mod direct;
 pub mod holds;
 pub mod keys;
 pub mod reveals;
@@ -37,8 +39,15 @@ pub enum StoreError {
     Open { path: PathBuf, source: sqlx::Error },
     #[error("database migration failed: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error("cannot open the database file {path}")]
+    OpenDirect {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
     #[error("database error: {0}")]
     Sqlx(#[from] sqlx::Error),
+    #[error("database error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
     #[error("{0}")]
     Conflict(String),
     #[error("{0} not found")]
@@ -51,55 +60,65 @@ pub enum StoreError {
 
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
 
-/// A handle to the database. Cheap to clone (the pool is reference counted).
+/// A handle to the database. Cheap to clone (the pools are reference counted).
 #[derive(Clone, Debug)]
 pub struct Store {
     pool: SqlitePool,
+    /// The hot path's connections (see [`direct`]).
+    direct: Arc<direct::Direct>,
+    /// The directory of a `sqlite::memory:` database, removed with the last clone. Declared
+    /// last: fields drop in order, so the connections close before it goes.
+    _ephemeral: Option<Arc<tempfile::TempDir>>,
 }
 
 impl Store {
     /// Opens (creating if needed) the database at `url` and applies pending migrations.
     ///
-    /// Only `sqlite://PATH` and `sqlite::memory:` are understood today.
+    /// `sqlite://PATH` is a database file; `sqlite::memory:` is a private, throwaway one (a
+    /// file in a temporary directory that is removed with the last clone of the store), so
+    /// it behaves exactly like a file database, direct connections included.
     pub async fn open(url: &str) -> Result<Self, StoreError> {
-        let (options, path) = sqlite_options(url)?;
-        if let Some(dir) = path
-            .as_deref()
-            .and_then(Path::parent)
-            .filter(|dir| !dir.as_os_str().is_empty())
-        {
+        let (options, path, ephemeral) = match sqlite_options(url)? {
+            (options, Some(path)) => (options, path, None),
+            (_, None) => {
+                let dir = tempfile::Builder::new()
+                    .prefix("skillgate-memory-")
+                    .tempdir()
+                    .map_err(|source| StoreError::CreateDir {
+                        path: std::env::temp_dir(),
+                        source,
+                    })?;
+                let path = dir.path().join("skillgate.db");
+                let (options, _) = sqlite_options(&format!("sqlite://{}", path.display()))?;
+                (options, path, Some(Arc::new(dir)))
+            }
+        };
+        if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|source| StoreError::CreateDir {
                 path: dir.to_path_buf(),
                 source,
             })?;
         }
-        let in_memory = path.is_none();
         let pool = SqlitePoolOptions::new()
             // A SQLite connection is a file handle, not a socket that can drop: the default
             // check before every acquire was one more round trip to the connection's worker
             // thread on every query of the hot path.
             .test_before_acquire(false)
-            // An in-memory database exists per connection: keep exactly one.
-            .max_connections(if in_memory { 1 } else { 8 })
-            .min_connections(if in_memory { 1 } else { 0 })
-            .idle_timeout(if in_memory {
-                None
-            } else {
-                Some(Duration::from_secs(600))
-            })
-            .max_lifetime(if in_memory {
-                None
-            } else {
-                Some(Duration::from_secs(3600))
-            })
+            .max_connections(8)
+            .idle_timeout(Some(Duration::from_secs(600)))
+            .max_lifetime(Some(Duration::from_secs(3600)))
             .connect_with(options)
             .await
             .map_err(|source| StoreError::Open {
-                path: path.clone().unwrap_or_else(|| PathBuf::from(":memory:")),
+                path: path.clone(),
                 source,
             })?;
         MIGRATOR.run(&pool).await?;
-        let store = Self { pool };
+        let store = Self {
+            pool,
+            direct: Arc::new(direct::Direct::new(&path)),
+            _ephemeral: ephemeral,
+        };
         catalog::pin_tools_stored_before_pins(&store).await?;
         Ok(store)
     }
@@ -107,6 +126,10 @@ impl Store {
     /// The underlying pool, for the session store and the store's own submodules.
     pub fn pool(&self) -> &SqlitePool {
         &self.pool
+    }
+
+    pub(crate) fn direct(&self) -> &direct::Direct {
+        &self.direct
     }
 
     /// True when the database answers a trivial query.
@@ -167,6 +190,30 @@ mod tests {
             .unwrap();
         assert!(store.ping().await);
         assert!(path.exists());
+    }
+
+    #[tokio::test]
+    async fn a_memory_database_is_private_to_its_store_and_removed_with_its_last_clone() {
+        let first = Store::open("sqlite::memory:").await.unwrap();
+        let second = Store::open("sqlite::memory:").await.unwrap();
+        sqlx::query("CREATE TABLE only_in_first (v INTEGER)")
+            .execute(first.pool())
+            .await
+            .unwrap();
+        let in_second: i64 =
+            sqlx::query_scalar("SELECT COUNT(*) FROM sqlite_master WHERE name = 'only_in_first'")
+                .fetch_one(second.pool())
+                .await
+                .unwrap();
+        assert_eq!(in_second, 0, "two memory stores share nothing");
+        let dir = first._ephemeral.as_ref().unwrap().path().to_path_buf();
+        assert!(dir.join("skillgate.db").exists());
+        let clone = first.clone();
+        drop(first);
+        assert!(dir.exists(), "a clone keeps the database");
+        clone.pool().close().await;
+        drop(clone);
+        assert!(!dir.exists(), "the last clone removes it");
     }
 
     #[tokio::test]

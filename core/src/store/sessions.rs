@@ -44,20 +44,37 @@ pub async fn load_session_on(
     conn: &mut SqliteConnection,
     id: &str,
 ) -> Result<Option<StoredSession>, StoreError> {
-    let row = sqlx::query("SELECT key_name, state, revision FROM governance_sessions WHERE id = ?")
+    let row = sqlx::query(LOAD_SESSION)
         .bind(id)
         .fetch_optional(conn)
         .await?;
     let Some(row) = row else { return Ok(None) };
-    let state: String = row.try_get("state")?;
-    let view: SessionView = serde_json::from_str(&state).map_err(|e| {
+    stored_session(
+        id,
+        row.try_get("key_name")?,
+        &row.try_get::<String, _>("state")?,
+        row.try_get("revision")?,
+    )
+    .map(Some)
+}
+
+const LOAD_SESSION: &str =
+    "SELECT key_name, state, revision FROM governance_sessions WHERE id = ?1";
+
+fn stored_session(
+    id: &str,
+    key_name: String,
+    state: &str,
+    revision: i64,
+) -> Result<StoredSession, StoreError> {
+    let view: SessionView = serde_json::from_str(state).map_err(|e| {
         StoreError::Conflict(format!("stored state of session {id} is unreadable: {e}"))
     })?;
-    Ok(Some(StoredSession {
+    Ok(StoredSession {
         view,
-        key_name: row.try_get("key_name")?,
-        revision: row.try_get("revision")?,
-    }))
+        key_name,
+        revision,
+    })
 }
 
 /// [`Store::insert_session`] on a given connection, e.g. inside the audit writer's
@@ -115,9 +132,25 @@ impl Store {
         insert_session_on(&mut conn, session).await
     }
 
-    pub async fn load_session(&self, id: &str) -> Result<Option<StoredSession>, StoreError> {
-        let mut conn = self.pool().acquire().await?;
-        load_session_on(&mut conn, id).await
+    /// The session `id` as stored now. Every governed call reads it, so it reads inline
+    /// on a direct connection (see [`super::direct`]); inside a change, use
+    /// [`load_session_on`].
+    pub fn load_session(&self, id: &str) -> Result<Option<StoredSession>, StoreError> {
+        let columns = self.direct().with(|conn| {
+            let mut query = conn.prepare_cached(LOAD_SESSION)?;
+            let mut rows = query.query([id])?;
+            let Some(row) = rows.next()? else {
+                return Ok(None);
+            };
+            Ok(Some((
+                row.get::<_, String>(0)?,
+                row.get::<_, String>(1)?,
+                row.get::<_, i64>(2)?,
+            )))
+        })?;
+        columns
+            .map(|(key_name, state, revision)| stored_session(id, key_name, &state, revision))
+            .transpose()
     }
 
     /// The newest session that this key opened on this MCP connection.

@@ -439,7 +439,11 @@ mod tests {
     #[tokio::test]
     async fn a_store_failure_is_service_unavailable_not_unauthorized() {
         let f = fixture().await;
-        f.store.pool().close().await;
+        // The database answers, but not with keys: a failure, not a refusal.
+        sqlx::query("DROP TABLE agent_keys")
+            .execute(f.store.pool())
+            .await
+            .unwrap();
         let bearer = format!("Bearer {}", f.key);
         let (status, _, body) = send(
             app(admission(&f.keys, true)),
