@@ -28,13 +28,14 @@ WASM_CARGO := cargo build -p skillgate-app --lib --target wasm32-unknown-unknown
 SITE_WASM := target/front/wasm32-unknown-unknown/wasm-release/skillgate_app.wasm
 SITE_BUILD := target/debug/skillgate-site-build
 
-.PHONY: help deps deps-build deps-e2e server front site build release-server run test lint fmt-check clippy unit e2e conformance bench clean
+.PHONY: help deps deps-build deps-e2e server front site build release-server run test lint fmt-check clippy unit e2e conformance bench bench-peers clean
 
 help:
 	@echo "make run    install what is missing, build and serve on http://127.0.0.1:3000"
 	@echo "make test   install what is missing and run fmt, clippy, Rust tests, the browser suite and MCP conformance"
 	@echo "make build  optimised artifacts to deploy: target/release/skillgate and target/site"
 	@echo "make bench  benchmarks (see BENCHMARKS.md)"
+	@echo "make bench-peers  Skillgate beside the upstream directly and IBM ContextForge, one load tool"
 
 # The pinned version of the MCP conformance suite, read from its package.json.
 CONFORMANCE_VERSION := $(shell sed -n 's|.*"@modelcontextprotocol/conformance": "\(.*\)".*|\1|p' end2end/conformance/package.json)
@@ -113,6 +114,15 @@ bench:
 	target/release/skillgate dev context-cost
 	target/release/skillgate dev memory
 	python3 tools/bench/catalog_as_code.py target/release/skillgate
+
+# The side-by-side table of BENCHMARKS.md ("Peers"): the demo upstream directly, Skillgate
+# governed and IBM ContextForge (installed from PyPI into target/peers/venv by the script),
+# driven alike by wrk, alternating over three rounds.
+bench-peers:
+	cargo build --release -p skillgate
+	@command -v wrk >/dev/null \
+	  || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y wrk)
+	python3 tools/bench/peers.py target/release/skillgate
 
 clean:
 	cargo clean
