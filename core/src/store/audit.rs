@@ -163,8 +163,20 @@ impl Store {
             let tip = anchor_of(tip);
             let rows = build(&tip);
             if !rows.is_empty() {
-                tx.prepare_cached(&INSERT_EVENTS)?
-                    .execute([events_json(&rows)])?;
+                let mut insert = tx.prepare_cached(INSERT_EVENT)?;
+                for row in &rows {
+                    insert.execute(rusqlite::params![
+                        seq_to_db(row.seq),
+                        row.at,
+                        row.session_id,
+                        row.kind,
+                        row.actor,
+                        row.payload,
+                        row.prev_hash,
+                        row.hash,
+                    ])?;
+                }
+                drop(insert);
                 // Same transaction: the compliance summary of a session never disagrees
                 // with its events.
                 super::audit_query::summarize_direct(&tx, &rows)?;
@@ -194,10 +206,7 @@ impl Store {
         let tip = audit_tip_in(&mut tx).await?;
         let rows = build(&tip, outcome);
         if !rows.is_empty() {
-            sqlx::query(&INSERT_EVENTS)
-                .bind(events_json(&rows))
-                .execute(&mut *tx)
-                .await?;
+            insert_events_in(&mut tx, &rows).await?;
             super::audit_query::summarize_in(&mut tx, &rows).await?;
         }
         tx.commit().await?;
@@ -429,10 +438,7 @@ impl Store {
         };
         let tip = audit_tip_in(&mut tx).await?;
         let (event, checkpoint) = build(&range, &tip);
-        sqlx::query(&INSERT_EVENTS)
-            .bind(events_json(std::slice::from_ref(&event)))
-            .execute(&mut *tx)
-            .await?;
+        insert_events_in(&mut tx, std::slice::from_ref(&event)).await?;
         super::audit_query::summarize_in(&mut tx, std::slice::from_ref(&event)).await?;
         insert_checkpoint_in(&mut tx, &checkpoint).await?;
         tx.commit().await?;
@@ -484,35 +490,30 @@ async fn insert_checkpoint_in(
     Ok(())
 }
 
-const INSERT_EVENTS_SQL: &str =
+/// One event, exactly as hashed.
+const INSERT_EVENT: &str =
     "INSERT INTO audit_events (seq, at, session_id, kind, actor, payload, prev_hash, hash)
-     SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6,
-            value->>7
-     FROM json_each(?1)";
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
 
-/// Inserts a JSON array of rows ([`events_json`], `?1`) in one statement, whatever the
-/// group's size.
-static INSERT_EVENTS: std::sync::LazyLock<String> =
-    std::sync::LazyLock::new(|| format!("{INSERT_EVENTS_SQL} ORDER BY key"));
-
-fn events_json(rows: &[AuditRow]) -> String {
-    serde_json::Value::Array(
-        rows.iter()
-            .map(|row| {
-                serde_json::json!([
-                    seq_to_db(row.seq),
-                    row.at,
-                    row.session_id,
-                    row.kind,
-                    row.actor,
-                    row.payload,
-                    row.prev_hash,
-                    row.hash,
-                ])
-            })
-            .collect(),
-    )
-    .to_string()
+/// Inserts `rows` in order on an sqlx transaction (changes and prunes, one or a few events).
+async fn insert_events_in(
+    tx: &mut Transaction<'static, Sqlite>,
+    rows: &[AuditRow],
+) -> Result<(), StoreError> {
+    for row in rows {
+        sqlx::query(INSERT_EVENT)
+            .bind(seq_to_db(row.seq))
+            .bind(&row.at)
+            .bind(&row.session_id)
+            .bind(&row.kind)
+            .bind(&row.actor)
+            .bind(&row.payload)
+            .bind(&row.prev_hash)
+            .bind(&row.hash)
+            .execute(&mut **tx)
+            .await?;
+    }
+    Ok(())
 }
 
 static SELECT_AFTER: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {

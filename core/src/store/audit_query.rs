@@ -90,44 +90,40 @@ fn token(name: Option<&str>) -> String {
     }
 }
 
-/// The summary changes of `rows` as one JSON array for [`UPSERT_SUMMARIES`], `None`
-/// when no row belongs to a session.
-pub(crate) fn summary_deltas(rows: &[AuditRow]) -> Option<String> {
-    let deltas: Vec<Value> = rows
-        .iter()
-        .filter_map(|row| {
-            let session_id = row.session_id.as_ref()?;
-            let delta = session_delta(&row.kind, &row.payload);
-            Some(serde_json::json!([
-                session_id,
-                seq_to_db(row.seq),
-                row.at,
-                row.actor,
-                delta.scope,
-                delta.task_summary,
-                delta.learns,
-                delta.calls,
-                delta.denials,
-                delta.violations,
-                delta.errors,
-                token(delta.role.as_deref()),
-                token(delta.tool.as_deref()),
-            ]))
-        })
-        .collect();
-    (!deltas.is_empty()).then(|| Value::Array(deltas).to_string())
+/// One event's change to its session's summary, as the columns [`UPSERT_SUMMARY`] binds
+/// (`?1` … `?13`, in field order).
+struct SummaryRow<'a> {
+    session_id: &'a str,
+    seq: i64,
+    at: &'a str,
+    actor: Option<&'a str>,
+    delta: SessionDelta,
+    roles: String,
+    tools: String,
 }
 
-/// One statement folding a JSON array of [`summary_deltas`] (`?1`) into the summaries, row
-/// by row in order, so a group holding several events of one session adds them all.
-/// `WHERE true` keeps SQLite from reading `ON CONFLICT` as a join constraint.
-const UPSERT_SUMMARIES: &str = "INSERT INTO audit_session_summaries
+/// The summary change of `row`; `None` when it belongs to no session.
+fn summary_row(row: &AuditRow) -> Option<SummaryRow<'_>> {
+    let session_id = row.session_id.as_deref()?;
+    let delta = session_delta(&row.kind, &row.payload);
+    Some(SummaryRow {
+        session_id,
+        seq: seq_to_db(row.seq),
+        at: &row.at,
+        actor: row.actor.as_deref(),
+        roles: token(delta.role.as_deref()),
+        tools: token(delta.tool.as_deref()),
+        delta,
+    })
+}
+
+/// Folds one event into its session's summary. Each row is its own statement: on a direct
+/// connection a statement costs no hand-off, and binding columns saves building and
+/// parsing a JSON array per group.
+const UPSERT_SUMMARY: &str = "INSERT INTO audit_session_summaries
             (session_id, first_seq, last_seq, started_at, last_at, actor, scope, task_summary,
              events, learns, calls, denials, violations, errors, roles, tools)
-         SELECT value->>0, value->>1, value->>1, value->>2, value->>2, value->>3, value->>4,
-                value->>5, 1, value->>6, value->>7, value->>8, value->>9, value->>10,
-                value->>11, value->>12
-         FROM json_each(?1) WHERE true ORDER BY key
+         VALUES (?1, ?2, ?2, ?3, ?3, ?4, ?5, ?6, 1, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
          ON CONFLICT (session_id) DO UPDATE SET
             last_seq = excluded.last_seq,
             last_at = excluded.last_at,
@@ -145,19 +141,31 @@ const UPSERT_SUMMARIES: &str = "INSERT INTO audit_session_summaries
             tools = CASE WHEN excluded.tools = ' ' OR instr(tools, excluded.tools) > 0
                          THEN tools ELSE tools || substr(excluded.tools, 2) END";
 
-/// Folds appended rows into their sessions' summaries (rows without a session are
-/// skipped), in one statement.
+/// Folds appended rows into their sessions' summaries, in order (rows without a session
+/// are skipped).
 pub(crate) async fn summarize_in(
     tx: &mut Transaction<'static, Sqlite>,
     rows: &[AuditRow],
 ) -> Result<(), StoreError> {
-    let Some(deltas) = summary_deltas(rows) else {
-        return Ok(());
-    };
-    sqlx::query(UPSERT_SUMMARIES)
-        .bind(deltas)
-        .execute(&mut **tx)
-        .await?;
+    for summary in rows.iter().filter_map(summary_row) {
+        let d = &summary.delta;
+        sqlx::query(UPSERT_SUMMARY)
+            .bind(summary.session_id)
+            .bind(summary.seq)
+            .bind(summary.at)
+            .bind(summary.actor)
+            .bind(d.scope.as_deref())
+            .bind(d.task_summary.as_deref())
+            .bind(d.learns)
+            .bind(d.calls)
+            .bind(d.denials)
+            .bind(d.violations)
+            .bind(d.errors)
+            .bind(&summary.roles)
+            .bind(&summary.tools)
+            .execute(&mut **tx)
+            .await?;
+    }
     Ok(())
 }
 
@@ -166,8 +174,24 @@ pub(crate) fn summarize_direct(
     tx: &rusqlite::Transaction<'_>,
     rows: &[AuditRow],
 ) -> Result<(), StoreError> {
-    if let Some(deltas) = summary_deltas(rows) {
-        tx.prepare_cached(UPSERT_SUMMARIES)?.execute([deltas])?;
+    let mut upsert = tx.prepare_cached(UPSERT_SUMMARY)?;
+    for summary in rows.iter().filter_map(summary_row) {
+        let d = &summary.delta;
+        upsert.execute(rusqlite::params![
+            summary.session_id,
+            summary.seq,
+            summary.at,
+            summary.actor,
+            d.scope,
+            d.task_summary,
+            d.learns,
+            d.calls,
+            d.denials,
+            d.violations,
+            d.errors,
+            summary.roles,
+            summary.tools,
+        ])?;
     }
     Ok(())
 }
