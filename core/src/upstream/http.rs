@@ -50,8 +50,10 @@ pub fn keep_alive_client() -> reqwest::Client {
 }
 
 /// reqwest is built without a crypto provider of its own (see the workspace Cargo.toml):
-/// make ring the process default, unless something else already installed one.
-fn install_crypto_provider() {
+/// make ring the process default, unless something else already installed one. Every
+/// reqwest client of the process needs it (they share the features), so the binary calls
+/// it first thing.
+pub fn install_crypto_provider() {
     if rustls::crypto::CryptoProvider::get_default().is_none() {
         // Err: another thread installed one first, which does as well.
         let _ = rustls::crypto::ring::default_provider().install_default();
