@@ -295,9 +295,9 @@ async fn an_upstream_that_could_never_connect_or_shadows_the_builtin_one_is_refu
         (
             "secure",
             UpstreamKind::Http {
-                url: "https://tools.example/mcp".into(),
+                url: "ftp://tools.example/mcp".into(),
             },
-            "no TLS backend",
+            "not an http:// or https:// URL",
         ),
         (
             "curation",

@@ -365,18 +365,3 @@ async fn the_pool_shares_one_client_per_upstream_and_checks_health() {
         Err(UpstreamError::Unknown { .. })
     ));
 }
-
-#[tokio::test]
-async fn an_https_url_is_refused_clearly_while_no_tls_backend_is_built_in() {
-    let client = UpstreamClient::new("tls", UpstreamConfig::http("https://127.0.0.1:1/mcp", None));
-
-    let error = client
-        .call(permit("echo", Map::new()), None, TIMEOUT)
-        .await
-        .unwrap_err();
-
-    assert!(
-        matches!(&error, UpstreamError::Connect { reason, .. } if reason.contains("TLS")),
-        "{error:?}"
-    );
-}

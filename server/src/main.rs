@@ -85,6 +85,7 @@ fn init_tracing(command: Option<&Command>) -> Option<Telemetry> {
 #[tokio::main]
 async fn main() -> anyhow::Result<ExitCode> {
     let cli = Cli::parse();
+    skillgate_core::upstream::install_crypto_provider();
     let telemetry = init_tracing(cli.command.as_ref());
     let outcome = run(cli).await;
     // After the server has stopped: the last requests' spans are queued by now.

@@ -337,6 +337,7 @@ async fn the_console_audit_page_names_a_truncation_and_the_server_signs_nothing_
     db.sql("DELETE FROM audit_events WHERE seq > 190").await;
 
     let (mut child, base) = serve(&db, "3600");
+    skillgate_core::upstream::install_crypto_provider();
     let http = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()

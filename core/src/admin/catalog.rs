@@ -217,16 +217,15 @@ impl AdminService {
         {
             return Err(CatalogError::Empty("upstream command").into());
         }
-        // The upstream client has no TLS backend (see upstream::connection): refuse an
-        // https:// URL here rather than store an upstream that can never connect.
         if let UpstreamKind::Http { url } = &upstream.kind
-            && !url.starts_with("http://")
+            && !["http://", "https://"].iter().any(|scheme| {
+                url.get(..scheme.len())
+                    .is_some_and(|s| s.eq_ignore_ascii_case(scheme))
+            })
         {
             return Err(AdminError::bad_input(
                 "url",
-                format!(
-                    "`{url}` is not an http:// URL (this build has no TLS backend for upstreams)"
-                ),
+                format!("`{url}` is not an http:// or https:// URL"),
             ));
         }
         if matches!(upstream.kind, UpstreamKind::Builtin)

@@ -60,7 +60,7 @@ pub struct CatalogDocument {
 pub enum TransportDoc {
     /// A child process speaking MCP on stdin/stdout (`command`, `args`).
     Stdio,
-    /// A streamable HTTP MCP server (`url`, http:// only).
+    /// A streamable HTTP MCP server (`url`, http:// or https://).
     Http,
 }
 
@@ -955,13 +955,10 @@ impl UpstreamDoc {
                     errors.push(field_error("args", "an http upstream has no `args`"));
                 }
                 let url = self.url.clone().unwrap_or_default();
-                // The upstream client has no TLS backend (see upstream::connection).
-                if !url.starts_with("http://") {
+                if !url.starts_with("http://") && !url.starts_with("https://") {
                     errors.push(field_error(
                         "url",
-                        format!(
-                            "`{url}` is not an http:// URL (this build has no TLS backend for upstreams)"
-                        ),
+                        format!("`{url}` is not an http:// or https:// URL"),
                     ));
                 }
                 UpstreamKind::Http { url }

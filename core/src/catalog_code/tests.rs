@@ -317,7 +317,7 @@ fn a_revoked_key_name_is_not_reused_and_an_expiry_can_change() {
 fn an_upstream_needs_the_fields_of_its_transport() {
     let mut doc = document(&demo_state(), Utc::now());
     doc.upstreams[0].transport = super::document::TransportDoc::Http;
-    doc.upstreams[0].url = Some("https://crm.example/mcp".into());
+    doc.upstreams[0].url = Some("ftp://crm.example/mcp".into());
     let issues = plan_of(&demo_state(), &doc.to_yaml(), false).unwrap_err();
     assert_eq!(
         paths(&issues),

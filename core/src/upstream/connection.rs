@@ -7,7 +7,9 @@ use std::time::Instant;
 
 use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
 use rmcp::service::{ClientInitializeError, RunningService, ServiceError};
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::streamable_http_client::{
+    StreamableHttpClientTransportConfig, StreamableHttpError,
+};
 use rmcp::transport::{DynamicTransportError, StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{Peer, RoleClient, ServiceExt};
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -56,20 +58,6 @@ impl Connection {
                 Ok(Self::new(service, pid, started_at))
             }
             UpstreamConfig::Http { url, bearer } => {
-                // rmcp's reqwest client is built without a TLS backend here (rmcp features
-                // `reqwest` or `reqwest-native-tls` add one); say so instead of failing
-                // with a generic send error.
-                if !url
-                    .get(..7)
-                    .is_some_and(|s| s.eq_ignore_ascii_case("http://"))
-                {
-                    return Err(UpstreamError::Connect {
-                        upstream: upstream.to_owned(),
-                        target: url.clone(),
-                        reason: "only http:// URLs are supported: this build has no TLS backend"
-                            .to_owned(),
-                    });
-                }
                 let mut transport_config =
                     StreamableHttpClientTransportConfig::with_uri(url.as_str())
                         .reinit_on_expired_session(true);
@@ -199,6 +187,16 @@ fn init_error(
             upstream: upstream.to_owned(),
         };
     }
+    let transport: Option<&(dyn StdError + 'static)> = match error {
+        ClientInitializeError::TransportError { error, .. } => Some(error.error.as_ref()),
+        _ => None,
+    };
+    if let Some(problem) = transport.and_then(certificate_problem) {
+        return UpstreamError::Certificate {
+            upstream: upstream.to_owned(),
+            reason: problem,
+        };
+    }
     UpstreamError::Connect {
         upstream: upstream.to_owned(),
         target: config.target().to_owned(),
@@ -219,6 +217,11 @@ pub(super) fn request_error(upstream: &str, error: ServiceError) -> UpstreamErro
             let reason = transport_reason(transport);
             if error.is_authorization_required() || is_auth_status(&reason) {
                 UpstreamError::Unauthorized { upstream }
+            } else if let Some(problem) = certificate_problem(transport.error.as_ref()) {
+                UpstreamError::Certificate {
+                    upstream,
+                    reason: problem,
+                }
             } else {
                 UpstreamError::Disconnected { upstream, reason }
             }
@@ -246,6 +249,40 @@ pub(super) fn request_error(upstream: &str, error: ServiceError) -> UpstreamErro
 fn is_auth_status(reason: &str) -> bool {
     reason.contains("unexpected server response: HTTP 401")
         || reason.contains("unexpected server response: HTTP 403")
+}
+
+/// What was wrong with the upstream's certificate, when the TLS handshake rejected it
+/// (unknown issuer, wrong host name, expired …). Two links of the chain hide what they
+/// wrap from `source()`: rmcp's `StreamableHttpError::Client` (the reqwest error) and the
+/// `io::Error`s (nested) around rustls' error, so both are looked into.
+fn certificate_problem(error: &(dyn StdError + 'static)) -> Option<String> {
+    let mut current = Some(error);
+    while let Some(error) = current {
+        if let Some(StreamableHttpError::Client(inner)) =
+            error.downcast_ref::<StreamableHttpError<reqwest::Error>>()
+        {
+            current = Some(inner);
+            continue;
+        }
+        if let Some(inner) = error
+            .downcast_ref::<std::io::Error>()
+            .and_then(std::io::Error::get_ref)
+        {
+            current = Some(inner);
+            continue;
+        }
+        let tls = error.downcast_ref::<rustls::Error>();
+        if let Some(
+            tls @ (rustls::Error::InvalidCertificate(_)
+            | rustls::Error::NoCertificatesPresented
+            | rustls::Error::UnsupportedNameType),
+        ) = tls
+        {
+            return Some(tls.to_string());
+        }
+        current = error.source();
+    }
+    None
 }
 
 /// The transport's own error chain, without rmcp's wrapper (which names the transport's

@@ -27,6 +27,9 @@ pub enum UpstreamError {
         reason: String,
     },
 
+    #[error("upstream `{upstream}`: its TLS certificate is not trusted: {reason}")]
+    Certificate { upstream: String, reason: String },
+
     #[error("upstream `{upstream}` refused our credentials (HTTP 401/403)")]
     Unauthorized { upstream: String },
 
@@ -67,6 +70,7 @@ impl UpstreamError {
             Self::Unknown { upstream }
             | Self::Spawn { upstream, .. }
             | Self::Connect { upstream, .. }
+            | Self::Certificate { upstream, .. }
             | Self::Unauthorized { upstream }
             | Self::Disconnected { upstream, .. }
             | Self::Timeout { upstream, .. }
@@ -82,6 +86,7 @@ impl UpstreamError {
             Self::Unknown { .. } => "unknown_upstream",
             Self::Spawn { .. } => "spawn",
             Self::Connect { .. } => "connect",
+            Self::Certificate { .. } => "certificate",
             Self::Unauthorized { .. } => "unauthorized",
             Self::Disconnected { .. } => "disconnected",
             Self::Timeout { .. } => "timeout",
@@ -107,6 +112,9 @@ impl UpstreamError {
             Self::Connect { upstream, .. } => {
                 format!("the upstream `{upstream}` could not be reached")
             }
+            Self::Certificate { upstream, .. } => format!(
+                "the TLS certificate of the upstream `{upstream}` was not trusted by the gateway"
+            ),
             Self::Unauthorized { upstream } => {
                 format!("the upstream `{upstream}` refused the gateway's credentials")
             }
@@ -159,6 +167,10 @@ mod tests {
                 reason: format!(
                     "error sending request for url ({URL}): Authorization: Bearer {TOKEN}"
                 ),
+            },
+            UpstreamError::Certificate {
+                upstream: upstream(),
+                reason: format!("invalid peer certificate: UnknownIssuer ({URL})"),
             },
             UpstreamError::Unauthorized {
                 upstream: upstream(),
@@ -220,10 +232,10 @@ mod tests {
             .collect();
         assert_eq!(messages.len(), every_variant().len());
         assert!(
-            every_variant()[5]
+            every_variant()[6]
                 .agent_message()
                 .contains("did not answer in time")
         );
-        assert!(every_variant()[6].agent_message().ends_with("retry in 1 s"));
+        assert!(every_variant()[7].agent_message().ends_with("retry in 1 s"));
     }
 }

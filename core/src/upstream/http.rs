@@ -38,13 +38,26 @@ const DRAIN: Duration = Duration::from_millis(100);
 
 /// A keep-alive client: TCP_NODELAY, idle connections kept for 90 s, no redirects (an
 /// upstream URL is configured by an admin; a redirect elsewhere is an error, not a hop).
+/// `https://` is verified against the system's trust roots (rustls' platform verifier).
 pub fn keep_alive_client() -> reqwest::Client {
+    install_crypto_provider();
     reqwest::Client::builder()
         .tcp_nodelay(true)
         .pool_idle_timeout(Duration::from_secs(90))
         .redirect(reqwest::redirect::Policy::none())
         .build()
-        .expect("a reqwest client without TLS or proxies always builds")
+        .expect("a reqwest client with rustls' platform verifier and no proxies builds")
+}
+
+/// reqwest is built without a crypto provider of its own (see the workspace Cargo.toml):
+/// make ring the process default, unless something else already installed one. Every
+/// reqwest client of the process needs it (they share the features), so the binary calls
+/// it first thing.
+pub fn install_crypto_provider() {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        // Err: another thread installed one first, which does as well.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
 }
 
 /// [`keep_alive_client`] as rmcp's streamable HTTP client, reading each SSE response to

@@ -14,6 +14,6 @@ pub use config::{
     UpstreamCredentials,
 };
 pub use error::UpstreamError;
-pub use http::{PooledHttp, keep_alive_client};
+pub use http::{PooledHttp, install_crypto_provider, keep_alive_client};
 pub use pool::UpstreamPool;
 pub use rmcp::model::{CallToolResult, JsonObject};

@@ -125,6 +125,9 @@ impl Server {
         args: &[&str],
         env: &[(&str, &str)],
     ) -> Self {
+        // The test's own reqwest clients (rmcp's, the console's) need the crypto provider
+        // the binary installs at start.
+        skillgate_core::upstream::install_crypto_provider();
         let database_url = database_url(dir.path());
         let mut child = Command::new(BIN)
             .arg("serve")
