@@ -266,7 +266,7 @@ describe('console authoring', () => {
         await admin.fill('#upstream-url', 'ftp://nowhere');
         await submit(admin, js, 'button:has-text("Register and sync")',
           () => admin.waitForSelector('main .notice.error'));
-        assert.match(await admin.textContent('main'), /`ftp:\/\/nowhere` is not an http:\/\/ URL/);
+        assert.match(await admin.textContent('main'), /`ftp:\/\/nowhere` is not an http:\/\/ or https:\/\/ URL/);
 
         await open('/upstreams');
         await admin.fill('#upstream-name', `down-${mode}`);
