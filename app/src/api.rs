@@ -96,6 +96,7 @@ pub mod ssr {
 
     use skillgate_core::admin::AdminService;
     use skillgate_core::keys::AgentKeys;
+    use skillgate_core::oauth::OAuthService;
     use skillgate_core::policy::CatalogHandle;
     use skillgate_core::store::Store;
     use skillgate_core::users::{ConsoleRole, ConsoleUser, Users};
@@ -132,6 +133,8 @@ pub mod ssr {
         pub authoring: Arc<AdminService>,
         /// Health checks and tool sync of the gateway's upstream connections.
         pub upstreams: Arc<dyn UpstreamOps>,
+        /// The authorization server: consent requests, grants, per-user scopes.
+        pub oauth: OAuthService,
         pub version: &'static str,
     }
 

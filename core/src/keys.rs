@@ -178,12 +178,19 @@ fn base62(mut number: [u8; 32]) -> String {
 }
 
 fn generate_key() -> String {
-    let mut bytes = [0u8; 32];
-    OsRng.fill_bytes(&mut bytes);
-    format!("{KEY_PREFIX}{}", base62(bytes))
+    random_secret(KEY_PREFIX)
 }
 
-fn hash_key(key: &str) -> String {
+/// `prefix` and 256 random bits in base62: the shape of every bearer secret Skillgate
+/// makes (agent keys, OAuth tokens and codes).
+pub(crate) fn random_secret(prefix: &str) -> String {
+    let mut bytes = [0u8; 32];
+    OsRng.fill_bytes(&mut bytes);
+    format!("{prefix}{}", base62(bytes))
+}
+
+/// The SHA-256 (hex) a secret is stored and looked up as.
+pub(crate) fn hash_key(key: &str) -> String {
     hex::encode(Sha256::digest(key.as_bytes()))
 }
 

@@ -15,6 +15,7 @@ pub mod holds;
 pub mod keys;
 pub mod metrics;
 pub mod model;
+pub mod oauth;
 pub mod policy;
 pub mod revisions;
 pub mod slug;

@@ -2,6 +2,7 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
@@ -104,6 +105,59 @@ pub struct ServeArgs {
     )]
     pub public_origins: Vec<String>,
 
+    /// The address MCP clients reach this server at, without a path: the OAuth issuer, and
+    /// `{it}/mcp` the one resource its tokens are for. Default: the first --public-origin,
+    /// else `http://` and --bind.
+    #[arg(long, env = "SKILLGATE_PUBLIC_URL", value_name = "URL")]
+    pub public_url: Option<String>,
+
+    /// OAuth dynamic client registration (RFC 7591) at /oauth/register.
+    #[arg(
+        long,
+        env = "SKILLGATE_OAUTH_DYNAMIC_REGISTRATION",
+        default_value_t = true,
+        action = clap::ArgAction::Set,
+        value_name = "BOOL",
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
+    pub oauth_dynamic_registration: bool,
+
+    /// OAuth clients identified by a Client ID Metadata Document URL.
+    #[arg(
+        long,
+        env = "SKILLGATE_OAUTH_METADATA_DOCUMENTS",
+        default_value_t = true,
+        action = clap::ArgAction::Set,
+        value_name = "BOOL",
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
+    pub oauth_metadata_documents: bool,
+
+    /// Also fetch Client ID Metadata Documents from http:// loopback URLs (development and
+    /// tests only: a document must be https).
+    #[arg(long, env = "SKILLGATE_OAUTH_LOOPBACK_METADATA_DOCUMENTS", hide = true)]
+    pub oauth_loopback_metadata_documents: bool,
+
+    /// Lifetime of an OAuth access token.
+    #[arg(
+        long,
+        env = "SKILLGATE_OAUTH_ACCESS_TOKEN_TTL",
+        value_name = "SECONDS",
+        default_value_t = 900,
+        value_parser = clap::value_parser!(u64).range(1..=86_400)
+    )]
+    pub oauth_access_token_ttl: u64,
+
+    /// Lifetime of an OAuth refresh token (each use rotates it).
+    #[arg(
+        long,
+        env = "SKILLGATE_OAUTH_REFRESH_TOKEN_TTL",
+        value_name = "SECONDS",
+        default_value_t = 2_592_000,
+        value_parser = clap::value_parser!(u64).range(60..)
+    )]
+    pub oauth_refresh_token_ttl: u64,
+
     /// Directory holding the built console assets (`pkg/` with wasm, JS and CSS).
     #[arg(long, env = "SKILLGATE_SITE_ROOT", default_value = "target/site")]
     pub site_root: PathBuf,
@@ -125,6 +179,39 @@ pub struct ServeArgs {
 }
 
 impl ServeArgs {
+    /// The OAuth issuer: --public-url, else the first --public-origin, else `http://` and
+    /// --bind.
+    pub fn public_url(&self) -> anyhow::Result<String> {
+        let text = match (&self.public_url, self.public_origins.first()) {
+            (Some(url), _) => url.clone(),
+            (None, Some(origin)) => origin.clone(),
+            (None, None) => format!("http://{}", self.bind),
+        };
+        let url = url::Url::parse(text.trim())
+            .map_err(|e| anyhow::anyhow!("--public-url `{text}` is not a URL: {e}"))?;
+        anyhow::ensure!(
+            matches!(url.scheme(), "http" | "https")
+                && url.has_host()
+                && url.path() == "/"
+                && url.query().is_none()
+                && url.fragment().is_none()
+                && url.username().is_empty(),
+            "--public-url `{text}` must be a scheme and host without a path, such as https://skillgate.example.com"
+        );
+        Ok(url.as_str().trim_end_matches('/').to_owned())
+    }
+
+    /// The authorization server's settings.
+    pub fn oauth_settings(&self) -> anyhow::Result<skillgate_core::oauth::OAuthSettings> {
+        let mut settings = skillgate_core::oauth::OAuthSettings::new(&self.public_url()?);
+        settings.dynamic_registration = self.oauth_dynamic_registration;
+        settings.metadata_documents = self.oauth_metadata_documents;
+        settings.loopback_metadata_documents = self.oauth_loopback_metadata_documents;
+        settings.access_token_ttl = Duration::from_secs(self.oauth_access_token_ttl);
+        settings.refresh_token_ttl = Duration::from_secs(self.oauth_refresh_token_ttl);
+        Ok(settings)
+    }
+
     /// Whether the console cookie is `Secure`: as configured, else off on loopback only.
     pub fn secure_cookies(&self) -> bool {
         self.secure_cookies

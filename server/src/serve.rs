@@ -20,6 +20,7 @@ use skillgate_core::gateway::{Gateway, GatewayOptions};
 use skillgate_core::holds::Holds;
 use skillgate_core::keys::AgentKeys;
 use skillgate_core::metrics::Metrics;
+use skillgate_core::oauth::OAuthService;
 use skillgate_core::policy::CatalogHandle;
 use skillgate_core::revisions::Revisions;
 use skillgate_core::revisions::curator::{CURATION_UPSTREAM, in_process_config};
@@ -222,7 +223,9 @@ pub async fn build(
         .site_pkg_dir("pkg")
         .site_addr(args.bind)
         .build();
+    let oauth = OAuthService::new(store.clone(), authoring.clone(), args.oauth_settings()?);
     let console = ConsoleContext {
+        oauth: oauth.clone(),
         store: store.clone(),
         users: users.clone(),
         keys: AgentKeys::new(store.clone()),

@@ -17,6 +17,7 @@
 mod catalog;
 mod error;
 mod keys;
+mod oauth;
 mod settings;
 mod sync;
 mod users;
@@ -35,6 +36,7 @@ use crate::store::{Store, StoreError};
 
 pub use catalog::CredentialUpdate;
 pub use error::AdminError;
+pub use oauth::{NewConsent, OAUTH_ACTOR};
 
 /// How many change-log entries an entity's history shows.
 pub const HISTORY_LIMIT: u32 = 50;

@@ -66,7 +66,7 @@ pub(crate) async fn catalog_state_on(
         .fetch_all(&mut *conn)
         .await?;
     let rows = sqlx::query(
-        "SELECT name, scope, prefix, expires_at, revoked_at FROM agent_keys ORDER BY name",
+        "SELECT name, scope, prefix, expires_at, revoked_at FROM agent_keys WHERE kind = 'key' ORDER BY name",
     )
     .fetch_all(&mut *conn)
     .await?;
@@ -305,7 +305,7 @@ pub(crate) async fn set_key_expiry_on(
     expires_at: Option<DateTime<Utc>>,
 ) -> Result<(), StoreError> {
     let done =
-        sqlx::query("UPDATE agent_keys SET expires_at = ? WHERE name = ? AND revoked_at IS NULL")
+        sqlx::query("UPDATE agent_keys SET expires_at = ? WHERE name = ? AND kind = 'key' AND revoked_at IS NULL")
             .bind(expires_at.map(stamp))
             .bind(name)
             .execute(conn)

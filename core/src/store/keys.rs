@@ -23,8 +23,9 @@ pub struct AgentKeyRow<'a> {
 const COLUMNS: &str =
     "id, name, scope, prefix, created_at, created_by, expires_at, revoked_at, last_used_at";
 
-static FIND_BY_HASH: std::sync::LazyLock<String> =
-    std::sync::LazyLock::new(|| format!("SELECT {COLUMNS} FROM agent_keys WHERE key_hash = ?1"));
+static FIND_BY_HASH: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!("SELECT {COLUMNS} FROM agent_keys WHERE key_hash = ?1 AND kind = 'key'")
+});
 
 /// A key row's columns as stored, whichever driver read them: one decoding for both.
 struct KeyColumns {
@@ -131,9 +132,11 @@ impl Store {
     }
 
     pub async fn list_agent_keys(&self) -> Result<Vec<AgentKeyInfo>, StoreError> {
-        let rows = sqlx::query(&format!("SELECT {COLUMNS} FROM agent_keys ORDER BY name"))
-            .fetch_all(self.pool())
-            .await?;
+        let rows = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM agent_keys WHERE kind = 'key' ORDER BY name"
+        ))
+        .fetch_all(self.pool())
+        .await?;
         rows.iter().map(key_from_row).collect()
     }
 
@@ -215,7 +218,7 @@ pub(crate) async fn revoke_agent_key_on(
 ) -> Result<Option<AgentKeyInfo>, StoreError> {
     let row = sqlx::query(&format!(
         "UPDATE agent_keys SET revoked_at = COALESCE(revoked_at, ?)
-         WHERE name = ?
+         WHERE name = ? AND kind = 'key'
          RETURNING {COLUMNS}"
     ))
     .bind(stamp(at))

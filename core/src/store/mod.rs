@@ -18,6 +18,7 @@ pub mod catalog_code;
 mod direct;
 pub mod holds;
 pub mod keys;
+pub mod oauth;
 pub mod reveals;
 pub mod revisions;
 pub mod sessions;
