@@ -217,7 +217,8 @@ pub fn router(
             options.max_body_bytes,
         ))
         .route_layer(axum::middleware::from_fn_with_state(
-            admission(keys, options, metrics),
+            // OAuth access tokens are bound to /mcp (RFC 8707): refused here.
+            admission(keys, None, options, metrics),
             admit,
         ))
 }

@@ -111,6 +111,18 @@ pub struct ServeArgs {
     #[arg(long, env = "SKILLGATE_PUBLIC_URL", value_name = "URL")]
     pub public_url: Option<String>,
 
+    /// Skillgate's own OAuth 2.1 authorization server for /mcp (discovery, sign-in and
+    /// consent in the console). Agent keys work either way.
+    #[arg(
+        long,
+        env = "SKILLGATE_OAUTH",
+        default_value_t = true,
+        action = clap::ArgAction::Set,
+        value_name = "BOOL",
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
+    pub oauth: bool,
+
     /// OAuth dynamic client registration (RFC 7591) at /oauth/register.
     #[arg(
         long,

@@ -24,6 +24,36 @@ use crate::serve::AppState;
 pub struct LoginForm {
     name: String,
     password: String,
+    /// Where to go after signing in (the page that sent the browser to `/login`).
+    #[serde(default)]
+    next: Option<String>,
+}
+
+/// `next` if it is a path of this console, else `/`: a sign-in must never send the browser
+/// to another site (`//evil.example`, `/\evil.example` and absolute URLs are refused).
+fn local_path(next: Option<&str>) -> &str {
+    match next {
+        Some(path)
+            if path.starts_with('/')
+                && !path.starts_with("//")
+                && !path.starts_with("/\\")
+                && !path.chars().any(|c| c.is_control() || c == '\\') =>
+        {
+            path
+        }
+        _ => "/",
+    }
+}
+
+/// The sign-in page, asked to come back to `path_and_query` afterwards.
+fn login_then(path_and_query: &str) -> String {
+    if path_and_query == "/" {
+        return "/login".to_owned();
+    }
+    let query: String = form_urlencoded::Serializer::new(String::new())
+        .append_pair("next", path_and_query)
+        .finish();
+    format!("/login?{query}")
 }
 
 #[tracing::instrument(skip_all, fields(user = %form.name, %address))]
@@ -59,21 +89,32 @@ pub async fn login(
                 return StatusCode::INTERNAL_SERVER_ERROR.into_response();
             }
             tracing::info!(role = %user.role, "console sign-in");
-            Redirect::to("/").into_response()
+            Redirect::to(local_path(form.next.as_deref())).into_response()
         }
         Err(UserError::InvalidCredentials) => {
             tracing::info!("console sign-in refused");
-            Redirect::to("/login?error=invalid").into_response()
+            Redirect::to(&again(form.next.as_deref(), "invalid")).into_response()
         }
         Err(UserError::Throttled { .. }) => {
             tracing::warn!("console sign-in throttled");
-            Redirect::to("/login?error=throttled").into_response()
+            Redirect::to(&again(form.next.as_deref(), "throttled")).into_response()
         }
         Err(error) => {
             tracing::error!(%error, "console sign-in failed");
             StatusCode::INTERNAL_SERVER_ERROR.into_response()
         }
     }
+}
+
+/// The sign-in page again with `error`, keeping where to go afterwards.
+fn again(next: Option<&str>, error: &str) -> String {
+    let mut query = form_urlencoded::Serializer::new(String::new());
+    query.append_pair("error", error);
+    let next = local_path(next);
+    if next != "/" {
+        query.append_pair("next", next);
+    }
+    format!("/login?{}", query.finish())
 }
 
 pub async fn logout(session: Session) -> Response {
@@ -110,9 +151,19 @@ pub async fn require_console_login(
     if is_public(request.uri().path()) {
         return next.run(request).await;
     }
+    // A page asked for while signed out (an OAuth consent page, a bookmark) is shown after
+    // sign-in; a post is not replayed.
+    let back_to = match request.method() {
+        &http::Method::GET => request
+            .uri()
+            .path_and_query()
+            .map_or("/", |pq| pq.as_str())
+            .to_owned(),
+        _ => "/".to_owned(),
+    };
     let id = match session_user_id(&session).await {
         Ok(Some(id)) => id,
-        Ok(None) => return Redirect::to("/login").into_response(),
+        Ok(None) => return Redirect::to(&login_then(&back_to)).into_response(),
         Err(error) => {
             tracing::error!(%error, "cannot read the console session");
             return StatusCode::INTERNAL_SERVER_ERROR.into_response();
@@ -135,7 +186,32 @@ pub async fn require_console_login(
 
 #[cfg(test)]
 mod tests {
-    use super::is_public;
+    use super::{is_public, login_then};
+
+    #[test]
+    fn sign_in_returns_only_to_a_path_of_this_console() {
+        use super::local_path;
+        assert_eq!(
+            local_path(Some("/oauth/consent/abc?x=1")),
+            "/oauth/consent/abc?x=1"
+        );
+        for outside in [
+            "//evil.example/",
+            "/\\evil.example",
+            "https://evil.example/",
+            "evil",
+            "/a\nb",
+            "",
+        ] {
+            assert_eq!(local_path(Some(outside)), "/", "{outside:?}");
+        }
+        assert_eq!(local_path(None), "/");
+        assert_eq!(
+            login_then("/oauth/consent/abc?x=1"),
+            "/login?next=%2Foauth%2Fconsent%2Fabc%3Fx%3D1"
+        );
+        assert_eq!(login_then("/"), "/login");
+    }
 
     #[test]
     fn console_pages_need_a_login_but_assets_and_machine_endpoints_do_not() {

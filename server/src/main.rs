@@ -16,6 +16,7 @@ mod health;
 mod key_cmd;
 mod mcp;
 mod metrics_http;
+mod oauth_http;
 mod serve;
 mod skill_cmd;
 mod telemetry;

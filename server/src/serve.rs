@@ -38,7 +38,7 @@ use crate::cli::ServeArgs;
 use crate::console_guard::ConsoleGuard;
 use crate::{
     api, audit_cmd, bundle_upload, catalog_watch, compliance_http, console_auth, console_guard,
-    export, health, key_cmd, mcp, metrics_http, upstream_sync,
+    export, health, key_cmd, mcp, metrics_http, oauth_http, upstream_sync,
 };
 
 /// Console sessions end after this long without a request.
@@ -52,6 +52,8 @@ pub struct AppState {
     pub revisions: Revisions,
     /// The one door for admin changes (the retention form posts through it).
     pub admin: Arc<AdminService>,
+    /// The authorization server (the consent form posts to it).
+    pub oauth: OAuthService,
 }
 
 /// What signs the audit chain's tip: periodically while serving, and once more at a clean
@@ -93,6 +95,8 @@ pub async fn build(
         println!("  password: {}", password.expose());
         println!("  It is shown only this once; change it with `skillgate user passwd admin`.");
     }
+
+    let oauth = OAuthService::new(store.clone(), authoring.clone(), args.oauth_settings()?);
 
     // What a printed key's client configuration names.
     let mcp_url = format!("http://{}/mcp", args.bind);
@@ -201,6 +205,7 @@ pub async fn build(
         anonymous_scope,
         allowed_origins: args.allowed_origins.clone(),
         max_body_bytes: mcp::DEFAULT_MAX_BODY_BYTES,
+        oauth: args.oauth.then(|| oauth.clone()),
     };
     mcp_options.validate()?;
     let api_router = api::router(
@@ -223,7 +228,6 @@ pub async fn build(
         .site_pkg_dir("pkg")
         .site_addr(args.bind)
         .build();
-    let oauth = OAuthService::new(store.clone(), authoring.clone(), args.oauth_settings()?);
     let console = ConsoleContext {
         oauth: oauth.clone(),
         store: store.clone(),
@@ -240,6 +244,7 @@ pub async fn build(
         users,
         revisions: revisions.clone(),
         admin: authoring,
+        oauth: oauth.clone(),
     };
 
     let routes = generate_route_list(App);
@@ -257,6 +262,7 @@ pub async fn build(
         .route("/healthz", get(health::healthz))
         .route("/login", post(console_auth::login))
         .route("/logout", post(console_auth::logout))
+        .merge(oauth_http::console_routes())
         .route(
             "/console/export/skills/{skill}/{version}",
             get(export::export_skill),
@@ -293,6 +299,11 @@ pub async fn build(
         .with_state(state)
         // Merged after the console layers: /mcp authenticates agent keys, not cookies.
         .merge(mcp_router)
+        .merge(if args.oauth {
+            oauth_http::router(oauth)
+        } else {
+            Router::new()
+        })
         .merge(api_router)
         .merge(metrics_http::router(metrics))
         .layer(TraceLayer::new_for_http());

@@ -189,6 +189,7 @@ async fn measure_one(size: usize, upstream_url: &str) -> anyhow::Result<Row> {
             anonymous_scope: None,
             allowed_origins: Vec::new(),
             max_body_bytes: mcp::DEFAULT_MAX_BODY_BYTES,
+            oauth: None,
         },
     );
     let (base, task) = serve(listener, router)?;

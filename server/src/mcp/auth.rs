@@ -1,8 +1,10 @@
 //! Admission to `/mcp`, checked on every request in this order: the `Host` header
-//! (DNS rebinding, loopback binds only), the `Origin` header, then the agent key.
+//! (DNS rebinding, loopback binds only), the `Origin` header, then the bearer credential:
+//! an agent key, or an OAuth access token of Skillgate's own authorization server.
 //!
-//! Every request re-authenticates, so a revoked key stops working at once, open MCP
-//! sessions included.
+//! Every request re-authenticates, so a revoked key or grant stops working at once, open
+//! MCP sessions included. A 401 names the protected resource metadata (RFC 9728) when the
+//! authorization server is on, which is how an MCP client finds where to sign in.
 
 use std::sync::Arc;
 
@@ -16,6 +18,7 @@ use serde_json::json;
 use skillgate_core::gateway::AgentIdentity;
 use skillgate_core::keys::{AgentKeys, KeyError};
 use skillgate_core::metrics::{Metrics, Phase};
+use skillgate_core::oauth::{ACCESS_TOKEN_PREFIX, OAuthService};
 use skillgate_core::slug::Slug;
 
 /// The key id of agents admitted without a key into the anonymous scope.
@@ -48,6 +51,9 @@ pub struct Admission {
     pub loopback_bind: bool,
     pub allowed_origins: Vec<String>,
     pub anonymous_scope: Option<Slug>,
+    /// The authorization server whose access tokens this endpoint accepts (`/mcp` only:
+    /// its tokens are bound to that resource).
+    pub oauth: Option<OAuthService>,
     /// Where the key check's time, refusals and whole-request times are recorded.
     pub metrics: Arc<Metrics>,
 }
@@ -101,24 +107,40 @@ fn is_loopback_origin(origin: &str) -> bool {
     web_scheme && bare && uri.host().is_some_and(is_loopback_name)
 }
 
-/// A refusal: status and a short JSON body; 401s carry the bearer challenge.
+/// A refusal: status and a short JSON body.
 fn refuse(status: StatusCode, error: &str, message: &str) -> Response {
-    let mut response = (status, Json(json!({"error": error, "message": message}))).into_response();
-    if status == StatusCode::UNAUTHORIZED {
-        response.headers_mut().insert(
-            header::WWW_AUTHENTICATE,
-            HeaderValue::from_static(r#"Bearer realm="skillgate""#),
-        );
-    }
-    response
+    (status, Json(json!({"error": error, "message": message}))).into_response()
 }
 
-fn unauthorized() -> Response {
-    refuse(
-        StatusCode::UNAUTHORIZED,
-        "unauthorized",
-        "a valid agent key is required: Authorization: Bearer sgk_…",
-    )
+impl Admission {
+    /// A 401 with the bearer challenge: where to find the authorization server when it is
+    /// on (RFC 9728 §5.1), and `invalid_token` when a credential was presented and refused
+    /// (RFC 6750 §3.1), so a client with a stale token refreshes or signs in again.
+    fn unauthorized(&self, presented: bool) -> Response {
+        let (message, mut challenge) = match &self.oauth {
+            Some(oauth) => (
+                "a valid agent key (Authorization: Bearer sgk_…) or OAuth access token is required",
+                format!(
+                    r#"Bearer resource_metadata="{}""#,
+                    oauth.settings().resource_metadata_url()
+                ),
+            ),
+            None => (
+                "a valid agent key is required: Authorization: Bearer sgk_…",
+                r#"Bearer realm="skillgate""#.to_owned(),
+            ),
+        };
+        if presented {
+            challenge.push_str(r#", error="invalid_token""#);
+        }
+        let mut response = refuse(StatusCode::UNAUTHORIZED, "unauthorized", message);
+        if let Ok(value) = HeaderValue::from_str(&challenge) {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, value);
+        }
+        response
+    }
 }
 
 /// The token of an `Authorization: Bearer …` header; `Err` for any other shape.
@@ -202,14 +224,21 @@ async fn check(
             },
             None => {
                 tracing::debug!("refused /mcp request without an agent key");
-                return Err(unauthorized());
+                return Err(admission.unauthorized(false));
             }
         },
         Some(value) => {
             let Ok(token) = bearer_token(value) else {
                 tracing::debug!("refused /mcp request with a malformed Authorization header");
-                return Err(unauthorized());
+                return Err(admission.unauthorized(true));
             };
+            if let Some(oauth) = admission
+                .oauth
+                .as_ref()
+                .filter(|_| token.starts_with(ACCESS_TOKEN_PREFIX))
+            {
+                return oauth_caller(admission, oauth, token).await;
+            }
             let started = std::time::Instant::now();
             let checked = admission.keys.authenticate(token, Utc::now()).await;
             admission.metrics.observe(Phase::Auth, started.elapsed());
@@ -229,12 +258,43 @@ async fn check(
                 }
                 Err(_) => {
                     tracing::info!("refused /mcp request with an invalid, revoked or expired key");
-                    return Err(unauthorized());
+                    return Err(admission.unauthorized(true));
                 }
             }
         }
     };
     Ok(caller)
+}
+
+/// The caller an OAuth access token is admitted as: its grant's credential row, named
+/// after the person and the client.
+async fn oauth_caller(
+    admission: &Admission,
+    oauth: &OAuthService,
+    token: &str,
+) -> Result<AgentCaller, Response> {
+    let started = std::time::Instant::now();
+    let checked = oauth.authenticate(token, Utc::now()).await;
+    admission.metrics.observe(Phase::Auth, started.elapsed());
+    match checked {
+        Ok(Some(caller)) => Ok(AgentCaller {
+            key_id: caller.key_id,
+            key_name: caller.key_name,
+            scope: caller.scope,
+        }),
+        Ok(None) => {
+            tracing::info!("refused /mcp request with an invalid, expired or revoked access token");
+            Err(admission.unauthorized(true))
+        }
+        Err(error) => {
+            tracing::error!(%error, "cannot check an oauth access token");
+            Err(refuse(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                "access tokens cannot be checked right now; try again",
+            ))
+        }
+    }
 }
 
 #[cfg(test)]
@@ -277,6 +337,7 @@ mod tests {
             loopback_bind,
             allowed_origins: vec!["https://console.example.com".into()],
             anonymous_scope: None,
+            oauth: None,
         }
     }
 

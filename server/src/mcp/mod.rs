@@ -36,6 +36,8 @@ pub struct McpOptions {
     pub allowed_origins: Vec<String>,
     /// Larger request bodies get 413.
     pub max_body_bytes: usize,
+    /// The authorization server whose access tokens `/mcp` accepts, when it is on.
+    pub oauth: Option<skillgate_core::oauth::OAuthService>,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -96,7 +98,7 @@ pub fn router(gateway: Gateway, keys: AgentKeys, options: McpOptions) -> Router 
         Arc::new(NeverSessionManager::default()),
         config,
     );
-    let admission = admission(keys, &options, gateway_metrics);
+    let admission = admission(keys, options.oauth.clone(), &options, gateway_metrics);
     Router::new()
         .route_service(MCP_PATH, mcp)
         .route_layer(axum::middleware::from_fn(trace::request_span))
@@ -111,6 +113,7 @@ pub fn router(gateway: Gateway, keys: AgentKeys, options: McpOptions) -> Router 
 /// The admission checks of `/mcp` (Host, Origin, agent key), shared with `/api/v1`.
 pub(crate) fn admission(
     keys: AgentKeys,
+    oauth: Option<skillgate_core::oauth::OAuthService>,
     options: &McpOptions,
     metrics: Arc<Metrics>,
 ) -> Arc<auth::Admission> {
@@ -120,6 +123,7 @@ pub(crate) fn admission(
         loopback_bind: options.bind.ip().is_loopback(),
         allowed_origins: options.allowed_origins.clone(),
         anonymous_scope: options.anonymous_scope.clone(),
+        oauth,
     })
 }
 
@@ -133,6 +137,7 @@ mod tests {
             anonymous_scope: None,
             allowed_origins: Vec::new(),
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            oauth: None,
         }
     }
 
