@@ -241,6 +241,13 @@ pub enum UserCommand {
     },
     /// Set a console user's password, read from standard input.
     Passwd { name: String },
+    /// Show, or with --allow set, the scopes a console user may consent to when an OAuth
+    /// client asks to act for them (comma-separated; --allow '' allows none).
+    Scopes {
+        name: String,
+        #[arg(long, value_delimiter = ',', num_args = 0..)]
+        allow: Option<Vec<String>>,
+    },
 }
 
 #[derive(Debug, Args, Clone)]

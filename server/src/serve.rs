@@ -347,12 +347,15 @@ async fn seed_demo(admin: &AdminService, mcp_url: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub async fn run(database_url: &str, args: ServeArgs) -> anyhow::Result<()> {
-    let (router, checkpoints) = build(database_url, &args).await?;
+pub async fn run(database_url: &str, mut args: ServeArgs) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(args.bind)
         .await
         .with_context(|| format!("cannot listen on {}", args.bind))?;
     let local = listener.local_addr()?;
+    // With port 0 the system picks one: what the server tells clients (the OAuth issuer,
+    // a printed key's URL) is the address it really listens on.
+    args.bind = local;
+    let (router, checkpoints) = build(database_url, &args).await?;
     // Small MCP responses must not wait on Nagle's algorithm behind a delayed ACK.
     let listener = listener.tap_io(|tcp| {
         if let Err(error) = tcp.set_nodelay(true) {

@@ -4,6 +4,7 @@ use std::io::BufRead;
 
 use anyhow::Context;
 use skillgate_core::admin::AdminService;
+use skillgate_core::slug::Slug;
 use skillgate_core::store::Store;
 use skillgate_core::users::{ConsoleRole, Password};
 
@@ -37,6 +38,34 @@ pub async fn run(database_url: &str, command: UserCommand) -> anyhow::Result<()>
             let password = read_password()?;
             admin.set_user_password(&actor, &name, password).await?;
             println!("password of `{name}` changed");
+        }
+        UserCommand::Scopes { name, allow } => {
+            let scopes = match allow {
+                Some(list) => {
+                    let scopes = list
+                        .iter()
+                        .map(|s| s.trim())
+                        .filter(|s| !s.is_empty())
+                        .map(Slug::parse)
+                        .collect::<Result<Vec<_>, _>>()
+                        .context("--allow")?;
+                    admin.set_user_scopes(&actor, &name, &scopes).await?
+                }
+                None => {
+                    let user = admin
+                        .store()
+                        .find_user(&name)
+                        .await?
+                        .with_context(|| format!("no console user `{name}`"))?;
+                    admin.user_scopes(user.id).await?
+                }
+            };
+            let names: Vec<String> = scopes.iter().map(ToString::to_string).collect();
+            if names.is_empty() {
+                println!("`{name}` may consent to no scope");
+            } else {
+                println!("`{name}` may consent to: {}", names.join(", "));
+            }
         }
     }
     Ok(())

@@ -119,7 +119,7 @@ async fn a_valid_key_negotiates_protocol_2025_06_18_and_2025_11_25() {
 }
 
 #[tokio::test]
-async fn a_missing_bad_or_revoked_key_gets_401_with_a_bearer_challenge() {
+async fn a_missing_bad_or_revoked_key_gets_401_with_a_challenge_naming_the_resource_metadata() {
     let server = Server::start();
     let revoked = server.create_key("soon-revoked", "support");
     server.revoke_key("soon-revoked");
@@ -135,10 +135,17 @@ async fn a_missing_bad_or_revoked_key_gets_401_with_a_bearer_challenge() {
             .await
             .unwrap();
         assert_eq!(response.status(), StatusCode::UNAUTHORIZED, "{key:?}");
-        assert_eq!(
-            response.headers()[WWW_AUTHENTICATE],
-            r#"Bearer realm="skillgate""#
+        // Where an OAuth client finds the authorization server (RFC 9728 §5.1); a refused
+        // credential is also `invalid_token`.
+        let metadata = format!(
+            r#"Bearer resource_metadata="{}/.well-known/oauth-protected-resource/mcp""#,
+            server.base
         );
+        let challenge = match key {
+            None => metadata,
+            Some(_) => format!(r#"{metadata}, error="invalid_token""#),
+        };
+        assert_eq!(response.headers()[WWW_AUTHENTICATE], challenge.as_str());
         let body: Value = response.json().await.unwrap();
         assert_eq!(body["error"], "unauthorized");
     }

@@ -408,10 +408,12 @@ mod tests {
             )
             .await;
             assert_eq!(status, StatusCode::UNAUTHORIZED, "{auth:?}");
-            assert_eq!(
-                headers[header::WWW_AUTHENTICATE],
-                r#"Bearer realm="skillgate""#
-            );
+            // A credential that was presented and refused is `invalid_token` (RFC 6750).
+            let challenge = match auth {
+                None => r#"Bearer realm="skillgate""#,
+                Some(_) => r#"Bearer realm="skillgate", error="invalid_token""#,
+            };
+            assert_eq!(headers[header::WWW_AUTHENTICATE], challenge);
             assert!(body.contains("\"unauthorized\""), "{body}");
         }
         f.keys.revoke("bot").await.unwrap();

@@ -1,0 +1,466 @@
+//! The OAuth 2.1 authorization server of the real binary, over HTTP: discovery from a
+//! 401, dynamic registration, a console sign-in and consent (the forms a page without
+//! JavaScript posts), the code exchange with PKCE, a governed call on `/mcp` with the
+//! token, and the refusals. The browser and a real SDK client are in end2end/.
+
+mod common;
+
+use oauth2::{PkceCodeChallenge, PkceCodeVerifier};
+use reqwest::StatusCode;
+use reqwest::header::{AUTHORIZATION, CACHE_CONTROL, CONTENT_TYPE, LOCATION, WWW_AUTHENTICATE};
+use serde_json::{Value, json};
+
+use common::console::{Browser, FORM, add_user, encode, http, navigation, page, sign_in};
+use common::{Server, call, init, learn};
+
+const VERIFIER: &str = "verifier-verifier-verifier-verifier-verifier-0123456789";
+const PASSWORD: &str = "a long password for alice";
+
+fn challenge() -> String {
+    PkceCodeChallenge::from_code_verifier_sha256(&PkceCodeVerifier::new(VERIFIER.into()))
+        .as_str()
+        .to_owned()
+}
+
+fn callback(port: u16) -> String {
+    format!("http://127.0.0.1:{port}/callback")
+}
+
+fn query_of(url: &str, name: &str) -> Option<String> {
+    url::Url::parse(url)
+        .unwrap()
+        .query_pairs()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.into_owned())
+}
+
+/// alice, a viewer allowed the `support` scope, signed in.
+async fn alice(server: &Server) -> Browser {
+    add_user(server, "alice", "viewer", PASSWORD);
+    let out = server.cli(&["user", "scopes", "alice", "--allow", "support"]);
+    assert!(out.status.success(), "{out:?}");
+    sign_in(server, "alice", PASSWORD).await
+}
+
+async fn register(server: &Server) -> String {
+    let response = http()
+        .post(format!("{}/oauth/register", server.base))
+        .json(&json!({
+            "client_name": "Round Trip",
+            "redirect_uris": ["http://127.0.0.1/callback"],
+            "token_endpoint_auth_method": "none",
+        }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::CREATED);
+    let client: Value = response.json().await.unwrap();
+    client["client_id"].as_str().unwrap().to_owned()
+}
+
+fn authorize_url(server: &Server, client_id: &str, redirect: &str, resource: &str) -> String {
+    let query = encode(&[
+        ("response_type", "code"),
+        ("client_id", client_id),
+        ("redirect_uri", redirect),
+        ("state", "xyz"),
+        ("code_challenge", &challenge()),
+        ("code_challenge_method", "S256"),
+        ("resource", resource),
+    ]);
+    format!("{}/oauth/authorize?{query}", server.base)
+}
+
+/// Authorizes, consents as `browser` and returns the redirect back to the client.
+async fn consent(server: &Server, browser: &Browser, client_id: &str, redirect: &str) -> String {
+    let response = http()
+        .get(authorize_url(
+            server,
+            client_id,
+            redirect,
+            &server.mcp_url(),
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let consent_page = response.headers()[LOCATION].to_str().unwrap().to_owned();
+    let request = consent_page
+        .strip_prefix("/oauth/consent/")
+        .expect("sent to the consent page");
+    let response = http()
+        .post(format!("{}/oauth/consent", server.base))
+        .headers(navigation(server, &browser.cookie, &consent_page))
+        .body(encode(&[
+            ("csrf_token", &browser.token),
+            ("request", request),
+            ("scope", "support"),
+            ("decision", "approve"),
+        ]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    response.headers()[LOCATION].to_str().unwrap().to_owned()
+}
+
+async fn token(
+    server: &Server,
+    fields: &[(&str, &str)],
+) -> (StatusCode, reqwest::header::HeaderMap, Value) {
+    let response = http()
+        .post(format!("{}/oauth/token", server.base))
+        .header(CONTENT_TYPE, FORM)
+        .body(encode(fields))
+        .send()
+        .await
+        .unwrap();
+    let (status, headers) = (response.status(), response.headers().clone());
+    (status, headers, response.json().await.unwrap())
+}
+
+async fn exchange(server: &Server, client_id: &str, code: &str, redirect: &str) -> Value {
+    let mcp = server.mcp_url();
+    let (status, headers, body) = token(
+        server,
+        &[
+            ("grant_type", "authorization_code"),
+            ("code", code),
+            ("redirect_uri", redirect),
+            ("code_verifier", VERIFIER),
+            ("client_id", client_id),
+            ("resource", &mcp),
+        ],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(headers[CACHE_CONTROL], "no-store");
+    body
+}
+
+async fn mcp_status(server: &Server, token: &str) -> StatusCode {
+    reqwest::Client::new()
+        .post(server.mcp_url())
+        .header(AUTHORIZATION, format!("Bearer {token}"))
+        .header(CONTENT_TYPE, "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "oauth-test", "version": "0"}}})
+            .to_string(),
+        )
+        .send()
+        .await
+        .unwrap()
+        .status()
+}
+
+#[tokio::test]
+async fn a_client_that_knows_only_the_url_discovers_the_authorization_server() {
+    let server = Server::start();
+    let response = reqwest::Client::new()
+        .post(server.mcp_url())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+    let challenge = response.headers()[WWW_AUTHENTICATE]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let metadata_url = challenge
+        .split("resource_metadata=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("the challenge names the resource metadata");
+    let resource: Value = http()
+        .get(metadata_url)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(resource["resource"], server.mcp_url());
+    let issuer = resource["authorization_servers"][0].as_str().unwrap();
+    assert_eq!(issuer, server.base);
+    let response = http()
+        .get(format!("{issuer}/.well-known/oauth-authorization-server"))
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        response.headers()[CONTENT_TYPE]
+            .to_str()
+            .unwrap()
+            .starts_with("application/json")
+    );
+    let metadata: Value = response.json().await.unwrap();
+    assert_eq!(metadata["issuer"], issuer);
+    assert_eq!(
+        metadata["code_challenge_methods_supported"],
+        json!(["S256"])
+    );
+    assert_eq!(
+        metadata["registration_endpoint"],
+        format!("{issuer}/oauth/register")
+    );
+}
+
+#[tokio::test]
+async fn a_person_signs_in_consents_and_the_client_makes_a_governed_call_as_them() {
+    let server = Server::start();
+    let client_id = register(&server).await;
+    // Signed out, the consent page sends the browser to sign in and back.
+    let response = http()
+        .get(authorize_url(
+            &server,
+            &client_id,
+            &callback(40001),
+            &server.mcp_url(),
+        ))
+        .send()
+        .await
+        .unwrap();
+    let consent_page = response.headers()[LOCATION].to_str().unwrap().to_owned();
+    let response = http()
+        .get(format!("{}{consent_page}", server.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let login = response.headers()[LOCATION].to_str().unwrap();
+    assert_eq!(
+        query_of(&format!("{}{login}", server.base), "next").as_deref(),
+        Some(consent_page.as_str())
+    );
+
+    let browser = alice(&server).await;
+    let back = consent(&server, &browser, &client_id, &callback(40001)).await;
+    assert!(back.starts_with(&callback(40001)), "{back}");
+    assert_eq!(query_of(&back, "state").as_deref(), Some("xyz"));
+    assert_eq!(
+        query_of(&back, "iss").as_deref(),
+        Some(server.base.as_str())
+    );
+    let code = query_of(&back, "code").expect("a code");
+    let tokens = exchange(&server, &client_id, &code, &callback(40001)).await;
+    assert_eq!(tokens["token_type"], "Bearer");
+    assert_eq!(tokens["scope"], "support");
+    let access = tokens["access_token"].as_str().unwrap();
+
+    let client = server.connect(access).await;
+    let (session, _) = init(&client).await;
+    assert!(
+        !learn(&client, &session, "/roles/tier-1-support")
+            .await
+            .is_error
+    );
+    let reply = call(
+        &client,
+        &session,
+        "check_refund_eligibility",
+        json!({"customer_id": "C-1003", "order_id": "O-5005"}),
+    )
+    .await;
+    assert!(!reply.is_error, "{}", reply.text);
+    assert_eq!(server.executed("check_refund_eligibility").len(), 1);
+    // The audit names the person and the client; the consent is alice's admin change.
+    let events = server.audit_events();
+    let started = events
+        .iter()
+        .find(|e| e["kind"] == "session_started")
+        .unwrap();
+    let actor = started["actor"].as_str().unwrap();
+    assert!(actor.starts_with("oauth:alice via Round Trip #"), "{actor}");
+    assert!(events.iter().any(|e| e["kind"] == "admin_change"
+        && e["actor"] == "alice"
+        && e["payload"]["action"] == "oauth_grant.create"));
+    // The session timeline in the console shows them too.
+    let (_, html) = page(&server, &browser.cookie, &format!("/sessions/{session}")).await;
+    assert!(
+        html.contains("oauth:alice via Round Trip"),
+        "the timeline names person and client"
+    );
+    // Bound to /mcp: the same token is refused on /api/v1.
+    let api = reqwest::Client::new()
+        .post(format!(
+            "{}/api/v1/skills/refund-policy/candidates",
+            server.base
+        ))
+        .header(AUTHORIZATION, format!("Bearer {access}"))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(api.status(), StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test]
+async fn a_revoked_refresh_token_ends_the_grant_on_the_next_request() {
+    let server = Server::start();
+    let client_id = register(&server).await;
+    let browser = alice(&server).await;
+    let back = consent(&server, &browser, &client_id, &callback(40002)).await;
+    let tokens = exchange(
+        &server,
+        &client_id,
+        &query_of(&back, "code").unwrap(),
+        &callback(40002),
+    )
+    .await;
+    let access = tokens["access_token"].as_str().unwrap();
+    let refresh = tokens["refresh_token"].as_str().unwrap();
+    assert_eq!(mcp_status(&server, access).await, StatusCode::OK);
+    let revoked = http()
+        .post(format!("{}/oauth/revoke", server.base))
+        .header(CONTENT_TYPE, FORM)
+        .body(encode(&[("token", refresh), ("client_id", &client_id)]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(revoked.status(), StatusCode::OK);
+    assert_eq!(mcp_status(&server, access).await, StatusCode::UNAUTHORIZED);
+    let (status, _, body) = token(
+        &server,
+        &[
+            ("grant_type", "refresh_token"),
+            ("refresh_token", refresh),
+            ("client_id", &client_id),
+        ],
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(body["error"], "invalid_grant");
+}
+
+#[tokio::test]
+async fn an_unregistered_redirect_uri_is_refused_on_a_page_and_not_followed() {
+    let server = Server::start();
+    let client_id = register(&server).await;
+    let response = http()
+        .get(authorize_url(
+            &server,
+            &client_id,
+            "https://attacker.example.com/cb",
+            &server.mcp_url(),
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    assert!(response.headers().get(LOCATION).is_none());
+    let html = response.text().await.unwrap();
+    assert!(html.contains("is not registered for this client"), "{html}");
+}
+
+#[tokio::test]
+async fn a_token_request_for_another_resource_or_without_the_verifier_is_refused() {
+    let server = Server::start();
+    let client_id = register(&server).await;
+    let browser = alice(&server).await;
+    let back = consent(&server, &browser, &client_id, &callback(40003)).await;
+    let code = query_of(&back, "code").unwrap();
+    let redirect = callback(40003);
+    let (status, _, body) = token(
+        &server,
+        &[
+            ("grant_type", "authorization_code"),
+            ("code", &code),
+            ("redirect_uri", &redirect),
+            ("code_verifier", VERIFIER),
+            ("client_id", &client_id),
+            ("resource", "https://other.example.com/mcp"),
+        ],
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("invalid_target"))
+    );
+    let (status, _, body) = token(
+        &server,
+        &[
+            ("grant_type", "authorization_code"),
+            ("code", &code),
+            ("redirect_uri", &redirect),
+            ("client_id", &client_id),
+        ],
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("invalid_grant"))
+    );
+    // An authorization request for another resource goes back to the client refused.
+    let response = http()
+        .get(authorize_url(
+            &server,
+            &client_id,
+            &redirect,
+            "https://other.example.com/mcp",
+        ))
+        .send()
+        .await
+        .unwrap();
+    let location = response.headers()[LOCATION].to_str().unwrap();
+    assert_eq!(
+        query_of(location, "error").as_deref(),
+        Some("invalid_target")
+    );
+}
+
+#[tokio::test]
+async fn a_consent_post_without_the_form_token_is_refused() {
+    let server = Server::start();
+    let client_id = register(&server).await;
+    let browser = alice(&server).await;
+    let response = http()
+        .get(authorize_url(
+            &server,
+            &client_id,
+            &callback(40004),
+            &server.mcp_url(),
+        ))
+        .send()
+        .await
+        .unwrap();
+    let consent_page = response.headers()[LOCATION].to_str().unwrap().to_owned();
+    let request = consent_page.strip_prefix("/oauth/consent/").unwrap();
+    let response = http()
+        .post(format!("{}/oauth/consent", server.base))
+        .headers(navigation(&server, &browser.cookie, &consent_page))
+        .body(encode(&[
+            ("request", request),
+            ("scope", "support"),
+            ("decision", "approve"),
+        ]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::FORBIDDEN);
+}
+
+#[tokio::test]
+async fn with_the_authorization_server_off_mcp_takes_keys_only() {
+    let server = Server::start_with(&["--oauth=false"]);
+    let response = reqwest::Client::new()
+        .post(server.mcp_url())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        response.headers()[WWW_AUTHENTICATE],
+        r#"Bearer realm="skillgate""#
+    );
+    let metadata = http()
+        .get(format!(
+            "{}/.well-known/oauth-authorization-server",
+            server.base
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_ne!(metadata.status(), StatusCode::OK);
+}
