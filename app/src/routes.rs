@@ -57,4 +57,5 @@ lazy_pages! {
     UsersRoute => UsersPage,
     ChangesRoute => ChangesPage,
     ConnectRoute => ConnectPage,
+    ConsentRoute => ConsentPage,
 }
