@@ -181,6 +181,11 @@ pub fn App() -> impl IntoView {
                         ssr=SsrMode::Async
                     />
                     <Route
+                        path=path!("connected")
+                        view={Lazy::<routes::ConnectedRoute>::new()}
+                        ssr=SsrMode::Async
+                    />
+                    <Route
                         path=path!("oauth/consent/:id")
                         view={Lazy::<routes::ConsentRoute>::new()}
                         ssr=SsrMode::Async
