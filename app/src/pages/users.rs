@@ -203,24 +203,28 @@ fn UserLine(
 }
 
 /// The scopes a person may pick on the OAuth consent page: one checkbox per catalog scope
-/// (posting `scopes[slug]=on`), kept when the catalog lost one so saving shows the refusal.
+/// (posting `scopes[slug]=on`). One the catalog lost stays listed, ticked and marked, until
+/// the admin unticks it: the server refuses to save a scope that is not in the catalog.
 fn scope_form(
     user: &UserRow,
-    mut catalog: Vec<String>,
+    catalog: Vec<String>,
     action: ServerAction<SetUserScopes>,
 ) -> impl IntoView + use<> {
-    for scope in &user.oauth_scopes {
-        if !catalog.contains(scope) {
-            catalog.push(scope.clone());
-        }
-    }
+    let gone: Vec<(String, bool)> = user
+        .oauth_scopes
+        .iter()
+        .filter(|s| !catalog.contains(s))
+        .map(|s| (s.clone(), true))
+        .collect();
     let row_id = format!("user-{}", user.name);
     let legend = format!("OAuth scopes {} may consent to", user.name);
     let save_label = format!("Save the OAuth scopes of {}", user.name);
     let name = user.name.clone();
     let choices = catalog
         .into_iter()
-        .map(|scope| {
+        .map(|s| (s, false))
+        .chain(gone)
+        .map(|(scope, gone)| {
             let id = format!("{row_id}-scope-{scope}");
             let checked = user.oauth_scopes.contains(&scope);
             view! {
@@ -234,6 +238,7 @@ fn scope_form(
                     />
                     <label for=id class="inline">
                         <code>{scope}</code>
+                        {gone.then(|| view! { <span class="muted">" (no longer in the catalog)"</span> })}
                     </label>
                 </li>
             }
