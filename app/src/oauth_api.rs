@@ -57,6 +57,8 @@ pub struct GrantLine {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ConnectedView {
+    /// The scopes the signed-in person may consent to (an admin sets them).
+    pub allowed_scopes: Vec<String>,
     /// The signed-in person's own grants, newest first.
     pub mine: Vec<GrantLine>,
     /// Everyone else's grants, for an admin; `None` for anyone else.
@@ -150,6 +152,13 @@ mod ssr {
     pub async fn grants() -> Result<ConnectedView, ConsoleError> {
         let user = require(ConsoleRole::Viewer).await?;
         let oauth = context().oauth;
+        let allowed_scopes = oauth
+            .allowed_scopes(user.id)
+            .await
+            .map_err(to_console)?
+            .iter()
+            .map(ToString::to_string)
+            .collect();
         let mine = oauth
             .grants(Some(user.id))
             .await
@@ -169,6 +178,7 @@ mod ssr {
             None
         };
         Ok(ConnectedView {
+            allowed_scopes,
             mine,
             others,
             notice: crate::flash::ssr::take().await?,

@@ -100,6 +100,8 @@ for (const js of [true, false]) {
       }
       await expectHeading(person, 'Connected clients');
       await person.waitForSelector('#connected-none');
+      // The scope the admin allowed in the test before is named as theirs to give.
+      assert.match(await person.textContent('main'), new RegExp(`Scopes you may give a client[^]*${scope}`));
       assert.equal(await person.$('#my-grants'), null);
       // Only an admin sees everyone else's grants.
       assert.equal(await person.$('#all-grants-heading'), null);

@@ -28,6 +28,7 @@ pub fn ConnectedPage() -> impl IntoView {
                 match grants.await {
                     Ok(view) => {
                         let from_redirect = view.notice.map(Ok);
+                        let allowed = allowed_scopes(view.allowed_scopes);
                         let mine = if view.mine.is_empty() {
                             view! {
                                 <p class="notice info" id="connected-none">
@@ -67,6 +68,7 @@ pub fn ConnectedPage() -> impl IntoView {
                                     .map(outcome)
                             }}
                             <h2 id="my-grants-heading">"Yours"</h2>
+                            {allowed}
                             {mine}
                             {others}
                         }
@@ -77,6 +79,29 @@ pub fn ConnectedPage() -> impl IntoView {
             })}
         </Suspense>
     }
+}
+
+/// Which scopes a client may ask of this person: without one, no client can sign in as them.
+fn allowed_scopes(scopes: Vec<String>) -> impl IntoView {
+    if scopes.is_empty() {
+        return view! {
+            <p class="muted" id="my-allowed-scopes">
+                "An admin has allowed you no scope yet, so you cannot approve a client's sign-in."
+            </p>
+        }
+        .into_any();
+    }
+    let list = scopes
+        .into_iter()
+        .map(|s| view! { <li><code>{s}</code></li> })
+        .collect_view();
+    view! {
+        <p class="muted" id="my-allowed-scopes">
+            "Scopes you may give a client (an admin sets these): "
+        </p>
+        <ul class="inline-list" aria-labelledby="my-allowed-scopes">{list}</ul>
+    }
+    .into_any()
 }
 
 fn outcome(result: Result<Notice, ConsoleError>) -> impl IntoView {
