@@ -14,6 +14,7 @@ const SECTIONS: &[(&str, &str)] = &[
     ("/upstreams", "Upstreams"),
     ("/scopes", "Scopes & keys"),
     ("/connect", "Connect an agent"),
+    ("/connected", "Connected clients"),
     ("/sessions", "Sessions"),
     ("/holds", "Holds"),
     ("/candidates", "Candidates"),

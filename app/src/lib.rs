@@ -17,6 +17,7 @@ pub mod flash;
 pub mod holds_api;
 mod layout;
 pub mod limits_api;
+pub mod oauth_api;
 mod pages;
 pub mod pins_api;
 pub mod revisions_api;
@@ -177,6 +178,16 @@ pub fn App() -> impl IntoView {
                     <Route
                         path=path!("connect")
                         view={Lazy::<routes::ConnectRoute>::new()}
+                        ssr=SsrMode::Async
+                    />
+                    <Route
+                        path=path!("connected")
+                        view={Lazy::<routes::ConnectedRoute>::new()}
+                        ssr=SsrMode::Async
+                    />
+                    <Route
+                        path=path!("oauth/consent/:id")
+                        view={Lazy::<routes::ConsentRoute>::new()}
                         ssr=SsrMode::Async
                     />
                     <Route

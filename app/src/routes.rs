@@ -57,4 +57,6 @@ lazy_pages! {
     UsersRoute => UsersPage,
     ChangesRoute => ChangesPage,
     ConnectRoute => ConnectPage,
+    ConnectedRoute => ConnectedPage,
+    ConsentRoute => ConsentPage,
 }

@@ -13,34 +13,48 @@ pub struct UserRow {
     pub disabled: bool,
     /// The signed-in admin's own row: the page does not offer to lock them out.
     pub is_me: bool,
+    /// The OAuth scopes this person may consent to (the consent page offers these).
+    pub oauth_scopes: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct UsersView {
     pub users: Vec<UserRow>,
+    /// The catalog's scopes: what an admin may allow a person to consent to.
+    pub catalog_scopes: Vec<String>,
     /// What a plain (no JavaScript) form post on this page reported.
     pub notice: Option<Notice>,
 }
 
 #[server(prefix = "/console/api", endpoint = "list_users")]
 pub async fn list_users() -> Result<UsersView, ConsoleError> {
+    use crate::api::ssr::{context, internal};
     use skillgate_core::users::ConsoleRole;
     let me = crate::api::ssr::require(ConsoleRole::Admin).await?;
-    let users = crate::api::ssr::context()
-        .users
-        .list()
-        .await
-        .map_err(crate::api::ssr::internal)?;
+    let ctx = context();
+    let users = ctx.users.list().await.map_err(internal)?;
+    let mut rows = Vec::with_capacity(users.len());
+    for u in users {
+        let oauth_scopes = ctx.authoring.user_scopes(u.id).await.map_err(internal)?;
+        rows.push(UserRow {
+            is_me: u.id == me.id,
+            name: u.name,
+            role: u.role.to_string(),
+            disabled: u.disabled,
+            oauth_scopes: oauth_scopes.iter().map(ToString::to_string).collect(),
+        });
+    }
+    let catalog_scopes = ctx
+        .authoring
+        .live()
+        .catalog()
+        .scopes
+        .iter()
+        .map(|s| s.slug.to_string())
+        .collect();
     Ok(UsersView {
-        users: users
-            .into_iter()
-            .map(|u| UserRow {
-                is_me: u.id == me.id,
-                name: u.name,
-                role: u.role.to_string(),
-                disabled: u.disabled,
-            })
-            .collect(),
+        users: rows,
+        catalog_scopes,
         notice: crate::flash::ssr::take().await?,
     })
 }
@@ -58,6 +72,15 @@ pub async fn update_user(
 ) -> Result<Notice, ConsoleError> {
     let disabled = disabled.is_some();
     crate::flash::ssr::keep_for_redirect(ssr::update_user(&name, &role, disabled).await).await
+}
+
+/// Replaces the scopes `name` may consent to with the ticked ones (`scopes[slug]=on`).
+#[server(prefix = "/console/api", endpoint = "set_user_scopes")]
+pub async fn set_user_scopes(
+    name: String,
+    scopes: crate::authoring_api::Checked,
+) -> Result<Notice, ConsoleError> {
+    crate::flash::ssr::keep_for_redirect(ssr::set_scopes(&name, scopes).await).await
 }
 
 #[server(prefix = "/console/api", endpoint = "reset_user_password")]
@@ -118,6 +141,31 @@ mod ssr {
         Ok(Notice::ok(format!(
             "Saved `{}`: {}, {status}.",
             user.name, user.role
+        )))
+    }
+
+    pub async fn set_scopes(
+        name: &str,
+        scopes: crate::authoring_api::Checked,
+    ) -> Result<Notice, ConsoleError> {
+        let actor = require(ConsoleRole::Admin).await?;
+        let scopes = crate::authoring_api::ssr::checked_slugs("scopes", scopes)?;
+        let saved = context()
+            .authoring
+            .set_user_scopes(&actor.name, name, &scopes)
+            .await
+            .map_err(to_console)?;
+        let list = if saved.is_empty() {
+            "none".to_owned()
+        } else {
+            saved
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        Ok(Notice::ok(format!(
+            "Saved the OAuth scopes of `{name}`: {list}."
         )))
     }
 

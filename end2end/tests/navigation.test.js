@@ -10,7 +10,7 @@ import { ADMIN_PASSWORD, expectHeading, launch, newPage, screenshot, signIn, wai
 
 const SECTIONS = [
   'Roles', 'Skills', 'Tools', 'Upstreams', 'Scopes & keys', 'Connect an agent', 'Sessions',
-  'Holds', 'Candidates', 'Users', 'Dashboard',
+  'Connected clients', 'Holds', 'Candidates', 'Users', 'Dashboard',
 ];
 
 /**

@@ -1,3 +1,5 @@
+//! The sign-in page.
+
 use crate::csrf::CsrfField;
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -17,11 +19,15 @@ pub fn LoginPage() -> impl IntoView {
         })
     };
     let signed_out = move || query.with(|q| q.get("signed_out").is_some());
+    // Where the sign-in guard sent the browser from; the server checks it is a console
+    // path before it redirects there.
+    let next = move || query.with(|q| q.get("next").filter(|n| !n.is_empty()));
     view! {
         <Title text="Sign in" />
         <main class="login">
             <form class="card login-card" method="post" action="/login">
                 <CsrfField />
+                {move || next().map(|next| view! { <input type="hidden" name="next" value=next /> })}
                 <h1>"Skillgate"</h1>
                 <p class="muted">"Sign in to the admin console."</p>
                 <Show when=signed_out>

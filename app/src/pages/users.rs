@@ -11,7 +11,9 @@ use leptos_meta::Title;
 use super::ErrorNotice;
 use crate::api::ConsoleError;
 use crate::flash::Notice;
-use crate::users_api::{AddUser, ResetUserPassword, UpdateUser, UserRow, list_users};
+use crate::users_api::{
+    AddUser, ResetUserPassword, SetUserScopes, UpdateUser, UserRow, list_users,
+};
 
 const ROLES: [&str; 3] = ["viewer", "reviewer", "admin"];
 
@@ -20,17 +22,19 @@ pub fn UsersPage() -> impl IntoView {
     let add = ServerAction::<AddUser>::new();
     let update = ServerAction::<UpdateUser>::new();
     let reset = ServerAction::<ResetUserPassword>::new();
+    let scopes = ServerAction::<SetUserScopes>::new();
     let users = Resource::new(
         move || {
             (
                 add.version().get(),
                 update.version().get(),
                 reset.version().get(),
+                scopes.version().get(),
             )
         },
         |_| list_users(),
     );
-    // The newest outcome of any of the three forms, when JavaScript posted it.
+    // The newest outcome of any of the forms, when JavaScript posted it.
     let latest = RwSignal::new(None::<Result<Notice, ConsoleError>>);
     Effect::new(move || {
         if let Some(r) = add.value().get() {
@@ -44,6 +48,11 @@ pub fn UsersPage() -> impl IntoView {
     });
     Effect::new(move || {
         if let Some(r) = reset.value().get() {
+            latest.set(Some(r));
+        }
+    });
+    Effect::new(move || {
+        if let Some(r) = scopes.value().get() {
             latest.set(Some(r));
         }
     });
@@ -96,13 +105,17 @@ pub fn UsersPage() -> impl IntoView {
                                         <th scope="col">"Name"</th>
                                         <th scope="col">"Console role and status"</th>
                                         <th scope="col">"Password"</th>
+                                        <th scope="col">"OAuth scopes"</th>
                                     </tr>
                                 </thead>
                                 <tbody>
                                     {view
                                         .users
                                         .into_iter()
-                                        .map(|u| view! { <UserLine user=u update reset /> })
+                                        .map(|u| {
+                                            let catalog = view.catalog_scopes.clone();
+                                            view! { <UserLine user=u catalog update reset scopes /> }
+                                        })
                                         .collect_view()}
                                 </tbody>
                             </table>
@@ -119,8 +132,11 @@ pub fn UsersPage() -> impl IntoView {
 #[component]
 fn UserLine(
     user: UserRow,
+    /// The catalog's scopes, offered as checkboxes.
+    catalog: Vec<String>,
     update: ServerAction<UpdateUser>,
     reset: ServerAction<ResetUserPassword>,
+    scopes: ServerAction<SetUserScopes>,
 ) -> impl IntoView {
     let row_id = format!("user-{}", user.name);
     let role_id = format!("{row_id}-role");
@@ -131,6 +147,7 @@ fn UserLine(
     let reset_label = format!("Reset the password of {}", user.name);
     let name = user.name.clone();
     let name_for_reset = user.name.clone();
+    let scope_form = scope_form(&user, catalog, scopes);
     view! {
         <tr id=row_id.clone()>
             <th scope="row">
@@ -180,7 +197,65 @@ fn UserLine(
                     </button>
                 </ActionForm>
             </td>
+            <td>{scope_form}</td>
         </tr>
+    }
+}
+
+/// The scopes a person may pick on the OAuth consent page: one checkbox per catalog scope
+/// (posting `scopes[slug]=on`). One the catalog lost stays listed, ticked and marked, until
+/// the admin unticks it: the server refuses to save a scope that is not in the catalog.
+fn scope_form(
+    user: &UserRow,
+    catalog: Vec<String>,
+    action: ServerAction<SetUserScopes>,
+) -> impl IntoView + use<> {
+    let gone: Vec<(String, bool)> = user
+        .oauth_scopes
+        .iter()
+        .filter(|s| !catalog.contains(s))
+        .map(|s| (s.clone(), true))
+        .collect();
+    let row_id = format!("user-{}", user.name);
+    let legend = format!("OAuth scopes {} may consent to", user.name);
+    let save_label = format!("Save the OAuth scopes of {}", user.name);
+    let name = user.name.clone();
+    let choices = catalog
+        .into_iter()
+        .map(|s| (s, false))
+        .chain(gone)
+        .map(|(scope, gone)| {
+            let id = format!("{row_id}-scope-{scope}");
+            let checked = user.oauth_scopes.contains(&scope);
+            view! {
+                <li>
+                    <input
+                        type="checkbox"
+                        id=id.clone()
+                        name=format!("scopes[{scope}]")
+                        value="on"
+                        checked=checked
+                    />
+                    <label for=id class="inline">
+                        <code>{scope}</code>
+                        {gone.then(|| view! { <span class="muted">" (no longer in the catalog)"</span> })}
+                    </label>
+                </li>
+            }
+        })
+        .collect_view();
+    view! {
+        <ActionForm action=action attr:class="inline-form">
+            <CsrfField />
+            <input type="hidden" name="name" value=name />
+            <fieldset class="plain">
+                <legend class="visually-hidden">{legend}</legend>
+                <ul class="scope-choices">{choices}</ul>
+            </fieldset>
+            <button type="submit" class="secondary" aria-label=save_label>
+                "Save scopes"
+            </button>
+        </ActionForm>
     }
 }
 
