@@ -7,7 +7,7 @@
 use crate::csrf::CsrfField;
 use leptos::prelude::*;
 use leptos_meta::Title;
-use leptos_router::hooks::use_params_map;
+use leptos_router::hooks::{use_params_map, use_query_map};
 
 use super::ErrorNotice;
 use crate::oauth_api::{ConsentLookup, ConsentView, get_consent};
@@ -17,8 +17,21 @@ pub fn ConsentPage() -> impl IntoView {
     let params = use_params_map();
     let id = move || params.read().get("id").unwrap_or_default();
     let request = Resource::new(id, get_consent);
+    // Why the last answer was refused (the consent post redirects back with `?error=`).
+    let query = use_query_map();
+    let refused = move || query.read().get("error");
     view! {
         <Title text="Sign in to a client" />
+        {move || {
+            refused()
+                .map(|message| {
+                    view! {
+                        <p class="notice error" role="alert" id="consent-error">
+                            {message}
+                        </p>
+                    }
+                })
+        }}
         <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
             {move || Suspend::new(async move {
                 match request.await {

@@ -88,22 +88,21 @@ pub(super) fn check(
             allowed.join(", ")
         )));
     }
-    if let Some(grants) = &metadata.grant_types {
-        if let Some(other) = grants
+    if let Some(grants) = &metadata.grant_types
+        && let Some(other) = grants
             .iter()
             .find(|g| !matches!(g.as_str(), "authorization_code" | "refresh_token"))
-        {
-            return Err(OAuthError::InvalidClientMetadata(format!(
-                "grant type `{other}` is not supported: authorization_code and refresh_token are"
-            )));
-        }
+    {
+        return Err(OAuthError::InvalidClientMetadata(format!(
+            "grant type `{other}` is not supported: authorization_code and refresh_token are"
+        )));
     }
-    if let Some(types) = &metadata.response_types {
-        if types.iter().any(|t| t != "code") {
-            return Err(OAuthError::InvalidClientMetadata(
-                "only the `code` response type is supported".into(),
-            ));
-        }
+    if let Some(types) = &metadata.response_types
+        && types.iter().any(|t| t != "code")
+    {
+        return Err(OAuthError::InvalidClientMetadata(
+            "only the `code` response type is supported".into(),
+        ));
     }
     Ok(CheckedMetadata {
         name: display_name(metadata.client_name.as_deref(), &metadata.redirect_uris[0]),

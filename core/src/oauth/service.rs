@@ -621,13 +621,13 @@ impl OAuthService {
         auth: ClientAuth,
     ) -> Result<TokenResponse, OAuthError> {
         let client = self.authenticate_client(&auth).await?;
-        if let Some(resource) = request.resource.as_deref() {
-            if !self.is_our_resource(resource) {
-                return Err(OAuthError::InvalidTarget(format!(
-                    "this server issues tokens for {} only",
-                    self.settings.resource()
-                )));
-            }
+        if let Some(resource) = request.resource.as_deref()
+            && !self.is_our_resource(resource)
+        {
+            return Err(OAuthError::InvalidTarget(format!(
+                "this server issues tokens for {} only",
+                self.settings.resource()
+            )));
         }
         match request.grant_type.as_deref() {
             Some("authorization_code") => self.exchange_code(&client, request).await,
@@ -737,13 +737,13 @@ impl OAuthService {
             return Err(invalid());
         }
         let grant = self.live_grant(row.key_id, now).await?;
-        if let Some(scope) = request.scope.as_deref() {
-            if scope != grant.scope.as_str() {
-                return Err(OAuthError::InvalidScope(format!(
-                    "this grant is for scope `{}` only",
-                    grant.scope
-                )));
-            }
+        if let Some(scope) = request.scope.as_deref()
+            && scope != grant.scope.as_str()
+        {
+            return Err(OAuthError::InvalidScope(format!(
+                "this grant is for scope `{}` only",
+                grant.scope
+            )));
         }
         self.issue(&grant, Some(&hash), now).await
     }
