@@ -610,7 +610,7 @@ pub async fn list_upstreams(check: Option<String>) -> Result<UpstreamsView, Cons
                     .chain(args.iter().map(String::as_str))
                     .collect::<Vec<_>>()
                     .join(" "),
-                UpstreamKind::Http { url } => url.clone(),
+                UpstreamKind::Http { url, .. } => url.clone(),
                 UpstreamKind::Builtin => "built into skillgate".to_owned(),
             },
             tools: catalog
@@ -670,6 +670,7 @@ mod upstream_form {
             },
             "http" => UpstreamKind::Http {
                 url: url.unwrap_or_default().trim().to_owned(),
+                ca_bundle: None,
             },
             other => {
                 return Err(ConsoleError::Field {
@@ -700,6 +701,7 @@ mod upstream_form {
             bearer: bearer
                 .filter(|b| !b.trim().is_empty())
                 .map(|b| Secret::new(b.trim())),
+            headers: None,
             clear: clear_credentials.is_some(),
         };
         let ctx = crate::api::ssr::context();
