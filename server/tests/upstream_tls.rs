@@ -15,7 +15,7 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
-use common::console::{Browser, fetch_post, page, sign_in_admin};
+use common::console::{Browser, encode, fetch_post, http, navigation, page, sign_in_admin};
 use common::{BIN, Reply, Server, call, init, learn};
 use http::{HeaderMap, StatusCode, header};
 use serde_json::json;
@@ -378,4 +378,53 @@ async fn an_https_upstream_whose_ca_bundle_is_another_cas_fails_as_a_certificate
             && health.contains("UnknownIssuer"),
         "{health}"
     );
+}
+
+#[tokio::test]
+async fn without_javascript_a_bad_ca_bundle_or_header_comes_back_on_its_field_and_registers_nothing()
+ {
+    let server = Server::start();
+    let admin = sign_in_admin(&server).await;
+    for (field, value, id, expected) in [
+        (
+            "ca_bundle",
+            "not a certificate",
+            "ca-bundle-error",
+            "CA bundle: no certificate found",
+        ),
+        (
+            "headers",
+            "Mcp-Session-Id: forged",
+            "headers-error",
+            "`Mcp-Session-Id` is set by the gateway or the MCP transport",
+        ),
+    ] {
+        let posted = http()
+            .post(format!("{}/console/api/register_upstream", server.base))
+            .headers(navigation(&server, &admin.cookie, "/upstreams"))
+            .body(encode(&[
+                ("csrf_token", &admin.token),
+                ("name", "ledger"),
+                ("kind", "http"),
+                ("url", "https://ledger.internal/mcp"),
+                (field, value),
+            ]))
+            .send()
+            .await
+            .unwrap();
+        assert!(posted.status().is_redirection(), "{}", posted.status());
+        let back = posted.headers()[header::LOCATION].to_str().unwrap();
+        let back = back.strip_prefix(&server.base).unwrap_or(back).to_owned();
+        let (_, html) = page(&server, &admin.cookie, &back).await;
+        let at = html
+            .find(&format!(r#"id="{id}""#))
+            .unwrap_or_else(|| panic!("the form has #{id}: {html}"));
+        let shown = &html[at..at + html[at..].find("</p>").unwrap()];
+        assert!(
+            shown.contains(expected) && !shown.contains("hidden"),
+            "{shown}"
+        );
+    }
+    let (_, html) = page(&server, &admin.cookie, "/upstreams").await;
+    assert!(!html.contains("<code>ledger</code>"), "nothing registered");
 }
