@@ -153,6 +153,10 @@ pub struct UpstreamRow {
     pub env_keys: Vec<String>,
     /// Whether a bearer token is stored (never the token).
     pub bearer: bool,
+    /// The names of the stored extra headers (never their values).
+    pub header_names: Vec<String>,
+    /// Whether the upstream trusts a CA bundle of its own beside the system's roots.
+    pub ca_bundle: bool,
 }
 
 /// The upstreams page: the upstreams, the last sync's reports, and a health answer when
@@ -603,6 +607,17 @@ pub async fn list_upstreams(check: Option<String>) -> Result<UpstreamsView, Cons
                 .map(|c| c.env_keys.clone())
                 .unwrap_or_default(),
             bearer: credentials.get(u.name.as_str()).is_some_and(|c| c.bearer),
+            header_names: credentials
+                .get(u.name.as_str())
+                .map(|c| c.header_names.clone())
+                .unwrap_or_default(),
+            ca_bundle: matches!(
+                &u.kind,
+                UpstreamKind::Http {
+                    ca_bundle: Some(_),
+                    ..
+                }
+            ),
             name: u.name.as_str().to_owned(),
             kind: u.kind.label().to_owned(),
             target: match &u.kind {
@@ -610,7 +625,7 @@ pub async fn list_upstreams(check: Option<String>) -> Result<UpstreamsView, Cons
                     .chain(args.iter().map(String::as_str))
                     .collect::<Vec<_>>()
                     .join(" "),
-                UpstreamKind::Http { url } => url.clone(),
+                UpstreamKind::Http { url, .. } => url.clone(),
                 UpstreamKind::Builtin => "built into skillgate".to_owned(),
             },
             tools: catalog
@@ -640,7 +655,10 @@ mod upstream_form {
     use crate::api::ConsoleError;
 
     /// Registers (or changes) an upstream: `kind` is `stdio` (with `command` and `args`, one
-    /// argument per line) or `http` (with `url`); then syncs, so its tools arrive at once.
+    /// argument per line) or `http` (with `url` and, optionally, a PEM `ca_bundle` trusted
+    /// beside the system's roots); then syncs, so its tools arrive at once. Credentials:
+    /// `env` (stdio, `KEY=value` lines), `bearer` and `headers` (http, `Name: value` lines);
+    /// each one left empty keeps what is stored.
     #[server(prefix = "/console/api", endpoint = "register_upstream")]
     pub async fn register_upstream(
         name: String,
@@ -648,8 +666,10 @@ mod upstream_form {
         command: Option<String>,
         args: Option<String>,
         url: Option<String>,
+        ca_bundle: Option<String>,
         env: Option<String>,
         bearer: Option<String>,
+        headers: Option<String>,
         clear_credentials: Option<String>,
     ) -> Result<Vec<SyncSummary>, ConsoleError> {
         use skillgate_core::admin::CredentialUpdate;
@@ -670,6 +690,11 @@ mod upstream_form {
             },
             "http" => UpstreamKind::Http {
                 url: url.unwrap_or_default().trim().to_owned(),
+                // A browser posts a textarea's lines with CRLF; the catalog keeps LF.
+                ca_bundle: ca_bundle
+                    .map(|pem| pem.replace("\r\n", "\n").trim().to_owned())
+                    .filter(|pem| !pem.is_empty())
+                    .map(|pem| pem + "\n"),
             },
             other => {
                 return Err(ConsoleError::Field {
@@ -695,8 +720,27 @@ mod upstream_form {
             };
             parsed_env.insert(key.trim().to_owned(), Secret::new(value));
         }
+        let mut parsed_headers = std::collections::BTreeMap::new();
+        for line in headers
+            .as_deref()
+            .unwrap_or_default()
+            .lines()
+            .map(str::trim)
+        {
+            if line.is_empty() {
+                continue;
+            }
+            let Some((header, value)) = line.split_once(':') else {
+                return Err(ConsoleError::Field {
+                    field: "headers".into(),
+                    message: "Write one Name: value per line.".into(),
+                });
+            };
+            parsed_headers.insert(header.trim().to_owned(), Secret::new(value.trim()));
+        }
         let credentials = CredentialUpdate {
             env: (!parsed_env.is_empty()).then_some(parsed_env),
+            headers: (!parsed_headers.is_empty()).then_some(parsed_headers),
             bearer: bearer
                 .filter(|b| !b.trim().is_empty())
                 .map(|b| Secret::new(b.trim())),

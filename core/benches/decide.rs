@@ -132,6 +132,7 @@ fn catalog(tools: usize) -> CompiledCatalog {
         name: slug("bench"),
         kind: UpstreamKind::Http {
             url: "http://bench.invalid".into(),
+            ca_bundle: None,
         },
     };
     CompiledCatalog::compile(draft.into_catalog(vec![upstream]))

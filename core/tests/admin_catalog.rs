@@ -296,6 +296,7 @@ async fn an_upstream_that_could_never_connect_or_shadows_the_builtin_one_is_refu
             "secure",
             UpstreamKind::Http {
                 url: "ftp://tools.example/mcp".into(),
+                ca_bundle: None,
             },
             "not an http:// or https:// URL",
         ),
@@ -342,6 +343,7 @@ async fn upstream_credentials_are_stored_kept_when_left_out_and_never_audited() 
             Secret::new("sk-live-1234"),
         )])),
         bearer: Some(Secret::new("tok-5678")),
+        headers: None,
         clear: false,
     };
     f.service
@@ -410,4 +412,154 @@ async fn upstream_credentials_are_stored_kept_when_left_out_and_never_audited() 
             .unwrap()
             .contains_key("billing")
     );
+}
+
+/// A CA certificate made here, as PEM.
+fn ca_pem() -> String {
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    params
+        .self_signed(&rcgen::KeyPair::generate().unwrap())
+        .unwrap()
+        .pem()
+}
+
+#[tokio::test]
+async fn an_https_upstream_keeps_its_ca_bundle_and_a_bundle_that_is_not_one_changes_nothing() {
+    use skillgate_core::model::{Upstream, UpstreamKind};
+    let f = fixture().await;
+    let bundle = format!("{}{}", ca_pem(), ca_pem());
+    let upstream = Upstream {
+        name: slug("ledger"),
+        kind: UpstreamKind::Http {
+            url: "https://ledger.internal/mcp".into(),
+            ca_bundle: Some(bundle.clone()),
+        },
+    };
+    f.service
+        .register_upstream("root", &upstream, Default::default())
+        .await
+        .unwrap();
+    let stored = f.service.store().list_upstreams().await.unwrap();
+    assert!(stored.contains(&upstream), "{stored:?}");
+
+    let key = rcgen::KeyPair::generate().unwrap().serialize_pem();
+    for (pem, expected) in [
+        (
+            "not a certificate at all".to_owned(),
+            "no certificate found",
+        ),
+        (
+            "-----BEGIN CERTIFICATE-----\nnot base64!\n-----END CERTIFICATE-----\n".to_owned(),
+            "not valid PEM",
+        ),
+        (
+            format!("{}{key}", ca_pem()),
+            "block 2 is a PrivateKey, not a certificate",
+        ),
+    ] {
+        let bad = Upstream {
+            name: slug("ledger"),
+            kind: UpstreamKind::Http {
+                url: "https://ledger.internal/mcp".into(),
+                ca_bundle: Some(pem),
+            },
+        };
+        let err = f
+            .service
+            .register_upstream("root", &bad, Default::default())
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains(expected), "{err}");
+        assert!(
+            matches!(&err, skillgate_core::admin::AdminError::BadInput { field, .. } if *field == "ca_bundle"),
+            "{err:?}"
+        );
+    }
+    assert_eq!(f.service.store().list_upstreams().await.unwrap(), stored);
+}
+
+#[tokio::test]
+async fn extra_headers_are_stored_with_the_credentials_and_audited_by_name_only() {
+    use skillgate_core::admin::CredentialUpdate;
+    use skillgate_core::model::{Upstream, UpstreamKind};
+    use skillgate_core::upstream::Secret;
+    use std::collections::BTreeMap;
+    let f = fixture().await;
+    let upstream = Upstream {
+        name: slug("ledger"),
+        kind: UpstreamKind::http("https://ledger.internal/mcp"),
+    };
+    let headers = |pairs: &[(&str, &str)]| CredentialUpdate {
+        headers: Some(
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), Secret::new(*v)))
+                .collect::<BTreeMap<_, _>>(),
+        ),
+        ..CredentialUpdate::default()
+    };
+    f.service
+        .register_upstream(
+            "root",
+            &upstream,
+            headers(&[("X-Api-Key", "hk-live-9876"), ("X-Tenant", "acme")]),
+        )
+        .await
+        .unwrap();
+    let stored = f.service.store().upstream_credentials().await.unwrap();
+    assert_eq!(
+        stored["ledger"].headers["x-api-key"].expose(),
+        "hk-live-9876"
+    );
+    assert_eq!(
+        f.service.credential_summaries().await.unwrap()["ledger"].header_names,
+        ["x-api-key", "x-tenant"]
+    );
+
+    for (name, expected) in [
+        ("Authorization", "bearer token"),
+        ("Host", "cannot be overridden"),
+        ("Connection", "cannot be overridden"),
+        ("Mcp-Session-Id", "cannot be overridden"),
+        ("bad name", "not an HTTP header name"),
+    ] {
+        let err = f
+            .service
+            .register_upstream("root", &upstream, headers(&[(name, "v")]))
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains(expected), "{name}: {err}");
+    }
+    let stdio = Upstream {
+        name: slug("local"),
+        kind: UpstreamKind::Stdio {
+            command: "/bin/true".into(),
+            args: vec![],
+        },
+    };
+    let err = f
+        .service
+        .register_upstream("root", &stdio, headers(&[("X-Tenant", "acme")]))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("for an HTTP upstream"), "{err}");
+    assert_eq!(
+        f.service.store().upstream_credentials().await.unwrap(),
+        stored
+    );
+
+    let events = f
+        .service
+        .store()
+        .audit_admin_changes("upstream:ledger", 10)
+        .await
+        .unwrap();
+    assert_eq!(events.len(), 1);
+    assert!(
+        !events[0].payload.contains("hk-live-9876"),
+        "{}",
+        events[0].payload
+    );
+    assert!(events[0].payload.contains("x-api-key"));
 }

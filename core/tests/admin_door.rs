@@ -152,6 +152,7 @@ async fn every_catalog_change_path_writes_exactly_one_admin_change_event() {
         name: slug("door-upstream"),
         kind: UpstreamKind::Http {
             url: "http://127.0.0.1:9/mcp".into(),
+            ca_bundle: None,
         },
     };
     let (_, ev) = events_of(
@@ -378,6 +379,7 @@ async fn refused_changes_write_no_event_and_name_the_field_they_are_about() {
         name: slug("tls"),
         kind: UpstreamKind::Http {
             url: "ftp://example.test/mcp".into(),
+            ca_bundle: None,
         },
     };
     let error = a

@@ -1,6 +1,6 @@
 //! Upstreams over `https://`: the gateway's client verifies the upstream's certificate
-//! against the system's trust roots, and a certificate it does not trust is a failure of
-//! its own kind, for the agent and for the health check.
+//! against the system's trust roots plus the upstream's own CA bundle, and a certificate it
+//! does not trust is a failure of its own kind, for the agent and for the health check.
 
 mod upstream_common;
 
@@ -49,6 +49,8 @@ impl axum::serve::Listener for TlsListener {
 
 struct HttpsServer {
     url: String,
+    /// The certificate of the CA that issued the server's, as PEM.
+    ca_pem: String,
     task: JoinHandle<()>,
 }
 
@@ -64,6 +66,7 @@ async fn serve_https() -> HttpsServer {
     let ca_key = rcgen::KeyPair::generate().unwrap();
     let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
     ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let ca_pem = ca_params.self_signed(&ca_key).unwrap().pem();
     let ca = rcgen::Issuer::new(ca_params, ca_key);
     let key = rcgen::KeyPair::generate().unwrap();
     let cert = rcgen::CertificateParams::new(vec!["localhost".to_owned()])
@@ -99,7 +102,7 @@ async fn serve_https() -> HttpsServer {
     let task = tokio::spawn(async move {
         axum::serve(listener, router).await.unwrap();
     });
-    HttpsServer { url, task }
+    HttpsServer { url, ca_pem, task }
 }
 
 #[tokio::test]
@@ -137,4 +140,49 @@ async fn the_health_check_of_an_untrusted_https_upstream_names_the_certificate_p
         shown.contains("TLS certificate is not trusted") && shown.contains("UnknownIssuer"),
         "{shown}"
     );
+}
+
+fn with_ca_bundle(url: &str, pem: &str) -> UpstreamConfig {
+    let UpstreamConfig::Http {
+        url,
+        bearer,
+        headers,
+        ..
+    } = UpstreamConfig::http(url, None)
+    else {
+        unreachable!()
+    };
+    UpstreamConfig::Http {
+        url,
+        bearer,
+        ca_bundle: Some(pem.to_owned()),
+        headers,
+    }
+}
+
+#[tokio::test]
+async fn an_https_upstream_whose_ca_is_in_its_own_bundle_is_trusted() {
+    let server = serve_https().await;
+    let client = UpstreamClient::new("ledger", with_ca_bundle(&server.url, &server.ca_pem));
+
+    let outcome = client
+        .call(permit("echo", Map::new()), None, TIMEOUT)
+        .await
+        .unwrap();
+
+    assert!(!outcome.is_error);
+}
+
+#[tokio::test]
+async fn a_ca_bundle_of_another_ca_does_not_make_an_https_upstream_trusted() {
+    let server = serve_https().await;
+    let other = serve_https().await;
+    let client = UpstreamClient::new("ledger", with_ca_bundle(&server.url, &other.ca_pem));
+
+    let error = client
+        .call(permit("echo", Map::new()), None, TIMEOUT)
+        .await
+        .unwrap_err();
+
+    assert_eq!(error.kind(), "certificate", "{error}");
 }

@@ -268,11 +268,31 @@ describe('console authoring', () => {
           () => admin.waitForSelector('main .notice.error'));
         assert.match(await admin.textContent('main'), /`ftp:\/\/nowhere` is not an http:\/\/ or https:\/\/ URL/);
 
+        // A CA bundle that holds no certificate, and a header the gateway sets itself, are
+        // each refused on their own field.
+        await open('/upstreams');
+        await admin.fill('#upstream-name', `bad-ca-${mode}`);
+        await admin.selectOption('#upstream-kind', 'http');
+        await admin.fill('#upstream-url', 'https://tools.internal/mcp');
+        await admin.fill('#upstream-ca-bundle', 'not a certificate');
+        await submit(admin, js, 'button:has-text("Register and sync")',
+          () => admin.waitForSelector('#ca-bundle-error:not([hidden])'));
+        assert.match(await admin.textContent('#ca-bundle-error'), /CA bundle: no certificate found/);
+        await open('/upstreams');
+        await admin.fill('#upstream-name', `bad-header-${mode}`);
+        await admin.selectOption('#upstream-kind', 'http');
+        await admin.fill('#upstream-url', 'https://tools.internal/mcp');
+        await admin.fill('#upstream-headers', 'Host: elsewhere.example');
+        await submit(admin, js, 'button:has-text("Register and sync")',
+          () => admin.waitForSelector('#headers-error:not([hidden])'));
+        assert.match(await admin.textContent('#headers-error'), /`Host` is set by the gateway/);
+
         await open('/upstreams');
         await admin.fill('#upstream-name', `down-${mode}`);
         await admin.selectOption('#upstream-kind', 'http');
         await admin.fill('#upstream-url', 'http://127.0.0.1:9/mcp');
         await admin.fill('#upstream-bearer', `bearer-secret-${mode}`);
+        await admin.fill('#upstream-headers', `X-Api-Key: header-secret-${mode}\nX-Tenant: acme`);
         await submit(admin, js, 'button:has-text("Register and sync")',
           () => admin.waitForSelector('.sync-reports'));
         const reports = await admin.locator('.sync-reports li').allTextContents();
@@ -286,7 +306,9 @@ describe('console authoring', () => {
         await open('/upstreams');
         const row = admin.locator('tr', { has: admin.locator(`code:text-is("down-${mode}")`) });
         assert.match(await row.locator('.credentials-cell').textContent(), /bearer token stored/);
+        assert.match(await row.locator('.credentials-cell').textContent(), /headers x-api-key, x-tenant/);
         assert.ok(!(await admin.content()).includes(`bearer-secret-${mode}`));
+        assert.ok(!(await admin.content()).includes(`header-secret-${mode}`));
         await screenshot(admin, `authoring-upstreams-${mode}`);
       });
 

@@ -68,7 +68,7 @@ impl SyncReport {
 }
 
 /// How the pool reaches an upstream of the catalog, with its stored credentials (a stdio
-/// child's environment, an HTTP bearer token); `None` for a built-in upstream, which the
+/// child's environment, an HTTP bearer token and extra headers); `None` for a built-in upstream, which the
 /// server registers itself.
 pub fn upstream_config(
     kind: &UpstreamKind,
@@ -85,7 +85,12 @@ pub fn upstream_config(
                 .map(|(key, value)| (key, value.expose().to_owned()))
                 .collect(),
         }),
-        UpstreamKind::Http { url } => Some(UpstreamConfig::http(url, credentials.bearer)),
+        UpstreamKind::Http { url, ca_bundle } => Some(UpstreamConfig::Http {
+            url: url.clone(),
+            bearer: credentials.bearer,
+            ca_bundle: ca_bundle.clone(),
+            headers: credentials.headers,
+        }),
         UpstreamKind::Builtin => None,
     }
 }
@@ -308,6 +313,7 @@ mod tests {
         };
         let http = UpstreamKind::Http {
             url: "http://127.0.0.1:9/mcp".into(),
+            ca_bundle: None,
         };
         assert_eq!(
             upstream_config(&stdio, None),
@@ -336,10 +342,11 @@ mod tests {
     }
 
     #[test]
-    fn stored_credentials_reach_the_stdio_environment_and_the_http_bearer() {
+    fn stored_credentials_reach_the_stdio_environment_and_the_http_bearer_and_headers() {
         let credentials = UpstreamCredentials {
             env: [("API_KEY".to_owned(), Secret::new("k-123"))].into(),
             bearer: Some(Secret::new("t-456")),
+            headers: [("x-tenant".to_owned(), Secret::new("acme"))].into(),
         };
         let stdio = UpstreamKind::Stdio {
             command: "srv".into(),
@@ -352,13 +359,16 @@ mod tests {
         assert_eq!(env.get("API_KEY").map(String::as_str), Some("k-123"));
         let http = UpstreamKind::Http {
             url: "http://127.0.0.1:9/mcp".into(),
+            ca_bundle: Some("PEM".into()),
         };
         assert_eq!(
             upstream_config(&http, Some(&credentials)),
-            Some(UpstreamConfig::http(
-                "http://127.0.0.1:9/mcp",
-                Some(Secret::new("t-456"))
-            ))
+            Some(UpstreamConfig::Http {
+                url: "http://127.0.0.1:9/mcp".into(),
+                bearer: Some(Secret::new("t-456")),
+                ca_bundle: Some("PEM".into()),
+                headers: [("x-tenant".to_owned(), Secret::new("acme"))].into(),
+            })
         );
         // A changed credential is a changed config: the pool restarts the upstream.
         let pool = UpstreamPool::default();
@@ -436,6 +446,7 @@ mod tests {
             "demo",
             UpstreamKind::Http {
                 url: demo_upstream_url().await,
+                ca_bundle: None,
             },
         );
         let broken = upstream(

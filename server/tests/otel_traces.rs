@@ -229,6 +229,7 @@ async fn register_upstream(server: &Server, url: &str) {
             name: slug("accounts"),
             kind: UpstreamKind::Http {
                 url: url.to_owned(),
+                ca_bundle: None,
             },
         })
         .await

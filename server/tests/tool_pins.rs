@@ -130,6 +130,7 @@ async fn register(server: &Server, url: &str) {
             name: slug("orders"),
             kind: UpstreamKind::Http {
                 url: url.to_owned(),
+                ca_bundle: None,
             },
         })
         .await

@@ -97,6 +97,7 @@ async fn register_careless(server: &Server, url: &str) {
             name: slug("careless"),
             kind: UpstreamKind::Http {
                 url: url.to_owned(),
+                ca_bundle: None,
             },
         })
         .await

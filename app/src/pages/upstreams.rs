@@ -63,7 +63,7 @@ pub fn UpstreamsPage() -> impl IntoView {
             <h2 id="register-heading">"Register an upstream"</h2>
             <FormOutcome
                 action=register
-                fields=&["name", "kind", "command", "env"]
+                fields=&["name", "kind", "command", "ca_bundle", "env", "headers"]
                 saved="Registered and synced."
             />
             <div class="form-row">
@@ -91,7 +91,20 @@ pub fn UpstreamsPage() -> impl IntoView {
                 </div>
                 <div>
                     <label for="upstream-url">"URL (HTTP)"</label>
-                    <input id="upstream-url" name="url" placeholder="http://tools.internal:8080/mcp" />
+                    <input id="upstream-url" name="url" placeholder="https://tools.internal/mcp" />
+                    <label for="upstream-ca-bundle">"CA bundle (HTTPS, PEM, optional)"</label>
+                    <textarea
+                        id="upstream-ca-bundle"
+                        name="ca_bundle"
+                        rows="3"
+                        class="mono"
+                        placeholder="-----BEGIN CERTIFICATE-----"
+                        aria-describedby="ca-bundle-error ca-bundle-help"
+                    ></textarea>
+                    <FieldError id="ca-bundle-error" message=err("ca_bundle") />
+                    <p class="muted" id="ca-bundle-help">
+                        "Certificates of an internal CA, trusted for this upstream beside the system's roots. Part of the upstream's definition, like its URL: register it again without them and they are removed."
+                    </p>
                 </div>
             </div>
             <fieldset class="plain credentials">
@@ -118,10 +131,21 @@ pub fn UpstreamsPage() -> impl IntoView {
                             autocomplete="off"
                             aria-describedby="env-help"
                         />
+                        <label for="upstream-headers">"Extra headers (HTTP, one Name: value per line)"</label>
+                        <textarea
+                            id="upstream-headers"
+                            name="headers"
+                            rows="2"
+                            class="mono"
+                            autocomplete="off"
+                            placeholder="X-Api-Key: …"
+                            aria-describedby="headers-error env-help"
+                        ></textarea>
+                        <FieldError id="headers-error" message=err("headers") />
                     </div>
                 </div>
                 <p class="muted" id="env-help">
-                    "Left empty, a stored environment or token is kept. Entered, it replaces the stored one."
+                    "Left empty, a stored environment, token or set of headers is kept. Entered, it replaces the stored one. Only names are shown after saving."
                 </p>
                 <label class="checkbox" for="upstream-clear">
                     <input type="checkbox" id="upstream-clear" name="clear_credentials" value="on" />
@@ -167,13 +191,16 @@ fn sync_reports(reports: Vec<SyncSummary>) -> impl IntoView {
 }
 
 /// Which credentials are stored, never what they are.
-fn credentials_text(env_keys: &[String], bearer: bool) -> String {
+fn credentials_text(row: &UpstreamRow) -> String {
     let mut parts = Vec::new();
-    if !env_keys.is_empty() {
-        parts.push(format!("env {}", env_keys.join(", ")));
+    if !row.env_keys.is_empty() {
+        parts.push(format!("env {}", row.env_keys.join(", ")));
     }
-    if bearer {
+    if row.bearer {
         parts.push("bearer token stored".to_owned());
+    }
+    if !row.header_names.is_empty() {
+        parts.push(format!("headers {}", row.header_names.join(", ")));
     }
     if parts.is_empty() {
         "none".to_owned()
@@ -204,6 +231,7 @@ fn upstream_table(rows: Vec<UpstreamRow>) -> impl IntoView {
                     .map(|u| {
                         let label = format!("Check health of {}", u.name);
                         let href = format!("/upstreams?check={}", u.name);
+                        let credentials = credentials_text(&u);
                         view! {
                             <tr>
                                 <td>
@@ -212,8 +240,9 @@ fn upstream_table(rows: Vec<UpstreamRow>) -> impl IntoView {
                                 <td>{u.kind}</td>
                                 <td>
                                     <code>{u.target}</code>
+                                    {u.ca_bundle.then(|| view! { <p class="muted">"trusts its own CA bundle"</p> })}
                                 </td>
-                                <td class="credentials-cell">{credentials_text(&u.env_keys, u.bearer)}</td>
+                                <td class="credentials-cell">{credentials}</td>
                                 <td>{link_list("/tools", u.tools)}</td>
                                 <td>
                                     <a href=href aria-label=label>

@@ -10,7 +10,9 @@ use crate::model::{CatalogError, Role, Scope, Skill, SkillVersion, Upstream, Ups
 use crate::slug::Slug;
 use crate::store::StoreError;
 use crate::store::catalog::{self, Revised};
-use crate::upstream::{CredentialSummary, Secret, UpstreamCredentials};
+use crate::upstream::{
+    CredentialSummary, Secret, UpstreamCredentials, check_extra_header, parse_ca_bundle,
+};
 
 /// What saving an upstream does to its stored credentials: each part given replaces the
 /// stored one, a part left out is kept (the console never shows a stored secret, so it
@@ -19,6 +21,8 @@ use crate::upstream::{CredentialSummary, Secret, UpstreamCredentials};
 pub struct CredentialUpdate {
     pub env: Option<BTreeMap<String, Secret>>,
     pub bearer: Option<Secret>,
+    /// An HTTP upstream's extra headers by name, as entered (checked and lower-cased here).
+    pub headers: Option<BTreeMap<String, Secret>>,
     pub clear: bool,
 }
 
@@ -203,8 +207,9 @@ impl AdminService {
     }
 
     /// Adds or changes an upstream (its tools arrive with the next sync), and its stored
-    /// credentials as `credentials` says. The audit records which environment keys exist and
-    /// whether a token is set, never a value.
+    /// credentials as `credentials` says. The audit records which environment keys and
+    /// extra headers exist and whether a token is set, never a value. A CA bundle or header
+    /// that is not valid is a field error and changes nothing.
     #[tracing::instrument(skip(self, upstream, credentials), fields(upstream = %upstream.name))]
     pub async fn register_upstream(
         &self,
@@ -217,7 +222,7 @@ impl AdminService {
         {
             return Err(CatalogError::Empty("upstream command").into());
         }
-        if let UpstreamKind::Http { url } = &upstream.kind
+        if let UpstreamKind::Http { url, .. } = &upstream.kind
             && !["http://", "https://"].iter().any(|scheme| {
                 url.get(..scheme.len())
                     .is_some_and(|s| s.eq_ignore_ascii_case(scheme))
@@ -228,6 +233,37 @@ impl AdminService {
                 format!("`{url}` is not an http:// or https:// URL"),
             ));
         }
+        if let UpstreamKind::Http {
+            ca_bundle: Some(pem),
+            ..
+        } = &upstream.kind
+        {
+            parse_ca_bundle(pem).map_err(|reason| {
+                AdminError::bad_input("ca_bundle", format!("CA bundle: {reason}"))
+            })?;
+        }
+        let credentials = CredentialUpdate {
+            headers: credentials
+                .headers
+                .map(|headers| {
+                    if !matches!(upstream.kind, UpstreamKind::Http { .. }) && !headers.is_empty() {
+                        return Err(AdminError::bad_input(
+                            "headers",
+                            "extra headers are for an HTTP upstream; a stdio one takes its environment",
+                        ));
+                    }
+                    headers
+                        .into_iter()
+                        .map(|(name, value)| {
+                            check_extra_header(&name, value.expose())
+                                .map(|name| (name, value))
+                                .map_err(|reason| AdminError::bad_input("headers", reason))
+                        })
+                        .collect::<Result<BTreeMap<_, _>, _>>()
+                })
+                .transpose()?,
+            ..credentials
+        };
         if matches!(upstream.kind, UpstreamKind::Builtin)
             || upstream.name.as_str() == crate::revisions::curator::CURATION_UPSTREAM
         {
@@ -289,6 +325,9 @@ impl AdminService {
                 }
                 if let Some(bearer) = credentials.bearer {
                     next.bearer = Some(bearer);
+                }
+                if let Some(headers) = credentials.headers {
+                    next.headers = headers;
                 }
                 catalog::upsert_upstream(conn, &upstream).await?;
                 catalog::set_upstream_credentials_on(conn, &upstream.name, Some(&next)).await?;

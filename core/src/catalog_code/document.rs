@@ -23,6 +23,7 @@ use crate::model::{
     Upstream, UpstreamKind,
 };
 use crate::slug::Slug;
+use crate::upstream::parse_ca_bundle;
 
 /// The one version of the document this build reads and writes.
 pub const CATALOG_VERSION: u32 = 1;
@@ -78,6 +79,10 @@ pub struct UpstreamDoc {
     /// http: the MCP endpoint's URL.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
+    /// http: PEM certificates (one or more) trusted for this upstream in addition to the
+    /// system's roots, for a server whose certificate an internal CA issued.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_bundle: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -549,15 +554,17 @@ impl From<&Upstream> for UpstreamDoc {
             command: None,
             args: Vec::new(),
             url: None,
+            ca_bundle: None,
         };
         match &upstream.kind {
             UpstreamKind::Stdio { command, args } => {
                 doc.command = Some(command.clone());
                 doc.args = args.clone();
             }
-            UpstreamKind::Http { url } => {
+            UpstreamKind::Http { url, ca_bundle } => {
                 doc.transport = TransportDoc::Http;
                 doc.url = Some(url.clone());
+                doc.ca_bundle = ca_bundle.clone();
             }
             // Never exported: the built-in upstream is part of the binary.
             UpstreamKind::Builtin => {}
@@ -935,6 +942,12 @@ impl UpstreamDoc {
                 if self.url.is_some() {
                     errors.push(field_error("url", "a stdio upstream has no `url`"));
                 }
+                if self.ca_bundle.is_some() {
+                    errors.push(field_error(
+                        "ca_bundle",
+                        "a stdio upstream has no `ca_bundle`",
+                    ));
+                }
                 match self.command.as_deref().map(str::trim) {
                     Some(command) if !command.is_empty() => {}
                     _ => errors.push(field_error(
@@ -961,7 +974,13 @@ impl UpstreamDoc {
                         format!("`{url}` is not an http:// or https:// URL"),
                     ));
                 }
-                UpstreamKind::Http { url }
+                if let Some(Err(reason)) = self.ca_bundle.as_deref().map(parse_ca_bundle) {
+                    errors.push(field_error("ca_bundle", reason));
+                }
+                UpstreamKind::Http {
+                    url,
+                    ca_bundle: self.ca_bundle.clone(),
+                }
             }
         };
         if errors.is_empty() {

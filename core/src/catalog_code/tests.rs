@@ -329,3 +329,43 @@ fn an_upstream_needs_the_fields_of_its_transport() {
         "{issues:?}"
     );
 }
+
+fn https_state(ca_bundle: Option<String>) -> CatalogState {
+    let mut state = demo_state();
+    state.catalog.upstreams[0].kind = UpstreamKind::Http {
+        url: "https://tools.internal/mcp".into(),
+        ca_bundle,
+    };
+    state
+}
+
+#[test]
+fn an_https_upstreams_ca_bundle_exports_and_applies_back_unchanged() {
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let pem = params
+        .self_signed(&rcgen::KeyPair::generate().unwrap())
+        .unwrap()
+        .pem();
+    let state = https_state(Some(pem.clone()));
+    let yaml = document(&state, Utc::now()).to_yaml();
+    let doc = parse(yaml.as_bytes()).unwrap();
+    assert_eq!(doc.upstreams[0].ca_bundle.as_deref(), Some(pem.as_str()));
+    let plan = plan_of(&state, &yaml, true).unwrap();
+    assert!(plan.is_empty(), "{plan}");
+    // Without it, the same file is a change to the upstream.
+    let plan = plan_of(&https_state(None), &yaml, true).unwrap();
+    assert_eq!(plan.changes.len(), 1, "{plan}");
+}
+
+#[test]
+fn a_ca_bundle_that_is_not_pem_certificates_is_an_issue_of_its_field() {
+    let mut doc = document(&https_state(None), Utc::now());
+    doc.upstreams[0].ca_bundle = Some("not a certificate".into());
+    let issues = plan_of(&demo_state(), &doc.to_yaml(), false).unwrap_err();
+    assert_eq!(paths(&issues), ["upstreams[0].ca_bundle"], "{issues:?}");
+    assert!(
+        issues[0].message.contains("no certificate found"),
+        "{issues:?}"
+    );
+}

@@ -247,7 +247,10 @@ pub(crate) fn resolve(
                 }
                 placeholders.push(Upstream {
                     name: u.name.clone(),
-                    kind: UpstreamKind::Http { url: String::new() },
+                    kind: UpstreamKind::Http {
+                        url: String::new(),
+                        ca_bundle: None,
+                    },
                 });
             }
         }

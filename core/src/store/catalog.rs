@@ -1744,6 +1744,7 @@ mod tests {
             name: slug("other"),
             kind: UpstreamKind::Http {
                 url: "http://other.invalid/mcp".into(),
+                ca_bundle: None,
             },
         };
         store.upsert_upstream(&other).await.unwrap();

@@ -1,10 +1,12 @@
 //! One live MCP client session with an upstream, and the mapping of rmcp errors.
 
+use std::collections::{BTreeMap, HashMap};
 use std::error::Error as StdError;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
+use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
 use rmcp::service::{ClientInitializeError, RunningService, ServiceError};
 use rmcp::transport::streamable_http_client::{
@@ -15,7 +17,8 @@ use rmcp::{Peer, RoleClient, ServiceExt};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{ChildStderr, Command};
 
-use super::{UpstreamConfig, UpstreamError};
+use super::http::{PooledHttp, keep_alive_client_trusting, parse_ca_bundle};
+use super::{Secret, UpstreamConfig, UpstreamError, check_extra_header};
 
 /// A handshaken session. Dropping it ends the session; for stdio that kills the child.
 pub(super) struct Connection {
@@ -57,15 +60,21 @@ impl Connection {
                 tracing::info!(upstream, pid, command = %command, "started stdio upstream");
                 Ok(Self::new(service, pid, started_at))
             }
-            UpstreamConfig::Http { url, bearer } => {
+            UpstreamConfig::Http {
+                url,
+                bearer,
+                ca_bundle,
+                headers,
+            } => {
                 let mut transport_config =
                     StreamableHttpClientTransportConfig::with_uri(url.as_str())
-                        .reinit_on_expired_session(true);
+                        .reinit_on_expired_session(true)
+                        .custom_headers(extra_headers(upstream, config, headers)?);
                 if let Some(bearer) = bearer {
                     transport_config = transport_config.auth_header(bearer.expose());
                 }
                 let transport = StreamableHttpClientTransport::with_client(
-                    super::http::PooledHttp::new(),
+                    http_client(upstream, config, ca_bundle.as_deref())?,
                     transport_config,
                 );
                 let service = client_config()
@@ -128,6 +137,55 @@ impl Connection {
     pub(super) fn has_answered(&self) -> bool {
         self.answered.load(Ordering::Relaxed)
     }
+}
+
+/// The pooled client of an HTTP upstream, trusting its CA bundle beside the system roots.
+/// The admin door refuses a bundle that does not parse, so failing here means the stored
+/// catalog was changed around it.
+fn http_client(
+    upstream: &str,
+    config: &UpstreamConfig,
+    ca_bundle: Option<&str>,
+) -> Result<PooledHttp, UpstreamError> {
+    let Some(pem) = ca_bundle else {
+        return Ok(PooledHttp::new());
+    };
+    let refused = |reason: String| UpstreamError::Connect {
+        upstream: upstream.to_owned(),
+        target: config.target().to_owned(),
+        reason: format!("its CA bundle cannot be used: {reason}"),
+    };
+    let roots = parse_ca_bundle(pem).map_err(refused)?;
+    let client = keep_alive_client_trusting(&roots).map_err(|e| refused(error_chain(&e)))?;
+    Ok(PooledHttp::with_client(client))
+}
+
+/// The extra headers as rmcp sends them on every request (checked again: a stored row is
+/// not trusted to have come through the admin door).
+fn extra_headers(
+    upstream: &str,
+    config: &UpstreamConfig,
+    headers: &BTreeMap<String, Secret>,
+) -> Result<HashMap<HeaderName, HeaderValue>, UpstreamError> {
+    headers
+        .iter()
+        .map(|(name, value)| {
+            check_extra_header(name, value.expose())
+                .and_then(|_| {
+                    let name =
+                        HeaderName::from_bytes(name.as_bytes()).map_err(|e| e.to_string())?;
+                    let mut value =
+                        HeaderValue::from_str(value.expose()).map_err(|e| e.to_string())?;
+                    value.set_sensitive(true);
+                    Ok((name, value))
+                })
+                .map_err(|reason| UpstreamError::Connect {
+                    upstream: upstream.to_owned(),
+                    target: config.target().to_owned(),
+                    reason: format!("its extra header cannot be sent: {reason}"),
+                })
+        })
+        .collect()
 }
 
 fn client_config() -> ClientConfig {

@@ -30,6 +30,8 @@ use rmcp::transport::streamable_http_client::{
     SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
     StreamableHttpResponseLimits,
 };
+use rustls::pki_types::CertificateDer;
+use rustls::pki_types::pem::{PemObject as _, SectionKind};
 use sse_stream::Sse;
 
 /// How long the end of a response body may take after its response event before the
@@ -40,13 +42,58 @@ const DRAIN: Duration = Duration::from_millis(100);
 /// upstream URL is configured by an admin; a redirect elsewhere is an error, not a hop).
 /// `https://` is verified against the system's trust roots (rustls' platform verifier).
 pub fn keep_alive_client() -> reqwest::Client {
+    keep_alive_client_trusting(&[])
+        .expect("a reqwest client with rustls' platform verifier and no proxies builds")
+}
+
+/// [`keep_alive_client`] that also trusts `extra_roots` (an upstream's own CA bundle, see
+/// [`parse_ca_bundle`]) beside the system's roots. Fails only on a root rustls cannot use,
+/// which [`parse_ca_bundle`] has already refused.
+pub fn keep_alive_client_trusting(
+    extra_roots: &[CertificateDer<'static>],
+) -> Result<reqwest::Client, reqwest::Error> {
     install_crypto_provider();
     reqwest::Client::builder()
         .tcp_nodelay(true)
         .pool_idle_timeout(Duration::from_secs(90))
         .redirect(reqwest::redirect::Policy::none())
+        .tls_certs_merge(
+            extra_roots
+                .iter()
+                .map(|der| reqwest::Certificate::from_der(der))
+                .collect::<Result<Vec<_>, _>>()?,
+        )
         .build()
-        .expect("a reqwest client with rustls' platform verifier and no proxies builds")
+}
+
+/// The certificates of a PEM CA bundle (one or more `CERTIFICATE` blocks), each usable as
+/// a trust anchor; or what is wrong with it, for the admin. Anything else in the text (a
+/// private key pasted by mistake) is refused rather than skipped: the bundle is part of
+/// the catalog, which is exported and audited.
+pub fn parse_ca_bundle(pem: &str) -> Result<Vec<CertificateDer<'static>>, String> {
+    let mut roots = rustls::RootCertStore::empty();
+    let mut certificates = Vec::new();
+    for (index, section) in <(SectionKind, Vec<u8>)>::pem_slice_iter(pem.as_bytes()).enumerate() {
+        let number = index + 1;
+        let (kind, der) = section.map_err(|e| format!("block {number} is not valid PEM: {e}"))?;
+        if kind != SectionKind::Certificate {
+            return Err(format!(
+                "block {number} is a {kind:?}, not a certificate: a CA bundle holds only \
+                 -----BEGIN CERTIFICATE----- blocks"
+            ));
+        }
+        let der = CertificateDer::from(der);
+        roots
+            .add(der.clone())
+            .map_err(|e| format!("certificate {number} cannot be a trust root: {e}"))?;
+        certificates.push(der);
+    }
+    if certificates.is_empty() {
+        return Err(
+            "no certificate found: paste one or more -----BEGIN CERTIFICATE----- blocks".to_owned(),
+        );
+    }
+    Ok(certificates)
 }
 
 /// reqwest is built without a crypto provider of its own (see the workspace Cargo.toml):
@@ -68,6 +115,11 @@ pub struct PooledHttp(reqwest::Client);
 impl PooledHttp {
     pub fn new() -> Self {
         Self(keep_alive_client())
+    }
+
+    /// Over `client`, such as one from [`keep_alive_client_trusting`].
+    pub fn with_client(client: reqwest::Client) -> Self {
+        Self(client)
     }
 }
 

@@ -11,9 +11,12 @@ mod pool;
 pub use client::{CallOutcome, UpstreamClient, UpstreamOptions};
 pub use config::{
     CredentialSummary, InProcessServer, Secret, StoredUpstreamConfig, UpstreamConfig,
-    UpstreamCredentials,
+    UpstreamCredentials, check_extra_header,
 };
 pub use error::UpstreamError;
-pub use http::{PooledHttp, install_crypto_provider, keep_alive_client};
+pub use http::{
+    PooledHttp, install_crypto_provider, keep_alive_client, keep_alive_client_trusting,
+    parse_ca_bundle,
+};
 pub use pool::UpstreamPool;
 pub use rmcp::model::{CallToolResult, JsonObject};

@@ -69,6 +69,7 @@ pub fn permit(tool: &str, arguments: Map<String, Value>) -> Permit {
         name: slug("test"),
         kind: UpstreamKind::Http {
             url: "http://upstream.invalid/mcp".to_owned(),
+            ca_bundle: None,
         },
     };
     let catalog = CompiledCatalog::compile(draft.into_catalog(vec![upstream]));

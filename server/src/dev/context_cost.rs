@@ -395,6 +395,7 @@ impl SyntheticCatalog {
                 name: upstream.clone(),
                 kind: UpstreamKind::Http {
                     url: upstream_url.to_owned(),
+                    ca_bundle: None,
                 },
             })
             .await?;

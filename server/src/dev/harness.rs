@@ -178,6 +178,7 @@ async fn seed(database_url: &str, upstream_url: &str) -> anyhow::Result<String> 
             name: Slug::parse(DEMO_UPSTREAM).expect("a slug"),
             kind: UpstreamKind::Http {
                 url: upstream_url.to_owned(),
+                ca_bundle: None,
             },
         })
         .await?;

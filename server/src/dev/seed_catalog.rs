@@ -35,6 +35,7 @@ pub async fn run(args: SeedCatalogArgs) -> anyhow::Result<()> {
         name: slug("bulk")?,
         kind: UpstreamKind::Http {
             url: "http://127.0.0.1:9/mcp".to_owned(),
+            ca_bundle: None,
         },
     };
     store.upsert_upstream(&upstream).await?;
