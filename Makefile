@@ -37,6 +37,9 @@ help:
 	@echo "make bench  benchmarks (see BENCHMARKS.md)"
 	@echo "make bench-peers  Skillgate beside the upstream directly and IBM ContextForge, one load tool"
 
+# The Python environment of the OAuth end-to-end test (the official Python MCP SDK).
+E2E_VENV := target/e2e-venv
+
 # The pinned version of the MCP conformance suite, read from its package.json.
 CONFORMANCE_VERSION := $(shell sed -n 's|.*"@modelcontextprotocol/conformance": "\(.*\)".*|\1|p' end2end/conformance/package.json)
 
@@ -59,6 +62,14 @@ deps-build:
 deps-e2e: deps-build
 	@[[ -x /usr/bin/chromium ]] && command -v curl >/dev/null \
 	  || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium curl)
+	@# The official Python MCP SDK (pinned in end2end/requirements.txt) in its own venv, for
+	@# the OAuth end-to-end test; reinstalled when the pin changes.
+	@cmp -s end2end/requirements.txt $(E2E_VENV)/requirements.txt \
+	  || { { python3 -m venv --clear $(E2E_VENV) 2>/dev/null \
+	         || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y python3-venv \
+	              && python3 -m venv --clear $(E2E_VENV); }; } \
+	       && $(E2E_VENV)/bin/pip install -q --disable-pip-version-check -r end2end/requirements.txt \
+	       && cp end2end/requirements.txt $(E2E_VENV)/requirements.txt; }
 
 # The two halves build side by side, in separate target directories so that neither waits
 # for the other's lock: the wasm's single-threaded link and wasm-opt fill the cores that

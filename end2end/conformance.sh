@@ -96,6 +96,28 @@ for entry in "${scenarios[@]}"; do
   fi
 done
 
+# The authorization server scenarios: the metadata endpoint, and the authorization code
+# grant with PKCE, in which end2end/conformance_auth.mjs signs in to the console as the
+# first admin (allowed the `support` scope) and approves on the consent page in Chromium.
+# The suite needs a registered client whose redirect URI is its loopback callback.
+base="http://127.0.0.1:$port"
+admin_password="$(sed -n 's/^  password: //p' "$work/server.out" | head -n1)"
+"$bin" user scopes admin --allow support --database-url "sqlite://$work/c.db" >/dev/null
+callback_port="$("$node" -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')"
+client_id="$(curl -fsS -X POST -H 'content-type: application/json' \
+  -d "{\"client_name\":\"MCP conformance suite\",\"redirect_uris\":[\"http://127.0.0.1:$callback_port/callback\"],\"token_endpoint_auth_method\":\"none\"}" \
+  "$base/oauth/register" | "$node" -e 'let b="";process.stdin.on("data",d=>b+=d).on("end",()=>console.log(JSON.parse(b).client_id))')"
+out="$results/authorization-server"
+echo "=== authorization server: authorization-server-metadata-endpoint, authorization-code-grant"
+mkdir -p "$out"
+if SKILLGATE_USER=admin SKILLGATE_PASSWORD="$admin_password" "$node" "$root/end2end/conformance_auth.mjs" \
+    "$suite" "$base" "$client_id" "$callback_port" "$out" \
+  && [[ "$(exercised "$out")" -ge 3 ]]; then
+  passed+=("authorization-server")
+else
+  failed+=("authorization-server")
+fi
+
 echo
 echo "MCP conformance against $url (results in ${results#"$root"/}/):"
 for scenario in "${passed[@]}"; do echo "  ok    $scenario"; done
