@@ -6,6 +6,7 @@
 // it marks it revoked; a person with no allowed scope can only deny. JavaScript on and off.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import { launch, newPage, signIn, screenshot, waitHydrated, expectHeading, ADMIN_PASSWORD } from './browser.js';
 import { loopbackRedirect, registerClient, startAuthorization } from './oauth.js';
 
@@ -31,10 +32,19 @@ async function submit(page, js, selector) {
   return outcome(page);
 }
 
-/** Answers every request to the client's redirect URI, as the client's own listener would. */
-async function actAsClient(page, redirect) {
-  await page.route((url) => url.href.startsWith(redirect), (route) =>
-    route.fulfill({ status: 200, contentType: 'text/html', body: '<h1>client</h1>' }));
+/**
+ * Listens on the client's loopback redirect URI, as the client's own listener would (a
+ * route in the page cannot answer it: Playwright does not intercept the request a
+ * redirect leads to). Returns a function that stops listening.
+ */
+async function actAsClient(redirect) {
+  const { hostname, port } = new URL(redirect);
+  const server = http.createServer((_, response) => {
+    response.writeHead(200, { 'content-type': 'text/html' });
+    response.end('<h1>client</h1>');
+  });
+  await new Promise((resolve) => server.listen(Number(port), hostname, resolve));
+  return () => new Promise((resolve) => server.close(resolve));
 }
 
 async function open(page, js, path) {
@@ -122,7 +132,8 @@ for (const js of [true, false]) {
 
       // Signed out, the browser is sent to sign in and comes back to the consent page.
       const person = await newPage(browser, js);
-      await actAsClient(person, redirect);
+      const stopClient = await actAsClient(redirect);
+      t.after(stopClient);
       await person.goto(consentPath);
       assert.equal(new URL(person.url()).pathname, '/login');
       assert.equal(await person.inputValue('input[type=hidden][name=next]'), consentPath);
@@ -178,7 +189,6 @@ for (const js of [true, false]) {
       // The admin may consent to no scope: the consent page offers only Deny, and denying
       // sends the browser back to the client with access_denied.
       const second = await startAuthorization(client, redirect);
-      await actAsClient(admin, redirect);
       await open(admin, js, second.consentPath);
       await admin.waitForSelector('#consent-no-scope');
       assert.equal(await admin.$('#consent-approve'), null);
