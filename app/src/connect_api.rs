@@ -95,6 +95,8 @@ pub struct ConnectView {
     pub transcript: Option<Transcript>,
     /// The learn paths of the try-it scope's roles, as suggestions.
     pub learn_paths: Vec<String>,
+    /// Whether MCP clients may sign in with OAuth instead of a key.
+    pub oauth: bool,
 }
 
 #[server(prefix = "/console/api", endpoint = "connect_overview")]
@@ -172,6 +174,8 @@ pub mod ssr {
         /// `--public-origin`s, as configured (checked at startup).
         pub public_origins: Vec<String>,
         pub bind: SocketAddr,
+        /// Whether the OAuth authorization server is on (`serve --oauth`).
+        pub oauth: bool,
     }
 
     /// The console-session key of the try-it transcript.
@@ -317,6 +321,7 @@ pub mod ssr {
             can_try,
             transcript,
             learn_paths,
+            oauth: settings.oauth,
         })
     }
 

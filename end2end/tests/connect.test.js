@@ -56,6 +56,9 @@ for (const js of [true, false]) {
       ]);
       const url = `${BASE}/mcp`;
       assert.equal((await page.locator('code.mcp-url').textContent()).trim(), url);
+      // Without a key: the URL alone, for clients that sign in with OAuth.
+      const oauth = JSON.parse(await page.locator('#connect-oauth-config').textContent());
+      assert.deepEqual(oauth, { mcpServers: { skillgate: { type: 'http', url } } });
       for (const client of CLIENTS) {
         const text = await page.getByRole('region', { name: client }).textContent();
         assert.ok(text.includes(url), `${client} names ${url}: ${text}`);

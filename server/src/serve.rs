@@ -219,6 +219,7 @@ pub async fn build(
         gateway: gateway.clone(),
         public_origins: args.public_origins.clone(),
         bind: args.bind,
+        oauth: args.oauth,
     };
     let mcp_router = mcp::router(gateway, AgentKeys::new(store.clone()), mcp_options);
 

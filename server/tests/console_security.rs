@@ -292,7 +292,7 @@ async fn a_sign_in_from_another_origin_is_refused_and_grants_no_session() {
     // Still anonymous: console pages send the browser to sign in.
     let still_out = page(&server, &anonymous.cookie).await;
     assert_eq!(still_out.status(), StatusCode::SEE_OTHER);
-    assert_eq!(still_out.headers()[LOCATION], "/login");
+    assert_eq!(still_out.headers()[LOCATION], "/login?next=%2Fusers");
 
     // From the console's own sign-in page the same request signs in.
     let accepted = post_sign_in(

@@ -464,3 +464,54 @@ async fn with_the_authorization_server_off_mcp_takes_keys_only() {
         .unwrap();
     assert_ne!(metadata.status(), StatusCode::OK);
 }
+
+#[tokio::test]
+async fn an_access_token_is_refused_at_mcp_once_it_expired() {
+    let server = Server::start_with(&["--oauth-access-token-ttl", "1"]);
+    let client_id = register(&server).await;
+    let browser = alice(&server).await;
+    let back = consent(&server, &browser, &client_id, &callback(40005)).await;
+    let tokens = exchange(
+        &server,
+        &client_id,
+        &query_of(&back, "code").unwrap(),
+        &callback(40005),
+    )
+    .await;
+    assert_eq!(tokens["expires_in"], 1);
+    // Waiting out a lifetime, not a race: the token's expiry is stored with it.
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let response = reqwest::Client::new()
+        .post(server.mcp_url())
+        .header(
+            AUTHORIZATION,
+            format!("Bearer {}", tokens["access_token"].as_str().unwrap()),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+    assert!(
+        response.headers()[WWW_AUTHENTICATE]
+            .to_str()
+            .unwrap()
+            .contains(r#"error="invalid_token""#),
+        "a client is told to refresh"
+    );
+    // The refresh token still works.
+    let (status, _, refreshed) = token(
+        &server,
+        &[
+            ("grant_type", "refresh_token"),
+            ("refresh_token", tokens["refresh_token"].as_str().unwrap()),
+            ("client_id", &client_id),
+        ],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{refreshed}");
+    assert!(
+        refreshed["access_token"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("sga_"))
+    );
+}

@@ -49,6 +49,24 @@ pub fn ConnectPage() -> impl IntoView {
     }
 }
 
+/// Connecting without a key: clients that follow the MCP authorization specification need
+/// only the URL, and the person signs in here.
+fn oauth_view(mcp_url: &str) -> impl IntoView {
+    let config = format!(
+        "{{\"mcpServers\": {{\"skillgate\": {{\"type\": \"http\", \"url\": \"{mcp_url}\"}}}}}}"
+    );
+    view! {
+        <section aria-labelledby="connect-oauth">
+            <h2 id="connect-oauth">"Or just the URL, with OAuth sign-in"</h2>
+            <p>
+                "MCP clients that follow the specification's authorization (Claude, VS Code, Cursor, the official SDKs) need only the endpoint's URL: they send you to this console to sign in, and you pick one of the scopes an admin allowed you. The client then acts as you in that scope; "
+                <A href="/connected">"Connected clients"</A> " lists and revokes what you signed in to."
+            </p>
+            <pre class="schema"><code id="connect-oauth-config">{config}</code></pre>
+        </section>
+    }
+}
+
 /// The try-it forms' actions and the newest transcript one of them returned.
 #[derive(Clone, Copy)]
 struct Tries {
@@ -129,6 +147,7 @@ fn overview_view(o: ConnectView, tries: Tries) -> impl IntoView {
     view! {
         {chooser(&o, chosen_key, chosen_scope)}
         {o.problem.clone().map(|p| view! { <p class="notice error" role="alert">{p}</p> })}
+        {o.oauth.then(|| oauth_view(&o.mcp_url))}
         <section aria-labelledby="connect-configs">
             <h2 id="connect-configs">"Client configurations"</h2>
             <p>
