@@ -162,6 +162,24 @@ fn refresh_with(token: &str) -> TokenRequest {
     }
 }
 
+/// Whether `/mcp` would admit `token` now.
+async fn admitted(f: &Fixture, token: &str) -> bool {
+    f.oauth
+        .authenticate(token, Utc::now())
+        .await
+        .unwrap()
+        .is_some()
+}
+
+/// The error the token endpoint refuses `request` from `client` with.
+async fn refused(f: &Fixture, request: TokenRequest, client: ClientAuth) -> OAuthError {
+    f.oauth
+        .token(request, client)
+        .await
+        .err()
+        .expect("the token request is refused")
+}
+
 async fn tokens(f: &Fixture) -> (TokenResponse, String) {
     let (code, client_id) = consented(f).await;
     let tokens = f
@@ -227,21 +245,11 @@ async fn a_code_without_its_pkce_verifier_or_with_another_is_refused() {
     let (code, client_id) = consented(&f).await;
     let mut missing = code_exchange(&code);
     missing.code_verifier = None;
-    let error = f
-        .oauth
-        .token(missing, public(&client_id))
-        .await
-        .err()
-        .unwrap();
+    let error = refused(&f, missing, public(&client_id)).await;
     assert_eq!(error.code(), "invalid_grant", "{error}");
     let mut wrong = code_exchange(&code);
     wrong.code_verifier = Some("another-verifier-of-at-least-forty-three-characters-xx".into());
-    let error = f
-        .oauth
-        .token(wrong, public(&client_id))
-        .await
-        .err()
-        .unwrap();
+    let error = refused(&f, wrong, public(&client_id)).await;
     assert_eq!(error.code(), "invalid_grant", "{error}");
     // Neither attempt used the code up.
     assert!(
@@ -261,20 +269,9 @@ async fn a_code_used_twice_revokes_the_grant_it_made() {
         .token(code_exchange(&code), public(&client_id))
         .await
         .unwrap();
-    let replay = f
-        .oauth
-        .token(code_exchange(&code), public(&client_id))
-        .await
-        .err()
-        .unwrap();
+    let replay = refused(&f, code_exchange(&code), public(&client_id)).await;
     assert_eq!(replay.code(), "invalid_grant");
-    assert!(
-        f.oauth
-            .authenticate(&first.access_token, Utc::now())
-            .await
-            .unwrap()
-            .is_none()
-    );
+    assert!(!admitted(&f, &first.access_token).await);
 }
 
 #[tokio::test]
@@ -297,12 +294,7 @@ async fn a_token_for_another_resource_is_refused_at_the_authorize_and_token_endp
     let (code, client_id) = consented(&f).await;
     let mut exchange = code_exchange(&code);
     exchange.resource = Some("https://other.example.com/mcp".into());
-    let error = f
-        .oauth
-        .token(exchange, public(&client_id))
-        .await
-        .err()
-        .unwrap();
+    let error = refused(&f, exchange, public(&client_id)).await;
     assert_eq!(error.code(), "invalid_target");
 }
 
@@ -353,34 +345,12 @@ async fn a_refresh_token_rotates_and_a_replayed_one_revokes_the_grant() {
         .await
         .unwrap();
     assert_ne!(second.refresh_token, first.refresh_token);
-    assert!(
-        f.oauth
-            .authenticate(&second.access_token, Utc::now())
-            .await
-            .unwrap()
-            .is_some()
-    );
+    assert!(admitted(&f, &second.access_token).await);
     // The first refresh token again: a thief or a bug; either way the grant ends.
-    let replay = f
-        .oauth
-        .token(refresh_with(&first.refresh_token), public(&client_id))
-        .await
-        .err()
-        .unwrap();
+    let replay = refused(&f, refresh_with(&first.refresh_token), public(&client_id)).await;
     assert_eq!(replay.code(), "invalid_grant");
-    assert!(
-        f.oauth
-            .authenticate(&second.access_token, Utc::now())
-            .await
-            .unwrap()
-            .is_none()
-    );
-    let after = f
-        .oauth
-        .token(refresh_with(&second.refresh_token), public(&client_id))
-        .await
-        .err()
-        .unwrap();
+    assert!(!admitted(&f, &second.access_token).await);
+    let after = refused(&f, refresh_with(&second.refresh_token), public(&client_id)).await;
     assert_eq!(after.code(), "invalid_grant");
 }
 
@@ -392,20 +362,9 @@ async fn a_revoked_refresh_token_is_refused_and_ends_its_access_tokens() {
         .revoke(&tokens.refresh_token, public(&client_id))
         .await
         .unwrap();
-    let error = f
-        .oauth
-        .token(refresh_with(&tokens.refresh_token), public(&client_id))
-        .await
-        .err()
-        .unwrap();
+    let error = refused(&f, refresh_with(&tokens.refresh_token), public(&client_id)).await;
     assert_eq!(error.code(), "invalid_grant");
-    assert!(
-        f.oauth
-            .authenticate(&tokens.access_token, Utc::now())
-            .await
-            .unwrap()
-            .is_none()
-    );
+    assert!(!admitted(&f, &tokens.access_token).await);
 }
 
 #[tokio::test]
@@ -413,12 +372,7 @@ async fn another_client_cannot_use_or_revoke_a_clients_tokens() {
     let f = fixture().await;
     let (tokens, _) = tokens(&f).await;
     let other = register(&f).await;
-    let error = f
-        .oauth
-        .token(refresh_with(&tokens.refresh_token), public(&other))
-        .await
-        .err()
-        .unwrap();
+    let error = refused(&f, refresh_with(&tokens.refresh_token), public(&other)).await;
     assert_eq!(error.code(), "invalid_grant");
     assert!(
         f.oauth
@@ -426,13 +380,7 @@ async fn another_client_cannot_use_or_revoke_a_clients_tokens() {
             .await
             .is_err()
     );
-    assert!(
-        f.oauth
-            .authenticate(&tokens.access_token, Utc::now())
-            .await
-            .unwrap()
-            .is_some()
-    );
+    assert!(admitted(&f, &tokens.access_token).await);
 }
 
 #[tokio::test]
@@ -443,13 +391,7 @@ async fn taking_a_scope_away_or_revoking_the_grant_in_the_console_ends_its_token
         .set_user_scopes("admin", "alice", &[])
         .await
         .unwrap();
-    assert!(
-        f.oauth
-            .authenticate(&tokens.access_token, Utc::now())
-            .await
-            .unwrap()
-            .is_none()
-    );
+    assert!(!admitted(&f, &tokens.access_token).await);
     f.admin
         .set_user_scopes("admin", "alice", &[slug("support")])
         .await
@@ -461,13 +403,7 @@ async fn taking_a_scope_away_or_revoking_the_grant_in_the_console_ends_its_token
         .unwrap()
         .unwrap();
     f.oauth.revoke_grant(&f.alice, caller.key_id).await.unwrap();
-    assert!(
-        f.oauth
-            .authenticate(&tokens.access_token, Utc::now())
-            .await
-            .unwrap()
-            .is_none()
-    );
+    assert!(!admitted(&f, &tokens.access_token).await);
     let grants = f.oauth.grants(Some(f.alice.id)).await.unwrap();
     assert_eq!(grants.len(), 1);
     assert!(grants[0].revoked_at.is_some());
@@ -482,7 +418,7 @@ async fn a_person_consents_only_to_a_scope_an_admin_allowed_them_and_only_once()
     assert_eq!(page.allowed_scopes, vec![slug("support")]);
     assert_eq!(page.client_name, "Test Client");
     assert_eq!(page.redirect_host, "127.0.0.1:51234");
-    let refused = f
+    let outside = f
         .oauth
         .decide(
             &id,
@@ -494,7 +430,7 @@ async fn a_person_consents_only_to_a_scope_an_admin_allowed_them_and_only_once()
         .await
         .err()
         .unwrap();
-    assert_eq!(refused.code(), "invalid_scope");
+    assert_eq!(outside.code(), "invalid_scope");
     f.oauth
         .decide(
             &id,
@@ -596,16 +532,11 @@ async fn a_confidential_client_must_send_its_secret_the_way_it_registered() {
         auth(Some("sgs_wrong"), false),
         auth(Some(secret), true),
     ] {
-        let error = f.oauth.token(request(), bad).await.err().unwrap();
+        let error = refused(&f, request(), bad).await;
         assert_eq!(error.code(), "invalid_client");
     }
     // The right secret gets past client authentication to the grant check.
-    let error = f
-        .oauth
-        .token(request(), auth(Some(secret), false))
-        .await
-        .err()
-        .unwrap();
+    let error = refused(&f, request(), auth(Some(secret), false)).await;
     assert_eq!(error.code(), "invalid_grant");
 }
 

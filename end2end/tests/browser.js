@@ -66,3 +66,26 @@ export async function expectHeading(page, expected, timeout = 15000) {
     throw new Error(`main h1 is ${JSON.stringify(actual)}, expected ${JSON.stringify(expected)}`);
   }
 }
+
+/** The outcome notice of a console form: its message and the one-time secret, if any. */
+export async function outcome(page) {
+  await page.waitForSelector('#form-outcome');
+  return {
+    message: (await page.textContent('#form-outcome p')).trim(),
+    secret: (await page.$('#one-time-secret')) ? (await page.textContent('#one-time-secret')).trim() : null,
+  };
+}
+
+/** Submits the form containing `selector` and waits for its outcome to replace the old one. */
+export async function submit(page, js, selector) {
+  const before = js ? await page.$eval('#form-outcome', (e) => e.textContent).catch(() => null) : null;
+  if (js) {
+    await page.click(selector);
+    await page.waitForFunction(
+      (old) => document.querySelector('#form-outcome')?.textContent !== old, before,
+    );
+  } else {
+    await Promise.all([page.waitForNavigation(), page.click(selector)]);
+  }
+  return outcome(page);
+}

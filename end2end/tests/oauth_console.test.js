@@ -7,30 +7,9 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { launch, newPage, signIn, screenshot, waitHydrated, expectHeading, ADMIN_PASSWORD } from './browser.js';
+import { launch, newPage, signIn, screenshot, waitHydrated, expectHeading, ADMIN_PASSWORD, outcome, submit } from './browser.js';
 import { loopbackRedirect, registerClient, startAuthorization } from './oauth.js';
 
-async function outcome(page) {
-  await page.waitForSelector('#form-outcome');
-  return {
-    message: (await page.textContent('#form-outcome p')).trim(),
-    secret: (await page.$('#one-time-secret')) ? (await page.textContent('#one-time-secret')).trim() : null,
-  };
-}
-
-/** Submits the form containing `selector` and waits for its outcome to replace the old one. */
-async function submit(page, js, selector) {
-  const before = js ? await page.$eval('#form-outcome', (e) => e.textContent).catch(() => null) : null;
-  if (js) {
-    await page.click(selector);
-    await page.waitForFunction(
-      (old) => document.querySelector('#form-outcome')?.textContent !== old, before,
-    );
-  } else {
-    await Promise.all([page.waitForNavigation(), page.click(selector)]);
-  }
-  return outcome(page);
-}
 
 /**
  * Listens on the client's loopback redirect URI, as the client's own listener would (a

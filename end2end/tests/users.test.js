@@ -3,29 +3,8 @@
 // once) and resets their password; with JavaScript on and off.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { launch, newPage, signIn, screenshot, waitHydrated, ADMIN_PASSWORD } from './browser.js';
+import { launch, newPage, signIn, screenshot, waitHydrated, ADMIN_PASSWORD, outcome, submit } from './browser.js';
 
-async function outcome(page) {
-  await page.waitForSelector('#form-outcome');
-  return {
-    message: (await page.textContent('#form-outcome p')).trim(),
-    secret: (await page.$('#one-time-secret')) ? (await page.textContent('#one-time-secret')).trim() : null,
-  };
-}
-
-/** Submits the form containing `selector` and waits for its outcome to replace the old one. */
-async function submit(page, js, selector) {
-  const before = js ? await page.$eval('#form-outcome', (e) => e.textContent).catch(() => null) : null;
-  if (js) {
-    await page.click(selector);
-    await page.waitForFunction(
-      (old) => document.querySelector('#form-outcome')?.textContent !== old, before,
-    );
-  } else {
-    await Promise.all([page.waitForNavigation(), page.click(selector)]);
-  }
-  return outcome(page);
-}
 
 for (const js of [true, false]) {
   const mode = js ? 'js' : 'nojs';

@@ -71,8 +71,9 @@ fn authorize_url(server: &Server, client_id: &str, redirect: &str, resource: &st
     format!("{}/oauth/authorize?{query}", server.base)
 }
 
-/// Authorizes, consents as `browser` and returns the redirect back to the client.
-async fn consent(server: &Server, browser: &Browser, client_id: &str, redirect: &str) -> String {
+/// Starts an authorization for `client_id` and returns the consent page it sends the
+/// browser to.
+async fn consent_page(server: &Server, client_id: &str, redirect: &str) -> String {
     let response = http()
         .get(authorize_url(
             server,
@@ -84,7 +85,12 @@ async fn consent(server: &Server, browser: &Browser, client_id: &str, redirect: 
         .await
         .unwrap();
     assert_eq!(response.status(), StatusCode::SEE_OTHER);
-    let consent_page = response.headers()[LOCATION].to_str().unwrap().to_owned();
+    response.headers()[LOCATION].to_str().unwrap().to_owned()
+}
+
+/// Authorizes, consents as `browser` and returns the redirect back to the client.
+async fn consent(server: &Server, browser: &Browser, client_id: &str, redirect: &str) -> String {
+    let consent_page = consent_page(server, client_id, redirect).await;
     let request = consent_page
         .strip_prefix("/oauth/consent/")
         .expect("sent to the consent page");
@@ -213,17 +219,7 @@ async fn a_person_signs_in_consents_and_the_client_makes_a_governed_call_as_them
     let server = Server::start();
     let client_id = register(&server).await;
     // Signed out, the consent page sends the browser to sign in and back.
-    let response = http()
-        .get(authorize_url(
-            &server,
-            &client_id,
-            &callback(40001),
-            &server.mcp_url(),
-        ))
-        .send()
-        .await
-        .unwrap();
-    let consent_page = response.headers()[LOCATION].to_str().unwrap().to_owned();
+    let consent_page = consent_page(&server, &client_id, &callback(40001)).await;
     let response = http()
         .get(format!("{}{consent_page}", server.base))
         .send()
@@ -416,17 +412,7 @@ async fn a_consent_post_without_the_form_token_is_refused() {
     let server = Server::start();
     let client_id = register(&server).await;
     let browser = alice(&server).await;
-    let response = http()
-        .get(authorize_url(
-            &server,
-            &client_id,
-            &callback(40004),
-            &server.mcp_url(),
-        ))
-        .send()
-        .await
-        .unwrap();
-    let consent_page = response.headers()[LOCATION].to_str().unwrap().to_owned();
+    let consent_page = consent_page(&server, &client_id, &callback(40004)).await;
     let request = consent_page.strip_prefix("/oauth/consent/").unwrap();
     let response = http()
         .post(format!("{}/oauth/consent", server.base))
