@@ -120,6 +120,7 @@ test: deps lint unit e2e conformance
 bench:
 	cargo build --release -p skillgate
 	cargo bench -p skillgate-core --bench decide
+	cargo bench -p skillgate-core --bench auth
 	target/release/skillgate dev load
 	target/release/skillgate dev load --rate 500
 	target/release/skillgate dev context-cost

@@ -134,6 +134,8 @@ pub struct OAuthService {
     store: Store,
     admin: Arc<AdminService>,
     settings: Arc<OAuthSettings>,
+    /// This server's resource as compared (see [`canonical_resource`]), made once.
+    resource: Arc<str>,
     /// Fetches Client ID Metadata Documents: system trust roots, short timeouts, no
     /// redirects (a document must be served at its own URL).
     http: reqwest::Client,
@@ -188,10 +190,14 @@ impl OAuthService {
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .expect("a client with these settings always builds");
+        let resource = canonical_resource(&settings.resource())
+            .unwrap_or_else(|| settings.resource())
+            .into();
         Self {
             store,
             admin,
             settings: Arc::new(settings),
+            resource,
             http,
         }
     }
@@ -202,8 +208,10 @@ impl OAuthService {
 
     /// Whether `resource` names this server's `/mcp`.
     fn is_our_resource(&self, resource: &str) -> bool {
-        canonical_resource(resource)
-            .is_some_and(|r| Some(r) == canonical_resource(&self.settings.resource()))
+        // The stored resource of a grant is this server's as it was then: equal text is the
+        // common case and needs no parsing.
+        resource == self.settings.resource()
+            || canonical_resource(resource).is_some_and(|r| *r == *self.resource)
     }
 
     // ---- registration -------------------------------------------------------------------
@@ -852,7 +860,7 @@ impl OAuthService {
         if !presented.starts_with(ACCESS_TOKEN_PREFIX) || presented.len() > 128 {
             return Ok(None);
         }
-        let Some(row) = self.store.oauth_access(&digest(presented), now).await? else {
+        let Some(row) = self.store.oauth_access(&digest(presented), now)? else {
             return Ok(None);
         };
         let live = self.admin.live();

@@ -428,47 +428,73 @@ impl Store {
         Ok(())
     }
 
-    /// What the access token with this digest authenticates as at `now`.
-    pub async fn oauth_access(
+    /// What the access token with this digest authenticates as at `now`. Every `/mcp`
+    /// request with a token asks, so, like the agent key lookup, it reads inline on a
+    /// direct connection (see [`super::direct`]).
+    pub fn oauth_access(
         &self,
         token_hash: &str,
         now: DateTime<Utc>,
     ) -> Result<Option<AccessRow>, StoreError> {
-        let row = sqlx::query(
-            "SELECT t.key_id, k.name, k.scope, g.user_name, g.client_name, g.resource, t.expires_at,
-                    k.last_used_at,
-                    (t.revoked_at IS NULL AND k.revoked_at IS NULL AND u.disabled = 0
-                     AND (k.expires_at IS NULL OR k.expires_at > ?2)
-                     AND EXISTS (SELECT 1 FROM console_user_scopes s
-                                 WHERE s.user_id = g.user_id AND s.scope = k.scope)) AS usable
-             FROM oauth_tokens t
-             JOIN agent_keys k ON k.id = t.key_id AND k.kind = 'oauth'
-             JOIN oauth_grants g ON g.key_id = t.key_id
-             JOIN console_users u ON u.id = g.user_id
-             WHERE t.token_hash = ?1 AND t.kind = 'access'",
-        )
-        .bind(token_hash)
-        .bind(stamp(now))
-        .fetch_optional(self.pool())
-        .await?;
-        row.map(|row| {
-            let scope: String = row.try_get("scope")?;
-            Ok(AccessRow {
-                key_id: row.try_get("key_id")?,
-                key_name: row.try_get("name")?,
-                scope: Slug::parse(&scope)
-                    .map_err(|e| StoreError::Corrupt(format!("oauth grant scope: {e}")))?,
-                user_name: row.try_get("user_name")?,
-                client_name: row.try_get("client_name")?,
-                resource: row.try_get("resource")?,
-                expires_at: time("token expires_at", &row.try_get::<String, _>("expires_at")?)?,
-                usable: row.try_get("usable")?,
-                last_used_at: optional_time("grant last_used_at", row.try_get("last_used_at")?)?,
-            })
-        })
-        .transpose()
+        let columns = self.direct().with(|conn| {
+            let mut query = conn.prepare_cached(ACCESS)?;
+            let mut rows = query.query(rusqlite::params![token_hash, stamp(now)])?;
+            let Some(row) = rows.next()? else {
+                return Ok(None);
+            };
+            Ok(Some((
+                row.get::<_, i64>("key_id")?,
+                row.get::<_, String>("name")?,
+                row.get::<_, String>("scope")?,
+                row.get::<_, String>("user_name")?,
+                row.get::<_, String>("client_name")?,
+                row.get::<_, String>("resource")?,
+                row.get::<_, String>("expires_at")?,
+                row.get::<_, Option<String>>("last_used_at")?,
+                row.get::<_, bool>("usable")?,
+            )))
+        })?;
+        let Some((
+            key_id,
+            key_name,
+            scope,
+            user_name,
+            client_name,
+            resource,
+            expires_at,
+            last_used_at,
+            usable,
+        )) = columns
+        else {
+            return Ok(None);
+        };
+        Ok(Some(AccessRow {
+            key_id,
+            key_name,
+            scope: Slug::parse(&scope)
+                .map_err(|e| StoreError::Corrupt(format!("oauth grant scope: {e}")))?,
+            user_name,
+            client_name,
+            resource,
+            expires_at: time("token expires_at", &expires_at)?,
+            usable,
+            last_used_at: optional_time("grant last_used_at", last_used_at)?,
+        }))
     }
 }
+
+/// The access token lookup: the token with everything that can end it, in one read.
+const ACCESS: &str = "SELECT t.key_id, k.name, k.scope, g.user_name, g.client_name, g.resource,
+        t.expires_at, k.last_used_at,
+        (t.revoked_at IS NULL AND k.revoked_at IS NULL AND u.disabled = 0
+         AND (k.expires_at IS NULL OR k.expires_at > ?2)
+         AND EXISTS (SELECT 1 FROM console_user_scopes s
+                     WHERE s.user_id = g.user_id AND s.scope = k.scope)) AS usable
+    FROM oauth_tokens t
+    JOIN agent_keys k ON k.id = t.key_id AND k.kind = 'oauth'
+    JOIN oauth_grants g ON g.key_id = t.key_id
+    JOIN console_users u ON u.id = g.user_id
+    WHERE t.token_hash = ?1 AND t.kind = 'access'";
 
 /// A freshly issued access and refresh token, as digests.
 #[derive(Debug, Clone)]
