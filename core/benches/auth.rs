@@ -89,7 +89,7 @@ async fn main() {
         .await
         .unwrap();
     admin
-        .set_user_scopes("bench", "person", &[support.clone()])
+        .set_user_scopes("bench", "person", std::slice::from_ref(&support))
         .await
         .unwrap();
     let oauth = OAuthService::new(store.clone(), admin.clone(), OAuthSettings::new(ISSUER));
