@@ -13,6 +13,7 @@ use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::{Form, Json, Router};
 use base64::Engine as _;
+use leptos::prelude::*;
 use serde::Deserialize;
 use serde_json::Value;
 use skillgate_app::api::ssr::session_user_id;
@@ -144,33 +145,28 @@ fn refusal_page(error: &OAuthError) -> Response {
     } else {
         StatusCode::BAD_REQUEST
     };
+    // Rendered by Leptos, which escapes the two values like every console page's text.
+    let (description, code) = (error.description(), error.code());
+    let body = view! {
+        <main class="login">
+            <div class="card login-card">
+                <h1>"Skillgate"</h1>
+                <p class="notice error" role="alert" id="oauth-error">{description}</p>
+                <p class="muted">
+                    "The application that sent you here made a request Skillgate cannot accept ("
+                    {code}
+                    "). Nothing was shared with it."
+                </p>
+            </div>
+        </main>
+    }
+    .to_html();
     let page = format!(
-        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Sign-in refused</title>\
-         <link rel=\"stylesheet\" href=\"/pkg/skillgate.css\"></head><body><main class=\"login\">\
-         <div class=\"card login-card\"><h1>Skillgate</h1>\
-         <p class=\"notice error\" role=\"alert\" id=\"oauth-error\">{}</p>\
-         <p class=\"muted\">The application that sent you here made a request Skillgate cannot \
-         accept ({}). Nothing was shared with it.</p></div></main></body></html>",
-        escape(&error.description()),
-        escape(error.code()),
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <title>Sign-in refused</title><link rel=\"stylesheet\" href=\"/pkg/skillgate.css\">\
+         </head><body>{body}</body></html>"
     );
     (status, Html(page)).into_response()
-}
-
-/// HTML text escaping for the refusal page's two values.
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// The client's credentials: HTTP Basic (RFC 6749 §2.3.1, both parts form-encoded), or

@@ -144,6 +144,17 @@ async fn exchange(server: &Server, client_id: &str, code: &str, redirect: &str) 
     body
 }
 
+/// A registered client, alice's consent and the code exchanged: the client and its tokens.
+async fn signed_in(server: &Server, callback_port: u16) -> (String, Value) {
+    let client_id = register(server).await;
+    let browser = alice(server).await;
+    let redirect = callback(callback_port);
+    let back = consent(server, &browser, &client_id, &redirect).await;
+    let code = query_of(&back, "code").expect("a code");
+    let tokens = exchange(server, &client_id, &code, &redirect).await;
+    (client_id, tokens)
+}
+
 async fn mcp_status(server: &Server, token: &str) -> StatusCode {
     reqwest::Client::new()
         .post(server.mcp_url())
@@ -296,16 +307,7 @@ async fn a_person_signs_in_consents_and_the_client_makes_a_governed_call_as_them
 #[tokio::test]
 async fn a_revoked_refresh_token_ends_the_grant_on_the_next_request() {
     let server = Server::start();
-    let client_id = register(&server).await;
-    let browser = alice(&server).await;
-    let back = consent(&server, &browser, &client_id, &callback(40002)).await;
-    let tokens = exchange(
-        &server,
-        &client_id,
-        &query_of(&back, "code").unwrap(),
-        &callback(40002),
-    )
-    .await;
+    let (client_id, tokens) = signed_in(&server, 40002).await;
     let access = tokens["access_token"].as_str().unwrap();
     let refresh = tokens["refresh_token"].as_str().unwrap();
     assert_eq!(mcp_status(&server, access).await, StatusCode::OK);
@@ -454,16 +456,7 @@ async fn with_the_authorization_server_off_mcp_takes_keys_only() {
 #[tokio::test]
 async fn an_access_token_is_refused_at_mcp_once_it_expired() {
     let server = Server::start_with(&["--oauth-access-token-ttl", "1"]);
-    let client_id = register(&server).await;
-    let browser = alice(&server).await;
-    let back = consent(&server, &browser, &client_id, &callback(40005)).await;
-    let tokens = exchange(
-        &server,
-        &client_id,
-        &query_of(&back, "code").unwrap(),
-        &callback(40005),
-    )
-    .await;
+    let (client_id, tokens) = signed_in(&server, 40005).await;
     assert_eq!(tokens["expires_in"], 1);
     // Waiting out a lifetime, not a race: the token's expiry is stored with it.
     tokio::time::sleep(std::time::Duration::from_millis(1100)).await;

@@ -171,18 +171,6 @@ impl AdminService {
         .await
     }
 
-    /// Drops a pending authorization request the person refused.
-    pub async fn drop_oauth_request(&self, request_id: &str) -> Result<(), AdminError> {
-        let mut conn = self
-            .store
-            .pool()
-            .acquire()
-            .await
-            .map_err(StoreError::from)?;
-        take_request_on(&mut conn, request_id).await?;
-        Ok(())
-    }
-
     /// Revokes grant `key_id` and its tokens, audited as by `actor`. Revoking a revoked
     /// grant keeps its first revocation and writes no event.
     #[tracing::instrument(skip(self))]

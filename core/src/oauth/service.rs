@@ -149,10 +149,6 @@ impl std::fmt::Debug for OAuthService {
     }
 }
 
-fn digest(secret: &str) -> String {
-    hash_key(secret)
-}
-
 /// Appends query parameters to a redirect URI (keeping any it has).
 fn with_query(uri: &str, params: &[(&str, Option<&str>)]) -> String {
     match Url::parse(uri) {
@@ -208,9 +204,9 @@ impl OAuthService {
 
     /// Whether `resource` names this server's `/mcp`.
     fn is_our_resource(&self, resource: &str) -> bool {
-        // The stored resource of a grant is this server's as it was then: equal text is the
-        // common case and needs no parsing.
-        resource == self.settings.resource()
+        // A grant stores this server's resource as it was then: equal text is the common
+        // case (every `/mcp` request with a token asks) and needs no parsing.
+        resource == &*self.resource
             || canonical_resource(resource).is_some_and(|r| *r == *self.resource)
     }
 
@@ -240,7 +236,7 @@ impl OAuthService {
                 name: checked.name.clone(),
                 redirect_uris: checked.redirect_uris.clone(),
                 auth_method: checked.auth_method.clone(),
-                secret_hash: secret.as_deref().map(digest),
+                secret_hash: secret.as_deref().map(hash_key),
                 metadata: body.to_string(),
                 created_at: now,
             })
@@ -543,7 +539,7 @@ impl OAuthService {
             })?;
         let scope = match decision {
             ConsentDecision::Deny => {
-                self.admin.drop_oauth_request(&request.id).await?;
+                self.store.delete_oauth_request(&request.id).await?;
                 tracing::info!(client = %client.client_id, "oauth consent refused");
                 return Ok(self.error_redirect(
                     &request.redirect_uri,
@@ -569,7 +565,7 @@ impl OAuthService {
             resource: request.resource.clone(),
             redirect_uri: request.redirect_uri.clone(),
             code_challenge: request.code_challenge.clone(),
-            code_hash: digest(&code),
+            code_hash: hash_key(&code),
             code_expires_at: Utc::now() + CODE_TTL,
         };
         self.admin.record_consent(consent).await?;
@@ -607,7 +603,7 @@ impl OAuthService {
             (method, Some(stored), Some(secret)) => {
                 let method_ok = (method == "client_secret_basic") == auth.basic;
                 // Comparing digests of 256-bit secrets leaks nothing useful by timing.
-                if method_ok && digest(secret) == *stored {
+                if method_ok && hash_key(secret) == *stored {
                     Ok(row)
                 } else {
                     Err(OAuthError::InvalidClient(
@@ -656,7 +652,7 @@ impl OAuthService {
             .code
             .as_deref()
             .ok_or_else(|| OAuthError::InvalidRequest("code is missing".into()))?;
-        let code_hash = digest(code);
+        let code_hash = hash_key(code);
         let invalid =
             || OAuthError::InvalidGrant("the authorization code is invalid or expired".into());
         let row = self
@@ -721,7 +717,7 @@ impl OAuthService {
         if !presented.starts_with(REFRESH_TOKEN_PREFIX) {
             return Err(invalid());
         }
-        let hash = digest(presented);
+        let hash = hash_key(presented);
         let row = self.store.oauth_token(&hash).await?.ok_or_else(invalid)?;
         let now = Utc::now();
         if row.kind != "refresh" || row.client_id != client.client_id {
@@ -786,7 +782,7 @@ impl OAuthService {
     ) -> Result<TokenResponse, OAuthError> {
         let access = random_secret(ACCESS_TOKEN_PREFIX);
         let refresh = random_secret(REFRESH_TOKEN_PREFIX);
-        let (access_hash, refresh_hash) = (digest(&access), digest(&refresh));
+        let (access_hash, refresh_hash) = (hash_key(&access), hash_key(&refresh));
         let ttl = |d: std::time::Duration| {
             chrono::Duration::from_std(d).unwrap_or(chrono::Duration::minutes(15))
         };
@@ -827,7 +823,7 @@ impl OAuthService {
     #[tracing::instrument(skip_all)]
     pub async fn revoke(&self, token: &str, auth: ClientAuth) -> Result<(), OAuthError> {
         let client = self.authenticate_client(&auth).await?;
-        let hash = digest(token);
+        let hash = hash_key(token);
         let Some(row) = self.store.oauth_token(&hash).await? else {
             return Ok(());
         };
@@ -860,7 +856,7 @@ impl OAuthService {
         if !presented.starts_with(ACCESS_TOKEN_PREFIX) || presented.len() > 128 {
             return Ok(None);
         }
-        let Some(row) = self.store.oauth_access(&digest(presented), now)? else {
+        let Some(row) = self.store.oauth_access(&hash_key(presented), now)? else {
             return Ok(None);
         };
         let live = self.admin.live();

@@ -272,6 +272,13 @@ impl Store {
         row.as_ref().map(request_from_row).transpose()
     }
 
+    /// Drops a pending request the person refused (a refusal is no change to audit).
+    pub async fn delete_oauth_request(&self, id: &str) -> Result<(), StoreError> {
+        let mut conn = self.pool().acquire().await?;
+        take_request_on(&mut conn, id).await?;
+        Ok(())
+    }
+
     /// Allowed scopes of a console user, sorted.
     pub async fn console_user_scopes(&self, user_id: i64) -> Result<Vec<Slug>, StoreError> {
         let rows: Vec<String> = sqlx::query_scalar(
