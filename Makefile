@@ -28,11 +28,12 @@ WASM_CARGO := cargo build -p skillgate-app --lib --target wasm32-unknown-unknown
 SITE_WASM := target/front/wasm32-unknown-unknown/wasm-release/skillgate_app.wasm
 SITE_BUILD := target/debug/skillgate-site-build
 
-.PHONY: help deps deps-build deps-e2e server front site build release-server run test lint fmt-check clippy unit e2e conformance bench bench-peers clean
+.PHONY: help deps deps-build deps-e2e deps-postgres server front site build release-server run test lint fmt-check clippy unit e2e conformance bench bench-peers clean
 
 help:
 	@echo "make run    install what is missing, build and serve on http://127.0.0.1:3000"
 	@echo "make test   install what is missing and run fmt, clippy, Rust tests, the browser suite and MCP conformance"
+	@echo "make cluster  three replicas on a throwaway PostgreSQL behind HAProxy on http://127.0.0.1:3000"
 	@echo "make build  optimised artifacts to deploy: target/release/skillgate and target/site"
 	@echo "make bench  benchmarks (see BENCHMARKS.md)"
 	@echo "make bench-peers  Skillgate beside the upstream directly and IBM ContextForge, one load tool"
@@ -43,7 +44,7 @@ E2E_VENV := target/e2e-venv
 # The pinned version of the MCP conformance suite, read from its package.json.
 CONFORMANCE_VERSION := $(shell sed -n 's|.*"@modelcontextprotocol/conformance": "\(.*\)".*|\1|p' end2end/conformance/package.json)
 
-deps: deps-build deps-e2e
+deps: deps-build deps-e2e deps-postgres
 
 deps-build:
 	@rustup target list --installed | grep -qx wasm32-unknown-unknown \
@@ -71,6 +72,15 @@ deps-e2e: deps-build
 	       && $(E2E_VENV)/bin/pip install -q --disable-pip-version-check -r end2end/requirements.txt \
 	       && cp end2end/requirements.txt $(E2E_VENV)/requirements.txt; }
 
+# PostgreSQL, the store's second backend (the Rust tests start a throwaway server from its
+# binaries, see testpg/), and HAProxy, the balancer of `make cluster`: Debian's packages.
+# Installing postgresql may also start Debian's own cluster on port 5432; nothing here
+# uses it.
+deps-postgres:
+	@compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null \
+	  && { command -v haproxy >/dev/null || [[ -x /usr/sbin/haproxy ]]; } \
+	  || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y postgresql haproxy)
+
 # The two halves build side by side, in separate target directories so that neither waits
 # for the other's lock: the wasm's single-threaded link and wasm-opt fill the cores that
 # the server's last crates leave idle.
@@ -96,6 +106,13 @@ release-server:
 run: site
 	$(SERVER) serve --demo --database-url $(DATABASE_URL)
 
+# Three replicas on a PostgreSQL in a temporary directory, HAProxy in front on
+# http://127.0.0.1:3000; Ctrl-C stops and removes it all (docs/operations.md, "Running
+# several replicas on PostgreSQL"). `make cluster CLUSTER_ARGS=--check` starts it, checks
+# that every replica serves through the balancer and stops.
+cluster: site deps-postgres
+	SKILLGATE_BIN=$(SERVER) scripts/cluster.sh $(CLUSTER_ARGS)
+
 fmt-check:
 	cargo fmt --all --check
 
@@ -103,7 +120,7 @@ clippy: deps-build
 	cargo clippy --workspace --all-targets -- -D warnings
 	cargo clippy -p skillgate-app --lib --target wasm32-unknown-unknown --no-default-features --features hydrate -- -D warnings
 
-unit:
+unit: deps-postgres
 	cargo test --workspace
 
 e2e: deps-e2e site

@@ -372,7 +372,11 @@ pub mod ssr {
     ) -> Result<AgentIdentity, ConsoleError> {
         let own = AgentIdentity::console_user(user.id, &user.name, scope_slug(scope)?)
             .ok_or_else(|| internal(format!("console user id {} is not positive", user.id)))?;
-        let stored = context().store.load_session(session_id).map_err(internal)?;
+        let stored = context()
+            .store
+            .load_session(session_id)
+            .await
+            .map_err(internal)?;
         Ok(match stored {
             Some(s) if s.view.owner_key_id == own.key_id.to_string() => AgentIdentity {
                 scope: s.view.scope,

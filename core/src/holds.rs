@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
-use sqlx::SqliteConnection;
+use sqlx::AnyConnection;
 
 use crate::audit::{AuditError, AuditLog, NewEvent};
 use crate::policy::CatalogHandle;
@@ -209,10 +209,7 @@ impl Holds {
 }
 
 /// Gives back what `hold` reserved in its session, inside the caller's transaction.
-pub(crate) async fn release_on(
-    conn: &mut SqliteConnection,
-    hold: &HoldRow,
-) -> Result<(), StoreError> {
+pub(crate) async fn release_on(conn: &mut AnyConnection, hold: &HoldRow) -> Result<(), StoreError> {
     let Some(mut stored) = load_session_on(conn, &hold.session_id).await? else {
         return Ok(());
     };

@@ -70,7 +70,7 @@ impl PreparedKey {
     /// Stores the key on `conn`; a taken name is a [`StoreError::Conflict`].
     pub async fn insert_on(
         self,
-        conn: &mut sqlx::SqliteConnection,
+        conn: &mut sqlx::AnyConnection,
     ) -> Result<(AgentKeyInfo, NewAgentKey), StoreError> {
         let row = AgentKeyRow {
             name: &self.name,
@@ -275,7 +275,11 @@ impl AgentKeys {
         if presented.len() != KEY_LEN || !presented.starts_with(KEY_PREFIX) {
             return Err(KeyError::Invalid);
         }
-        let Some(mut info) = self.store.find_agent_key_by_hash(&hash_key(presented))? else {
+        let Some(mut info) = self
+            .store
+            .find_agent_key_by_hash(&hash_key(presented))
+            .await?
+        else {
             return Err(KeyError::Invalid);
         };
         if !info.is_active(now) {

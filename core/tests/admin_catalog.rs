@@ -20,9 +20,12 @@ struct Fixture {
 
 async fn fixture() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&format!("sqlite://{}", dir.path().join("c.db").display()))
-        .await
-        .unwrap();
+    let store = Store::open(&skillgate_core::store::testing::database_url(
+        dir.path(),
+        "c.db",
+    ))
+    .await
+    .unwrap();
     store.seed_demo("/nonexistent/skillgate").await.unwrap();
     let handle = Arc::new(CatalogHandle::new(store.compiled_catalog().await.unwrap()));
     let service = AdminService::new(store.clone(), AuditLog::new(store), handle.clone());

@@ -24,9 +24,9 @@ struct Fixture {
 
 async fn fixture() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&format!(
-        "sqlite://{}",
-        dir.path().join("door.db").display()
+    let store = Store::open(&skillgate_core::store::testing::database_url(
+        dir.path(),
+        "door.db",
     ))
     .await
     .unwrap();
@@ -52,9 +52,9 @@ fn slug(text: &str) -> Slug {
 /// The `(actor, action, target)` of every `admin_change` event, in chain order.
 async fn admin_changes(store: &Store) -> Vec<(String, String, String)> {
     let rows: Vec<(Option<String>, String)> =
-        sqlx::query_as("SELECT actor, payload FROM audit_events WHERE kind = ? ORDER BY seq")
+        sqlx::query_as("SELECT actor, payload FROM audit_events WHERE kind = $1 ORDER BY seq")
             .bind(EventKind::AdminChange.as_str())
-            .fetch_all(store.pool())
+            .fetch_all(store.test_pool())
             .await
             .unwrap();
     rows.into_iter()

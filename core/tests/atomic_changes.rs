@@ -8,7 +8,7 @@ use skillgate_core::admin::AdminService;
 use skillgate_core::audit::{AuditLog, EventKind, NewEvent};
 use skillgate_core::policy::CatalogHandle;
 use skillgate_core::slug::Slug;
-use skillgate_core::store::Store;
+use skillgate_core::store::{Store, testing};
 
 struct Fixture {
     store: Store,
@@ -19,9 +19,12 @@ struct Fixture {
 
 async fn fixture() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&format!("sqlite://{}", dir.path().join("a.db").display()))
-        .await
-        .unwrap();
+    let store = Store::open(&skillgate_core::store::testing::database_url(
+        dir.path(),
+        "a.db",
+    ))
+    .await
+    .unwrap();
     store.seed_demo("/nonexistent/skillgate").await.unwrap();
     let handle = Arc::new(CatalogHandle::new(store.compiled_catalog().await.unwrap()));
     let audit = AuditLog::new(store.clone());
@@ -40,7 +43,7 @@ fn slug(text: &str) -> Slug {
 
 async fn admin_changes(store: &Store) -> i64 {
     sqlx::query_scalar("SELECT COUNT(*) FROM audit_events WHERE kind = 'admin_change'")
-        .fetch_one(store.pool())
+        .fetch_one(store.test_pool())
         .await
         .unwrap()
 }
@@ -55,13 +58,15 @@ async fn a_role_save_whose_event_cannot_be_written_is_not_saved() {
         .unwrap()
         .unwrap();
     // The audit refuses admin changes, as a full disk would.
-    sqlx::query(
-        "CREATE TRIGGER no_admin_events BEFORE INSERT ON audit_events
-         WHEN NEW.kind = 'admin_change' BEGIN SELECT RAISE(ABORT, 'audit unavailable'); END",
+    testing::add_refusing_trigger(
+        f.store.test_pool(),
+        "no_admin_events",
+        "INSERT",
+        "audit_events",
+        Some("NEW.kind = 'admin_change'"),
+        testing::Refusal::Abort("audit unavailable"),
     )
-    .execute(f.store.pool())
-    .await
-    .unwrap();
+    .await;
     let mut role = stored.value.clone();
     role.title = "Renamed without a trace".into();
     let refused = f.service.update_role("alice", &role, stored.revision).await;
@@ -75,10 +80,7 @@ async fn a_role_save_whose_event_cannot_be_written_is_not_saved() {
     assert_eq!(after.revision, stored.revision, "the save was rolled back");
     assert_eq!(after.value.title, stored.value.title);
 
-    sqlx::query("DROP TRIGGER no_admin_events")
-        .execute(f.store.pool())
-        .await
-        .unwrap();
+    testing::drop_refusing_trigger(f.store.test_pool(), "no_admin_events", "audit_events").await;
     let before = admin_changes(&f.store).await;
     let revision = f
         .service
@@ -157,7 +159,7 @@ async fn appends_and_audited_changes_interleave_on_one_intact_chain() {
     let report = f.audit.verify().await.unwrap();
     assert!(report.is_intact(), "{report:?}");
     let kinds: Vec<String> = sqlx::query_scalar("SELECT kind FROM audit_events ORDER BY seq")
-        .fetch_all(f.store.pool())
+        .fetch_all(f.store.test_pool())
         .await
         .unwrap();
     assert_eq!(

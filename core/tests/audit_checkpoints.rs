@@ -19,7 +19,7 @@ struct Fixture {
 impl Fixture {
     async fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let url = format!("sqlite://{}", dir.path().join("audit.db").display());
+        let url = skillgate_core::store::testing::database_url(dir.path(), "audit.db");
         Self {
             log: AuditLog::new(Store::open(&url).await.unwrap()),
             _dir: dir,
@@ -60,20 +60,23 @@ impl Fixture {
     }
 
     async fn exec(&self, sql: &str) {
-        sqlx::query(sql).execute(self.store().pool()).await.unwrap();
+        sqlx::query(sql)
+            .execute(self.store().test_pool())
+            .await
+            .unwrap();
     }
 
     async fn hash_at(&self, seq: i64) -> String {
-        sqlx::query_scalar("SELECT hash FROM audit_events WHERE seq = ?")
+        sqlx::query_scalar("SELECT hash FROM audit_events WHERE seq = $1")
             .bind(seq)
-            .fetch_one(self.store().pool())
+            .fetch_one(self.store().test_pool())
             .await
             .unwrap()
     }
 
     async fn checkpoints(&self) -> i64 {
         sqlx::query_scalar("SELECT COUNT(*) FROM audit_checkpoints")
-            .fetch_one(self.store().pool())
+            .fetch_one(self.store().test_pool())
             .await
             .unwrap()
     }
@@ -172,9 +175,9 @@ async fn a_forged_retention_anchor_is_reported() {
     fx.checkpoint().await;
     let hash = fx.hash_at(8).await;
     fx.exec("DELETE FROM audit_events WHERE seq <= 8").await;
-    sqlx::query("INSERT INTO audit_anchors (seq, hash, pruned_at) VALUES (8, ?, '2026-01-01')")
+    sqlx::query("INSERT INTO audit_anchors (seq, hash, pruned_at) VALUES (8, $1, '2026-01-01')")
         .bind(&hash)
-        .execute(fx.store().pool())
+        .execute(fx.store().test_pool())
         .await
         .unwrap();
 
@@ -213,13 +216,13 @@ async fn a_tampered_or_foreign_checkpoint_signature_is_reported() {
         },
         "2026-01-01T00:00:00.000000Z",
     );
-    sqlx::query("INSERT INTO audit_checkpoints VALUES (?, ?, ?, ?, ?)")
+    sqlx::query("INSERT INTO audit_checkpoints VALUES ($1, $2, $3, $4, $5)")
         .bind(9_i64)
         .bind(&forged.hash)
         .bind(&forged.at)
         .bind(fx.signer.public_key().to_string())
         .bind(&forged.signature)
-        .execute(fx.store().pool())
+        .execute(fx.store().test_pool())
         .await
         .unwrap();
     let report = fx.verify().await;
@@ -316,11 +319,11 @@ async fn relink_after_anchor(store: &Store, anchor_seq: u64, anchor_hash: &str) 
             row.actor.clone(),
             row.payload.clone(),
         );
-        sqlx::query("UPDATE audit_events SET prev_hash = ?, hash = ? WHERE seq = ?")
+        sqlx::query("UPDATE audit_events SET prev_hash = $1, hash = $2 WHERE seq = $3")
             .bind(&new.prev_hash)
             .bind(&new.hash)
             .bind(new.seq as i64)
-            .execute(store.pool())
+            .execute(store.test_pool())
             .await
             .unwrap();
         tip = Anchor {
@@ -408,14 +411,16 @@ async fn pruning_refuses_a_range_whose_checkpoint_does_not_match() {
             row.payload
         };
         let new = link(&tip, row.at, row.session_id, row.kind, row.actor, payload);
-        sqlx::query("UPDATE audit_events SET payload = ?, prev_hash = ?, hash = ? WHERE seq = ?")
-            .bind(&new.payload)
-            .bind(&new.prev_hash)
-            .bind(&new.hash)
-            .bind(new.seq as i64)
-            .execute(fx.store().pool())
-            .await
-            .unwrap();
+        sqlx::query(
+            "UPDATE audit_events SET payload = $1, prev_hash = $2, hash = $3 WHERE seq = $4",
+        )
+        .bind(&new.payload)
+        .bind(&new.prev_hash)
+        .bind(&new.hash)
+        .bind(new.seq as i64)
+        .execute(fx.store().test_pool())
+        .await
+        .unwrap();
         tip = Anchor {
             seq: new.seq,
             hash: new.hash,

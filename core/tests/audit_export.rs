@@ -10,7 +10,7 @@ use skillgate_core::store::Store;
 
 async fn log_with_events() -> (tempfile::TempDir, AuditLog) {
     let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("audit.db").display());
+    let url = skillgate_core::store::testing::database_url(dir.path(), "audit.db");
     let log = AuditLog::new(Store::open(&url).await.unwrap());
     for i in 0..8 {
         let session = if i % 2 == 0 { "even" } else { "odd" };

@@ -7,8 +7,7 @@ use serde_json::json;
 use skillgate_core::audit::{
     AuditLog, BadEvent, BadReason, CheckpointSigner, EventKind, NewEvent, redact_sensitive,
 };
-use skillgate_core::store::Store;
-use sqlx::Connection;
+use skillgate_core::store::{Store, testing};
 
 struct Db {
     _dir: tempfile::TempDir,
@@ -18,7 +17,7 @@ struct Db {
 impl Db {
     fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let url = format!("sqlite://{}", dir.path().join("audit.db").display());
+        let url = skillgate_core::store::testing::database_url(dir.path(), "audit.db");
         Self { _dir: dir, url }
     }
 
@@ -38,7 +37,10 @@ async fn append_n(log: &AuditLog, n: u64) {
 }
 
 async fn exec(log: &AuditLog, sql: &str) {
-    sqlx::query(sql).execute(log.store().pool()).await.unwrap();
+    sqlx::query(sql)
+        .execute(log.store().test_pool())
+        .await
+        .unwrap();
 }
 
 async fn first_bad(log: &AuditLog) -> Option<BadEvent> {
@@ -158,7 +160,7 @@ async fn concurrent_appends_from_fifty_tasks_form_one_gap_free_verifying_chain()
     // One commit stamps one `at` on all of its events: fewer stamps than events means
     // appends were grouped.
     let commits: i64 = sqlx::query_scalar("SELECT COUNT(DISTINCT at) FROM audit_events")
-        .fetch_one(log.store().pool())
+        .fetch_one(log.store().test_pool())
         .await
         .unwrap();
     eprintln!("1000 events in {commits} commits");
@@ -199,11 +201,11 @@ async fn an_append_is_visible_to_a_fresh_connection_as_soon_as_it_returns() {
         ))
         .await
         .unwrap();
-    let mut fresh = sqlx::SqliteConnection::connect(&db.url).await.unwrap();
+    let fresh = testing::raw_pool(&db.url).await;
     let (kind, hash): (String, String) =
-        sqlx::query_as("SELECT kind, hash FROM audit_events WHERE seq = ?")
+        sqlx::query_as("SELECT kind, hash FROM audit_events WHERE seq = $1")
             .bind(appended.seq as i64)
-            .fetch_one(&mut fresh)
+            .fetch_one(&fresh)
             .await
             .unwrap();
     assert_eq!(kind, "call_allowed");
@@ -230,7 +232,7 @@ async fn a_redacted_token_never_reaches_the_stored_payload() {
     .await
     .unwrap();
     let payloads: Vec<String> = sqlx::query_scalar("SELECT payload FROM audit_events")
-        .fetch_all(log.store().pool())
+        .fetch_all(log.store().test_pool())
         .await
         .unwrap();
     assert_eq!(payloads.len(), 1);
@@ -247,10 +249,13 @@ async fn a_redacted_token_never_reaches_the_stored_payload() {
 async fn a_failing_event_fails_only_its_own_caller() {
     let db = Db::new();
     let log = db.log().await;
-    exec(
-        &log,
-        "CREATE TRIGGER refuse_feedback BEFORE INSERT ON audit_events
-         WHEN NEW.kind = 'feedback' BEGIN SELECT RAISE(ABORT, 'refused'); END",
+    testing::add_refusing_trigger(
+        log.store().test_pool(),
+        "refuse_feedback",
+        "INSERT",
+        "audit_events",
+        Some("NEW.kind = 'feedback'"),
+        testing::Refusal::Abort("refused"),
     )
     .await;
     let tasks: Vec<_> = (0..20u64)
@@ -392,7 +397,7 @@ async fn every_event_of_one_session_in_one_group_counts_in_its_summary() {
         "SELECT first_seq, last_seq, events, calls, errors, violations, tools, scope
          FROM audit_session_summaries WHERE session_id = 's1'",
     )
-    .fetch_one(log.store().pool())
+    .fetch_one(log.store().test_pool())
     .await
     .unwrap();
     assert_eq!(

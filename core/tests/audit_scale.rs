@@ -19,7 +19,7 @@ fn peak_rss_kib() -> u64 {
 #[ignore = "writes a million events; run on demand"]
 async fn a_million_event_chain_verifies_without_loading_it_into_memory() {
     let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("audit.db").display());
+    let url = skillgate_core::store::testing::database_url(dir.path(), "audit.db");
     let log = AuditLog::new(Store::open(&url).await.unwrap());
     let started = std::time::Instant::now();
     for batch in 0..EVENTS / 5_000 {

@@ -27,7 +27,7 @@ struct Fixture {
 /// The demo catalog, seeded (and so admitted) into a fresh database file.
 async fn fixture() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("apply.db").display());
+    let url = skillgate_core::store::testing::database_url(dir.path(), "apply.db");
     let store = Store::open(&url).await.unwrap();
     store.seed_demo("/nonexistent/skillgate").await.unwrap();
     let handle = Arc::new(CatalogHandle::new(store.compiled_catalog().await.unwrap()));

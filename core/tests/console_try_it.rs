@@ -21,9 +21,12 @@ struct Fixture {
 
 async fn fixture() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&format!("sqlite://{}", dir.path().join("t.db").display()))
-        .await
-        .unwrap();
+    let store = Store::open(&skillgate_core::store::testing::database_url(
+        dir.path(),
+        "t.db",
+    ))
+    .await
+    .unwrap();
     store.seed_demo("/nonexistent/skillgate").await.unwrap();
     let catalog = Arc::new(CatalogHandle::new(store.compiled_catalog().await.unwrap()));
     let audit = AuditLog::new(store.clone());

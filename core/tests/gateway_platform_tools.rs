@@ -20,9 +20,12 @@ struct Fixture {
 
 async fn fixture() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&format!("sqlite://{}", dir.path().join("g.db").display()))
-        .await
-        .unwrap();
+    let store = Store::open(&skillgate_core::store::testing::database_url(
+        dir.path(),
+        "g.db",
+    ))
+    .await
+    .unwrap();
     store.seed_demo("/nonexistent/skillgate").await.unwrap();
     // A scope larger than init's shortlist, for the task-summary tests.
     let everything: Vec<Slug> = store

@@ -23,7 +23,7 @@ struct Fixture {
 
 async fn fixture() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("paging.db").display());
+    let url = skillgate_core::store::testing::database_url(dir.path(), "paging.db");
     let store = Store::open(&url).await.unwrap();
     store.seed_demo("/nonexistent/skillgate").await.unwrap();
     let catalog = Arc::new(CatalogHandle::new(store.compiled_catalog().await.unwrap()));

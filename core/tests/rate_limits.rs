@@ -16,7 +16,7 @@ const SMALL: RateLimit = RateLimit {
 
 async fn two_replicas() -> (tempfile::TempDir, Store, Store) {
     let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("limits.db").display());
+    let url = skillgate_core::store::testing::database_url(dir.path(), "limits.db");
     let first = Store::open(&url).await.unwrap();
     let second = Store::open(&url).await.unwrap();
     (dir, first, second)

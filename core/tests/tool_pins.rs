@@ -22,7 +22,7 @@ struct Fixture {
 }
 
 fn database_url(dir: &tempfile::TempDir) -> String {
-    format!("sqlite://{}", dir.path().join("pins.db").display())
+    skillgate_core::store::testing::database_url(dir.path(), "pins.db")
 }
 
 async fn service_on(store: Store) -> (AdminService, Arc<CatalogHandle>) {
@@ -520,11 +520,15 @@ async fn a_quarantined_tool_its_upstream_stops_listing_stays_quarantined_and_fla
 
 #[tokio::test]
 async fn upgrading_a_database_pins_every_tool_present_as_it_is() {
+    // Databases from before pins exist only on SQLite: PostgreSQL starts at the pins.
+    if skillgate_core::store::testing::sqlite_only("upgrading_a_database_pins_every_tool") {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let url = database_url(&dir);
     // The database as the release before pins left it: migrations up to 0013.
     let before_pins = tempfile::tempdir().unwrap();
-    let migrations = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../migrations");
+    let migrations = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../migrations/sqlite");
     for entry in std::fs::read_dir(&migrations).unwrap() {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap().to_string_lossy().into_owned();

@@ -509,9 +509,9 @@ mod tests {
     #[tokio::test]
     async fn a_payload_edited_in_the_database_is_named_and_fails_the_command() {
         let fx = fixture(7).await;
-        sqlx::query("UPDATE audit_events SET payload = ? WHERE seq = 5")
+        sqlx::query("UPDATE audit_events SET payload = $1 WHERE seq = 5")
             .bind(r#"{"i":500,"tool":"issue_refund"}"#)
-            .execute(fx.log.store().pool())
+            .execute(fx.log.store().test_pool())
             .await
             .unwrap();
         let (intact, out, err) = verify_output(&fx.log).await;
@@ -526,7 +526,7 @@ mod tests {
     async fn a_deleted_event_is_named_as_removed() {
         let fx = fixture(7).await;
         sqlx::query("DELETE FROM audit_events WHERE seq = 3")
-            .execute(fx.log.store().pool())
+            .execute(fx.log.store().test_pool())
             .await
             .unwrap();
         let (intact, _, err) = verify_output(&fx.log).await;

@@ -15,7 +15,9 @@ pub const DEFAULT_DATABASE_URL: &str = "sqlite://data/skillgate.db";
     about = "A governed MCP gateway with an admin console"
 )]
 pub struct Cli {
-    /// Database to use: sqlite://PATH (created and migrated on start).
+    /// Database to use: sqlite://PATH (created and migrated on start) or
+    /// postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE (an existing database, migrated on
+    /// start; several replicas may share it).
     #[arg(
         long,
         global = true,
@@ -149,6 +151,18 @@ pub struct ServeArgs {
     /// tests only: a document must be https).
     #[arg(long, env = "SKILLGATE_OAUTH_LOOPBACK_METADATA_DOCUMENTS", hide = true)]
     pub oauth_loopback_metadata_documents: bool,
+
+    /// How often this process checks whether another replica (or another process on the
+    /// same SQLite file) changed the catalog; a change is in force here at most this long
+    /// after it was saved, plus one recompile.
+    #[arg(
+        long,
+        env = "SKILLGATE_CATALOG_POLL_MS",
+        value_name = "MILLISECONDS",
+        default_value_t = 1000,
+        value_parser = clap::value_parser!(u64).range(20..=60_000)
+    )]
+    pub catalog_poll_ms: u64,
 
     /// Lifetime of an OAuth access token.
     #[arg(

@@ -34,7 +34,7 @@ mod tests {
         assert_eq!(status, StatusCode::OK);
         assert_eq!(body["version"], env!("CARGO_PKG_VERSION"));
 
-        store.pool().close().await;
+        store.close().await;
         let (status, Json(body)) = healthz(State(store)).await;
         assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
         assert_eq!(body["status"], "database unavailable");

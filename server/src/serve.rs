@@ -32,7 +32,6 @@ use tower_http::trace::TraceLayer;
 use tower_sessions::cookie::SameSite;
 use tower_sessions::session_store::ExpiredDeletion;
 use tower_sessions::{Expiry, SessionManagerLayer};
-use tower_sessions_sqlx_store::SqliteStore;
 
 use crate::cli::ServeArgs;
 use crate::console_guard::ConsoleGuard;
@@ -107,9 +106,7 @@ pub async fn build(
         catalog_watch::apply_file(&authoring, file, &mcp_url).await?;
     }
 
-    let sessions = SqliteStore::new(store.pool().clone())
-        .with_table_name("console_sessions")
-        .map_err(|e| anyhow::anyhow!("console session table name: {e}"))?;
+    let sessions = store.console_sessions();
     sessions
         .migrate()
         .await
@@ -180,6 +177,11 @@ pub async fn build(
     let holds = Holds::new(store.clone(), audit.clone(), catalog.clone());
     spawn_hold_expiry(holds.clone());
     upstreams.upsert(CURATION_UPSTREAM, in_process_config(revisions.clone()));
+    upstream_sync::spawn_catalog_follow(
+        authoring.clone(),
+        upstreams.clone(),
+        Duration::from_millis(args.catalog_poll_ms),
+    );
     let gateway = Gateway::new(
         store.clone(),
         catalog.clone(),

@@ -97,6 +97,44 @@ pub fn upstream_config(
 
 /// Adds every upstream to the pool (an unchanged one keeps its running session; a changed
 /// command, URL or credential restarts it).
+/// Keeps this process in step with catalog changes saved elsewhere (another replica, or
+/// another process on the same SQLite file): every `every`, when the stored catalog moved,
+/// recompiles the live snapshot and registers the stored upstreams again (a config that did
+/// not change keeps its running session; an upstream deleted elsewhere is dropped).
+pub fn spawn_catalog_follow(service: Arc<AdminService>, pool: Arc<UpstreamPool>, every: Duration) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            match follow_once(&service, &pool).await {
+                Ok(true) => tracing::info!(
+                    revision = %service.live().revision(),
+                    "the stored catalog changed elsewhere: reloaded"
+                ),
+                Ok(false) => {}
+                Err(error) => tracing::warn!(%error, "could not check the stored catalog"),
+            }
+        }
+    });
+}
+
+async fn follow_once(service: &AdminService, pool: &UpstreamPool) -> anyhow::Result<bool> {
+    if !service.reload_if_moved().await? {
+        return Ok(false);
+    }
+    let store = service.store();
+    let stored = store.list_upstreams().await?;
+    register_upstreams(pool, &stored, &store.upstream_credentials().await?);
+    for name in pool.names() {
+        let builtin = name == skillgate_core::revisions::curator::CURATION_UPSTREAM;
+        if !builtin && !stored.iter().any(|u| u.name.as_str() == name) {
+            pool.remove(&name);
+        }
+    }
+    Ok(true)
+}
+
 pub fn register_upstreams(
     pool: &UpstreamPool,
     upstreams: &[Upstream],

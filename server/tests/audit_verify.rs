@@ -43,10 +43,7 @@ impl Db {
     }
 
     fn url(&self) -> String {
-        format!(
-            "sqlite://{}",
-            self.dir.path().join("skillgate.db").display()
-        )
+        skillgate_core::store::testing::database_url(self.dir.path(), "skillgate.db")
     }
 
     fn key_file(&self) -> PathBuf {

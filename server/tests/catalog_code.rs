@@ -50,7 +50,7 @@ impl EmptyDatabase {
     }
 
     fn url(&self) -> String {
-        format!("sqlite://{}", self.dir.path().join("empty.db").display())
+        skillgate_core::store::testing::database_url(self.dir.path(), "empty.db")
     }
 
     fn admin_changes(&self) -> Vec<Value> {

@@ -488,7 +488,7 @@ async fn a_learn_whose_event_cannot_be_written_unlocks_nothing() {
         )
         .await;
     assert!(failed.is_err(), "the learn fails as a whole: {failed:?}");
-    let state: String = sqlx::query_scalar("SELECT state FROM governance_sessions WHERE id = ?")
+    let state: String = sqlx::query_scalar("SELECT state FROM governance_sessions WHERE id = $1")
         .bind(&session)
         .fetch_one(&db)
         .await

@@ -261,9 +261,9 @@ async fn an_approval_that_expired_runs_nothing_and_gives_its_amount_back() {
         .await
         .unwrap();
     // Fifteen minutes pass.
-    sqlx::query("UPDATE holds SET expires_at = '2000-01-01T00:00:00.000000Z' WHERE id = ?")
+    sqlx::query("UPDATE holds SET expires_at = '2000-01-01T00:00:00.000000Z' WHERE id = $1")
         .bind(&hold)
-        .execute(reviewer.store.pool())
+        .execute(reviewer.store.test_pool())
         .await
         .unwrap();
     let late = resume(&client, &session, &hold, json!({})).await;

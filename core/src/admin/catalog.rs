@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
-use sqlx::SqliteConnection;
+use sqlx::AnyConnection;
 
 use super::{AdminError, AdminService, snapshot, target};
 use crate::model::{CatalogError, Role, Scope, Skill, SkillVersion, Upstream, UpstreamKind};
@@ -409,7 +409,7 @@ impl AdminService {
 
 /// The current version of a skill with its revision, read inside a change's transaction.
 pub(crate) async fn current_skill(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     slug: &Slug,
 ) -> Result<Revised<SkillVersion>, StoreError> {
     catalog::list_skills(conn)

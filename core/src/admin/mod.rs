@@ -23,11 +23,12 @@ mod sync;
 mod users;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
 
 use futures::future::BoxFuture;
 use serde::Serialize;
 use serde_json::{Value, json};
-use sqlx::SqliteConnection;
+use sqlx::AnyConnection;
 use tokio::sync::Mutex;
 
 use crate::audit::{AuditError, AuditEvent, AuditLog, NewEvent};
@@ -75,7 +76,7 @@ impl Changed {
 /// it changed, one [`Changed`] per entity.
 pub(crate) type ChangeFn<T> = Box<
     dyn for<'c> FnOnce(
-            &'c mut SqliteConnection,
+            &'c mut AnyConnection,
         ) -> BoxFuture<'c, Result<(T, Vec<Changed>), StoreError>>
         + Send,
 >;
@@ -88,6 +89,8 @@ pub struct AdminService {
     catalog: Arc<CatalogHandle>,
     /// Serializes reload-and-swap so two changes cannot swap their snapshots out of order.
     swap: Mutex<()>,
+    /// The catalog generation the live snapshot was compiled at (or after).
+    compiled_at: AtomicI64,
     /// The catalog file this process serves the catalog from (`serve --catalog`): then
     /// the file is the only way to author the catalog, and other authoring is refused.
     managed_by: Option<String>,
@@ -106,6 +109,7 @@ impl AdminService {
             audit,
             catalog,
             swap: Mutex::new(()),
+            compiled_at: AtomicI64::new(i64::MIN),
             managed_by: None,
         }
     }
@@ -160,9 +164,25 @@ impl AdminService {
     /// Recompiles the catalog from the store and swaps it in for the next decision.
     pub async fn reload(&self) -> Result<(), AdminError> {
         let _guard = self.swap.lock().await;
+        // Read before compiling: a change committed in between moves the generation past
+        // this one, and the next check compiles again.
+        let generation = self.store.catalog_generation().await?;
         let compiled = self.store.compiled_catalog().await?;
         self.catalog.replace(compiled);
+        self.compiled_at.store(generation, Ordering::Release);
         Ok(())
+    }
+
+    /// Reloads when the stored catalog moved since the live snapshot was compiled: a
+    /// change saved by another replica (or another process on the same SQLite file).
+    /// Returns whether it reloaded.
+    pub async fn reload_if_moved(&self) -> Result<bool, AdminError> {
+        let stored = self.store.catalog_generation().await?;
+        if stored == self.compiled_at.load(Ordering::Acquire) {
+            return Ok(false);
+        }
+        self.reload().await?;
+        Ok(true)
     }
 
     /// The door itself. Runs `change` inside one transaction on the audit writer and
@@ -226,7 +246,7 @@ impl AdminService {
     where
         T: Send + 'static,
         C: for<'c> FnOnce(
-                &'c mut SqliteConnection,
+                &'c mut AnyConnection,
             ) -> BoxFuture<'c, Result<(T, Value, Value), StoreError>>
             + Send
             + 'static,
@@ -245,7 +265,7 @@ impl AdminService {
     where
         T: Send + 'static,
         C: for<'c> FnOnce(
-                &'c mut SqliteConnection,
+                &'c mut AnyConnection,
             ) -> BoxFuture<'c, Result<(T, Value, Value), StoreError>>
             + Send
             + 'static,
@@ -264,7 +284,7 @@ fn one_entity<T, C>(action: &'static str, target: String, change: C) -> ChangeFn
 where
     T: Send + 'static,
     C: for<'c> FnOnce(
-            &'c mut SqliteConnection,
+            &'c mut AnyConnection,
         ) -> BoxFuture<'c, Result<(T, Value, Value), StoreError>>
         + Send
         + 'static,

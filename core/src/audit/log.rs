@@ -5,7 +5,7 @@ use std::io::Write;
 use chrono::{DateTime, SecondsFormat, Utc};
 use futures::future::BoxFuture;
 use futures::stream::{BoxStream, StreamExt, TryStreamExt};
-use sqlx::SqliteConnection;
+use sqlx::AnyConnection;
 use tokio::sync::{mpsc, oneshot};
 
 use super::chain::{self, ChainVerifier, VerifyReport, canonical_json};
@@ -43,7 +43,7 @@ struct Prepared {
 /// revision), and then neither the change nor any event is committed.
 pub type Change = Box<
     dyn for<'c> FnOnce(
-            &'c mut SqliteConnection,
+            &'c mut AnyConnection,
         )
             -> BoxFuture<'c, Result<Option<Vec<NewEvent>>, crate::store::StoreError>>
         + Send,
@@ -133,7 +133,7 @@ impl AuditLog {
     where
         T: Send + 'static,
         C: for<'c> FnOnce(
-                &'c mut SqliteConnection,
+                &'c mut AnyConnection,
             ) -> BoxFuture<
                 'c,
                 Result<Option<(T, Vec<NewEvent>)>, crate::store::StoreError>,
@@ -324,7 +324,7 @@ async fn run_writer(store: Store, mut queue: mpsc::Receiver<Job>) {
                 Err(_) => break,
             }
         }
-        commit_group(&store, group);
+        commit_group(&store, group).await;
     }
 }
 
@@ -353,9 +353,9 @@ async fn commit_change(store: &Store, mut job: Job) {
     let _ = job.reply.send(answer);
 }
 
-fn commit_group(store: &Store, group: Vec<Job>) {
+async fn commit_group(store: &Store, group: Vec<Job>) {
     let events: Vec<&Prepared> = group.iter().flat_map(|job| job.events.iter()).collect();
-    match write(store, &events) {
+    match write(store, &events).await {
         Ok(appended) => {
             let mut appended = appended.into_iter();
             for job in group {
@@ -373,7 +373,7 @@ fn commit_group(store: &Store, group: Vec<Job>) {
             tracing::warn!(error = %err, callers = group.len(), "audit group commit failed, retrying per caller");
             for job in group {
                 let events: Vec<&Prepared> = job.events.iter().collect();
-                let result = write(store, &events);
+                let result = write(store, &events).await;
                 if let Err(err) = &result {
                     tracing::error!(error = %err, "audit append failed");
                 }
@@ -408,10 +408,12 @@ fn link_all(tip: &Anchor, at: &str, events: &[&Prepared]) -> Vec<AuditRow> {
 
 /// Chains `events` onto the tip as it is inside the write transaction, so appends by
 /// another process (the CLI, a retention prune) are chained onto, never forked.
-fn write(store: &Store, events: &[&Prepared]) -> Result<Vec<AppendedEvent>, AuditError> {
+async fn write(store: &Store, events: &[&Prepared]) -> Result<Vec<AppendedEvent>, AuditError> {
     let now = Utc::now();
     let at = timestamp(now);
-    let rows = store.audit_append_with(|tip| link_all(tip, &at, events))?;
+    let rows = store
+        .audit_append_with(|tip| link_all(tip, &at, events))
+        .await?;
     Ok(appended(rows, &at, now))
 }
 

@@ -7,7 +7,7 @@
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::{Value, json};
-use sqlx::SqliteConnection;
+use sqlx::AnyConnection;
 
 use super::document::CatalogDocument;
 use super::plan::{Action, Change, Plan, Write, plan};
@@ -200,7 +200,7 @@ fn time(at: Option<DateTime<Utc>>) -> Value {
 /// then removals in reverse (keys before scopes, tools before upstreams), each with its
 /// event; then checks the catalog as written.
 async fn execute_on(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     plan: &Plan,
     desired: &Desired,
     actor: &str,

@@ -100,7 +100,7 @@ impl Gateway {
             let current = if sid.is_empty() {
                 None
             } else {
-                self.store.load_session(&sid)?
+                self.store.load_session(&sid).await?
             };
             session_time += timer.elapsed();
             let owned = current
@@ -392,7 +392,7 @@ impl Gateway {
             return Ok(());
         }
         for _ in 0..SAVE_ATTEMPTS {
-            let Some(mut stored) = self.store.load_session(sid)? else {
+            let Some(mut stored) = self.store.load_session(sid).await? else {
                 return Ok(());
             };
             if !stored.view.record_success(tool, outcome.clone()) {

@@ -219,7 +219,7 @@ impl Gateway {
         let audited = redact_sensitive(&hold.arguments, &sensitive);
         let key_id = agent.key_id.to_string();
         for _ in 0..RESUME_ATTEMPTS {
-            let Some(mut stored) = self.store.load_session(&hold.session_id)? else {
+            let Some(mut stored) = self.store.load_session(&hold.session_id).await? else {
                 break;
             };
             // The hold's reservation is given back and taken again by the new decision, so

@@ -247,7 +247,7 @@ impl Gateway {
         let _guard = self.locks.lock(sid).await;
         let mut saved = None;
         for _ in 0..SAVE_ATTEMPTS {
-            let Some(mut stored) = self.store.load_session(sid)? else {
+            let Some(mut stored) = self.store.load_session(sid).await? else {
                 break;
             };
             stored.view.learn(role.slug.clone(), skills.clone());

@@ -231,7 +231,7 @@ impl Gateway {
                 None => return Ok(None),
             },
         };
-        Ok(self.store.load_session(&id)?)
+        Ok(self.store.load_session(&id).await?)
     }
 
     /// Audits a request whose handling failed unexpectedly (a panic in the gateway), under

@@ -856,7 +856,7 @@ impl OAuthService {
         if !presented.starts_with(ACCESS_TOKEN_PREFIX) || presented.len() > 128 {
             return Ok(None);
         }
-        let Some(row) = self.store.oauth_access(&hash_key(presented), now)? else {
+        let Some(row) = self.store.oauth_access(&hash_key(presented), now).await? else {
             return Ok(None);
         };
         let live = self.admin.live();

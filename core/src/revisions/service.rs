@@ -344,7 +344,7 @@ impl Revisions {
         if session_id.is_empty() {
             return Err(RevisionError::NoSession);
         }
-        match self.store.load_session(session_id)? {
+        match self.store.load_session(session_id).await? {
             Some(session) if session.key_name == agent => Ok(session.view.scope),
             _ => Err(RevisionError::NoSession),
         }
@@ -871,7 +871,7 @@ mod tests {
     async fn admin_actions(revisions: &Revisions) -> Vec<String> {
         let store = revisions.store();
         let rows: Vec<String> =
-            sqlx::query_scalar("SELECT payload FROM audit_events WHERE kind = ? ORDER BY seq")
+            sqlx::query_scalar("SELECT payload FROM audit_events WHERE kind = $1 ORDER BY seq")
                 .bind(EventKind::AdminChange.as_str())
                 .fetch_all(store.pool())
                 .await

@@ -4,8 +4,8 @@
 use futures::future::BoxFuture;
 use futures::stream::{BoxStream, StreamExt};
 use rusqlite::OptionalExtension as _;
-use sqlx::sqlite::SqliteRow;
-use sqlx::{FromRow, Row, Sqlite, SqliteConnection, Transaction};
+use sqlx::any::AnyRow;
+use sqlx::{Any, AnyConnection, FromRow, Row, Transaction};
 
 use super::{Store, StoreError};
 use crate::audit::checkpoint::PrunedRange;
@@ -24,8 +24,8 @@ pub struct AuditRow {
     pub hash: String,
 }
 
-impl<'r> FromRow<'r, SqliteRow> for AuditRow {
-    fn from_row(row: &'r SqliteRow) -> Result<Self, sqlx::Error> {
+impl<'r> FromRow<'r, AnyRow> for AuditRow {
+    fn from_row(row: &'r AnyRow) -> Result<Self, sqlx::Error> {
         Ok(Self {
             seq: seq_from_db(row.try_get("seq")?),
             at: row.try_get("at")?,
@@ -69,8 +69,8 @@ pub struct Checkpoint {
     pub signature: String,
 }
 
-impl<'r> FromRow<'r, SqliteRow> for Checkpoint {
-    fn from_row(row: &'r SqliteRow) -> Result<Self, sqlx::Error> {
+impl<'r> FromRow<'r, AnyRow> for Checkpoint {
+    fn from_row(row: &'r AnyRow) -> Result<Self, sqlx::Error> {
         Ok(Self {
             seq: seq_from_db(row.try_get("seq")?),
             hash: row.try_get("hash")?,
@@ -88,8 +88,8 @@ pub struct CheckpointAgainstEvent {
     pub event_hash: Option<String>,
 }
 
-impl<'r> FromRow<'r, SqliteRow> for CheckpointAgainstEvent {
-    fn from_row(row: &'r SqliteRow) -> Result<Self, sqlx::Error> {
+impl<'r> FromRow<'r, AnyRow> for CheckpointAgainstEvent {
+    fn from_row(row: &'r AnyRow) -> Result<Self, sqlx::Error> {
         Ok(Self {
             checkpoint: Checkpoint::from_row(row)?,
             event_hash: row.try_get("event_hash")?,
@@ -141,11 +141,18 @@ impl Store {
     /// Runs on a direct connection, on the calling thread, and may wait for the write
     /// lock and `fsync`: call it from the audit writer's thread (or a one-shot tool), never
     /// from a Tokio worker of a server.
-    pub fn audit_append_with<F>(&self, build: F) -> Result<Vec<AuditRow>, StoreError>
+    pub async fn audit_append_with<F>(&self, build: F) -> Result<Vec<AuditRow>, StoreError>
     where
         F: FnOnce(&Anchor) -> Vec<AuditRow>,
     {
-        self.direct().with(|conn| {
+        let Some(direct) = self.direct() else {
+            // PostgreSQL: the same transaction through the pool, under the write lock.
+            let rows = self
+                .audit_append_after(|_| Box::pin(async { Ok(Some(())) }), |tip, ()| build(tip))
+                .await?;
+            return Ok(rows.unwrap_or_default());
+        };
+        direct.with(|conn| {
             let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             let tip = {
                 let newest = |sql: &str| {
@@ -195,10 +202,10 @@ impl Store {
         build: F,
     ) -> Result<Option<Vec<AuditRow>>, StoreError>
     where
-        C: for<'c> FnOnce(&'c mut SqliteConnection) -> BoxFuture<'c, Result<Option<T>, StoreError>>,
+        C: for<'c> FnOnce(&'c mut AnyConnection) -> BoxFuture<'c, Result<Option<T>, StoreError>>,
         F: FnOnce(&Anchor, T) -> Vec<AuditRow>,
     {
-        let mut tx = self.pool().begin_with("BEGIN IMMEDIATE").await?;
+        let mut tx = self.begin_write().await?;
         let Some(outcome) = change(&mut tx).await? else {
             tx.rollback().await?;
             return Ok(None);
@@ -262,7 +269,7 @@ impl Store {
                     .await?
             }
             Some(session_id) => {
-                sqlx::query_scalar("SELECT COUNT(*) FROM audit_events WHERE session_id = ?")
+                sqlx::query_scalar("SELECT COUNT(*) FROM audit_events WHERE session_id = $1")
                     .bind(session_id)
                     .fetch_one(self.pool())
                     .await?
@@ -294,7 +301,7 @@ impl Store {
         &self,
         sign: impl FnOnce(&Anchor) -> Checkpoint,
     ) -> Result<TipCheckpoint, StoreError> {
-        let mut tx = self.pool().begin_with("BEGIN IMMEDIATE").await?;
+        let mut tx = self.begin_write().await?;
         let tip = audit_tip_in(&mut tx).await?;
         let newest = latest_checkpoint_in(&mut tx).await?;
         let outcome = match newest {
@@ -353,8 +360,8 @@ impl Store {
         through_seq: u64,
     ) -> Result<Vec<AuditRow>, StoreError> {
         Ok(sqlx::query_as(&format!(
-            "SELECT {COLUMNS} FROM audit_events WHERE kind = 'audit_pruned' AND seq > ?
-             AND json_extract(payload, '$.through_seq') = ? ORDER BY seq"
+            "SELECT {COLUMNS} FROM audit_events WHERE kind = 'audit_pruned' AND seq > $1
+             AND CAST(json_extract(payload, '$.through_seq') AS BIGINT) = $2 ORDER BY seq"
         ))
         .bind(seq_to_db(after_seq))
         .bind(seq_to_db(through_seq))
@@ -365,7 +372,7 @@ impl Store {
     /// The newest retention anchor below `seq`, if any.
     pub async fn audit_anchor_before(&self, seq: u64) -> Result<Option<Anchor>, StoreError> {
         let row: Option<(i64, String)> = sqlx::query_as(
-            "SELECT seq, hash FROM audit_anchors WHERE seq < ? ORDER BY seq DESC LIMIT 1",
+            "SELECT seq, hash FROM audit_anchors WHERE seq < $1 ORDER BY seq DESC LIMIT 1",
         )
         .bind(seq_to_db(seq))
         .fetch_optional(self.pool())
@@ -391,7 +398,7 @@ impl Store {
         now: &str,
         build: impl FnOnce(&PrunedRange, &Anchor) -> (AuditRow, Checkpoint),
     ) -> Result<Pruned, StoreError> {
-        let mut tx = self.pool().begin_with("BEGIN IMMEDIATE").await?;
+        let mut tx = self.begin_write().await?;
         let anchor: Option<(i64, String)> =
             sqlx::query_as("SELECT seq, hash FROM audit_anchors ORDER BY seq DESC LIMIT 1")
                 .fetch_optional(&mut *tx)
@@ -401,7 +408,7 @@ impl Store {
             hash,
         });
         let hash: Option<String> =
-            sqlx::query_scalar("SELECT hash FROM audit_events WHERE seq = ?")
+            sqlx::query_scalar("SELECT hash FROM audit_events WHERE seq = $1")
                 .bind(seq_to_db(through))
                 .fetch_optional(&mut *tx)
                 .await?;
@@ -410,23 +417,23 @@ impl Store {
                 "the audit chain changed while it was being pruned; nothing was pruned".into(),
             ));
         }
-        let deleted = sqlx::query("DELETE FROM audit_events WHERE seq <= ?")
+        let deleted = sqlx::query("DELETE FROM audit_events WHERE seq <= $1")
             .bind(seq_to_db(through))
             .execute(&mut *tx)
             .await?
             .rows_affected();
-        sqlx::query("INSERT INTO audit_anchors (seq, hash, pruned_at) VALUES (?, ?, ?)")
+        sqlx::query("INSERT INTO audit_anchors (seq, hash, pruned_at) VALUES ($1, $2, $3)")
             .bind(seq_to_db(through))
             .bind(through_hash)
             .bind(now)
             .execute(&mut *tx)
             .await?;
-        sqlx::query("DELETE FROM audit_session_summaries WHERE last_seq <= ?")
+        sqlx::query("DELETE FROM audit_session_summaries WHERE last_seq <= $1")
             .bind(seq_to_db(through))
             .execute(&mut *tx)
             .await?;
         // Below the anchor no event is left to check them against.
-        sqlx::query("DELETE FROM audit_checkpoints WHERE seq < ?")
+        sqlx::query("DELETE FROM audit_checkpoints WHERE seq < $1")
             .bind(seq_to_db(through))
             .execute(&mut *tx)
             .await?;
@@ -458,12 +465,12 @@ static CHECKPOINTS_AGAINST_EVENTS: std::sync::LazyLock<String> = std::sync::Lazy
     format!(
         "SELECT {CHECKPOINT_COLUMNS}, e.hash AS event_hash
          FROM audit_checkpoints c LEFT JOIN audit_events e ON e.seq = c.seq
-         WHERE c.seq > ? AND c.seq <= ? ORDER BY c.seq"
+         WHERE c.seq > $1 AND c.seq <= $2 ORDER BY c.seq"
     )
 });
 
 async fn latest_checkpoint_in(
-    tx: &mut Transaction<'static, Sqlite>,
+    tx: &mut Transaction<'static, Any>,
 ) -> Result<Option<Checkpoint>, StoreError> {
     Ok(sqlx::query_as(&format!(
         "SELECT {CHECKPOINT_COLUMNS} FROM audit_checkpoints c ORDER BY c.seq DESC LIMIT 1"
@@ -473,12 +480,12 @@ async fn latest_checkpoint_in(
 }
 
 async fn insert_checkpoint_in(
-    tx: &mut Transaction<'static, Sqlite>,
+    tx: &mut Transaction<'static, Any>,
     checkpoint: &Checkpoint,
 ) -> Result<(), StoreError> {
     sqlx::query(
         "INSERT INTO audit_checkpoints (seq, hash, at, public_key, signature)
-         VALUES (?, ?, ?, ?, ?)",
+         VALUES ($1, $2, $3, $4, $5)",
     )
     .bind(seq_to_db(checkpoint.seq))
     .bind(&checkpoint.hash)
@@ -493,11 +500,11 @@ async fn insert_checkpoint_in(
 /// One event, exactly as hashed.
 const INSERT_EVENT: &str =
     "INSERT INTO audit_events (seq, at, session_id, kind, actor, payload, prev_hash, hash)
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)";
 
 /// Inserts `rows` in order on an sqlx transaction (changes and prunes, one or a few events).
 async fn insert_events_in(
-    tx: &mut Transaction<'static, Sqlite>,
+    tx: &mut Transaction<'static, Any>,
     rows: &[AuditRow],
 ) -> Result<(), StoreError> {
     for row in rows {
@@ -517,18 +524,18 @@ async fn insert_events_in(
 }
 
 static SELECT_AFTER: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-    format!("SELECT {COLUMNS} FROM audit_events WHERE seq > ? ORDER BY seq")
+    format!("SELECT {COLUMNS} FROM audit_events WHERE seq > $1 ORDER BY seq")
 });
 
 static SELECT_ADMIN_CHANGES: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     format!(
         "SELECT {COLUMNS} FROM audit_events WHERE kind = 'admin_change' \
-         AND json_extract(payload, '$.target') = ? ORDER BY seq DESC LIMIT ?"
+         AND json_extract(payload, '$.target') = $1 ORDER BY seq DESC LIMIT $2"
     )
 });
 
 static SELECT_SESSION_AFTER: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-    format!("SELECT {COLUMNS} FROM audit_events WHERE session_id = ? AND seq > ? ORDER BY seq")
+    format!("SELECT {COLUMNS} FROM audit_events WHERE session_id = $1 AND seq > $2 ORDER BY seq")
 });
 
 const NEWEST_EVENT: &str = "SELECT seq, hash FROM audit_events ORDER BY seq DESC LIMIT 1";
@@ -542,7 +549,7 @@ fn anchor_of(newest: Option<(i64, String)>) -> Anchor {
     })
 }
 
-async fn audit_tip_in(tx: &mut Transaction<'static, Sqlite>) -> Result<Anchor, StoreError> {
+async fn audit_tip_in(tx: &mut Transaction<'static, Any>) -> Result<Anchor, StoreError> {
     let newest: Option<(i64, String)> = sqlx::query_as(NEWEST_EVENT)
         .fetch_optional(&mut **tx)
         .await?;

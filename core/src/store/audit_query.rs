@@ -5,8 +5,8 @@ use std::collections::HashMap;
 
 use futures::stream::{BoxStream, StreamExt};
 use serde_json::Value;
-use sqlx::sqlite::{SqliteArguments, SqliteRow};
-use sqlx::{Arguments, FromRow, Row, Sqlite, Transaction};
+use sqlx::any::{AnyArguments, AnyRow};
+use sqlx::{Any, Arguments, FromRow, Row, Transaction};
 
 use super::audit::{AuditRow, COLUMNS, seq_from_db, seq_to_db};
 use super::{Store, StoreError};
@@ -120,31 +120,32 @@ fn summary_row(row: &AuditRow) -> Option<SummaryRow<'_>> {
 /// Folds one event into its session's summary. Each row is its own statement: on a direct
 /// connection a statement costs no hand-off, and binding columns saves building and
 /// parsing a JSON array per group.
-const UPSERT_SUMMARY: &str = "INSERT INTO audit_session_summaries
+/// The stored row is named `s`: PostgreSQL reads a bare column in `DO UPDATE` as ambiguous.
+const UPSERT_SUMMARY: &str = "INSERT INTO audit_session_summaries AS s
             (session_id, first_seq, last_seq, started_at, last_at, actor, scope, task_summary,
              events, learns, calls, denials, violations, errors, roles, tools)
-         VALUES (?1, ?2, ?2, ?3, ?3, ?4, ?5, ?6, 1, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
+         VALUES ($1, $2, $2, $3, $3, $4, $5, $6, 1, $7, $8, $9, $10, $11, $12, $13)
          ON CONFLICT (session_id) DO UPDATE SET
             last_seq = excluded.last_seq,
             last_at = excluded.last_at,
-            events = events + 1,
-            actor = COALESCE(actor, excluded.actor),
-            scope = COALESCE(scope, excluded.scope),
-            task_summary = COALESCE(task_summary, excluded.task_summary),
-            learns = learns + excluded.learns,
-            calls = calls + excluded.calls,
-            denials = denials + excluded.denials,
-            violations = violations + excluded.violations,
-            errors = errors + excluded.errors,
-            roles = CASE WHEN excluded.roles = ' ' OR instr(roles, excluded.roles) > 0
-                         THEN roles ELSE roles || substr(excluded.roles, 2) END,
-            tools = CASE WHEN excluded.tools = ' ' OR instr(tools, excluded.tools) > 0
-                         THEN tools ELSE tools || substr(excluded.tools, 2) END";
+            events = s.events + 1,
+            actor = COALESCE(s.actor, excluded.actor),
+            scope = COALESCE(s.scope, excluded.scope),
+            task_summary = COALESCE(s.task_summary, excluded.task_summary),
+            learns = s.learns + excluded.learns,
+            calls = s.calls + excluded.calls,
+            denials = s.denials + excluded.denials,
+            violations = s.violations + excluded.violations,
+            errors = s.errors + excluded.errors,
+            roles = CASE WHEN excluded.roles = ' ' OR instr(s.roles, excluded.roles) > 0
+                         THEN s.roles ELSE s.roles || substr(excluded.roles, 2) END,
+            tools = CASE WHEN excluded.tools = ' ' OR instr(s.tools, excluded.tools) > 0
+                         THEN s.tools ELSE s.tools || substr(excluded.tools, 2) END";
 
 /// Folds appended rows into their sessions' summaries, in order (rows without a session
 /// are skipped).
 pub(crate) async fn summarize_in(
-    tx: &mut Transaction<'static, Sqlite>,
+    tx: &mut Transaction<'static, Any>,
     rows: &[AuditRow],
 ) -> Result<(), StoreError> {
     for summary in rows.iter().filter_map(summary_row) {
@@ -275,7 +276,7 @@ pub struct SessionSummary {
     pub tools: Vec<String>,
 }
 
-fn count(row: &SqliteRow, column: &str) -> Result<u64, sqlx::Error> {
+fn count(row: &AnyRow, column: &str) -> Result<u64, sqlx::Error> {
     Ok(seq_from_db(row.try_get(column)?))
 }
 
@@ -283,8 +284,8 @@ fn names(text: String) -> Vec<String> {
     text.split_whitespace().map(str::to_owned).collect()
 }
 
-impl<'r> FromRow<'r, SqliteRow> for SessionSummary {
-    fn from_row(row: &'r SqliteRow) -> Result<Self, sqlx::Error> {
+impl<'r> FromRow<'r, AnyRow> for SessionSummary {
+    fn from_row(row: &'r AnyRow) -> Result<Self, sqlx::Error> {
         Ok(Self {
             session_id: row.try_get("session_id")?,
             first_seq: count(row, "first_seq")?,
@@ -329,8 +330,16 @@ enum Bind {
 }
 
 impl BoundQuery {
-    fn arguments(&self) -> SqliteArguments<'_> {
-        let mut args = SqliteArguments::default();
+    /// `sql` is assembled from parts that mark each value `?`; they are numbered here.
+    fn new(sql: &str, binds: Vec<Bind>) -> Self {
+        Self {
+            sql: super::numbered(sql),
+            binds,
+        }
+    }
+
+    fn arguments(&self) -> AnyArguments<'_> {
+        let mut args = AnyArguments::default();
         for bind in &self.binds {
             // Adding a text or an integer to SQLite arguments cannot fail.
             let _ = match bind {
@@ -347,7 +356,7 @@ fn like_pattern(text: &str) -> String {
         .replace('\\', "\\\\")
         .replace('%', "\\%")
         .replace('_', "\\_");
-    format!("%{escaped}%")
+    format!("%{}%", escaped.to_lowercase())
 }
 
 /// ` AND …` conditions on `audit_session_summaries` for `filter`.
@@ -379,7 +388,8 @@ fn conditions(filter: &SessionFilter, with_outcome: bool, binds: &mut Vec<Bind>)
     if let Some(q) = &filter.text {
         let pattern = like_pattern(q);
         text(
-            "(task_summary LIKE ? ESCAPE '\\' OR tools LIKE ? ESCAPE '\\')",
+            // Lowered on both sides: SQLite's LIKE ignores ASCII case, PostgreSQL's does not.
+            "(LOWER(task_summary) LIKE ? ESCAPE '\\' OR LOWER(tools) LIKE ? ESCAPE '\\')",
             pattern.clone(),
             &mut sql,
         );
@@ -412,7 +422,7 @@ impl Store {
         }
         sql.push_str(" ORDER BY first_seq DESC LIMIT ?");
         binds.push(Bind::Int(i64::from(limit)));
-        let query = BoundQuery { sql, binds };
+        let query = BoundQuery::new(&sql, binds);
         Ok(
             sqlx::query_as_with::<_, SessionSummary, _>(&query.sql, query.arguments())
                 .fetch_all(self.pool())
@@ -428,12 +438,14 @@ impl Store {
     ) -> Result<OutcomeCounts, StoreError> {
         let mut binds = Vec::new();
         let mut sql = String::from(
-            "SELECT COUNT(*), COALESCE(SUM(denials > 0), 0), COALESCE(SUM(violations > 0), 0),
-                    COALESCE(SUM(errors > 0), 0)
+            "SELECT COUNT(*),
+                    CAST(COALESCE(SUM(CASE WHEN denials > 0 THEN 1 ELSE 0 END), 0) AS BIGINT),
+                    CAST(COALESCE(SUM(CASE WHEN violations > 0 THEN 1 ELSE 0 END), 0) AS BIGINT),
+                    CAST(COALESCE(SUM(CASE WHEN errors > 0 THEN 1 ELSE 0 END), 0) AS BIGINT)
              FROM audit_session_summaries WHERE 1 = 1",
         );
         sql.push_str(&conditions(filter, false, &mut binds));
-        let query = BoundQuery { sql, binds };
+        let query = BoundQuery::new(&sql, binds);
         let (sessions, denial, violation, error): (i64, i64, i64, i64) =
             sqlx::query_as_with(&query.sql, query.arguments())
                 .fetch_one(self.pool())
@@ -451,7 +463,7 @@ impl Store {
         session_id: &str,
     ) -> Result<Option<SessionSummary>, StoreError> {
         Ok(
-            sqlx::query_as("SELECT * FROM audit_session_summaries WHERE session_id = ?")
+            sqlx::query_as("SELECT * FROM audit_session_summaries WHERE session_id = $1")
                 .bind(session_id)
                 .fetch_optional(self.pool())
                 .await?,
@@ -466,7 +478,7 @@ impl Store {
         limit: u32,
     ) -> Result<Vec<AuditRow>, StoreError> {
         Ok(sqlx::query_as(&format!(
-            "SELECT {COLUMNS} FROM audit_events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?"
+            "SELECT {COLUMNS} FROM audit_events WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3"
         ))
         .bind(session_id)
         .bind(seq_to_db(after_seq))
@@ -485,9 +497,9 @@ impl Store {
             return Ok(Vec::new());
         }
         let marks = vec!["?"; session_ids.len()].join(",");
-        let sql = format!(
+        let sql = super::numbered(&format!(
             "SELECT {COLUMNS} FROM audit_events WHERE session_id IN ({marks}) ORDER BY seq LIMIT ?"
-        );
+        ));
         let mut query = sqlx::query_as::<_, AuditRow>(&sql);
         for id in session_ids {
             query = query.bind(id);
@@ -506,8 +518,8 @@ impl Store {
             "SELECT role FROM (
                SELECT json_extract(payload, '$.role') AS role, MIN(seq) AS first
                FROM audit_events
-               WHERE session_id = ? AND kind = 'learn_granted' AND seq <= ?
-               GROUP BY role)
+               WHERE session_id = $1 AND kind = 'learn_granted' AND seq <= $2
+               GROUP BY role) AS learned
              WHERE role IS NOT NULL ORDER BY first",
         )
         .bind(session_id)
@@ -525,8 +537,9 @@ impl Store {
         // Bounded batches keep far below SQLite's limit on bound parameters.
         for chunk in seqs.chunks(500) {
             let marks = vec!["?"; chunk.len()].join(",");
-            let sql =
-                format!("SELECT seq, hash, prev_hash FROM audit_events WHERE seq IN ({marks})");
+            let sql = super::numbered(&format!(
+                "SELECT seq, hash, prev_hash FROM audit_events WHERE seq IN ({marks})"
+            ));
             let mut query = sqlx::query_as::<_, (i64, String, String)>(&sql);
             for seq in chunk {
                 query = query.bind(seq_to_db(*seq));
@@ -543,14 +556,14 @@ impl Store {
     pub fn audit_filtered_events_query(filter: &SessionFilter) -> BoundQuery {
         let mut binds = Vec::new();
         let conds = conditions(filter, true, &mut binds);
-        BoundQuery {
-            sql: format!(
+        BoundQuery::new(
+            &format!(
                 "SELECT {COLUMNS} FROM audit_events WHERE session_id IN
                    (SELECT session_id FROM audit_session_summaries WHERE 1 = 1{conds})
                  ORDER BY seq"
             ),
             binds,
-        }
+        )
     }
 
     /// Streams the rows of a query built by this module, without loading them all.
@@ -572,8 +585,9 @@ impl Store {
         bucket_len: u8,
     ) -> Result<Buckets, StoreError> {
         let rows: Vec<(String, i64)> = sqlx::query_as(
-            "SELECT substr(started_at, 1, ?1) AS bucket, COUNT(*) FROM audit_session_summaries
-             WHERE started_at >= ?2 GROUP BY bucket ORDER BY bucket",
+            "SELECT substr(started_at, 1, CAST($1 AS INTEGER)) AS bucket, COUNT(*)
+             FROM audit_session_summaries
+             WHERE started_at >= $2 GROUP BY bucket ORDER BY bucket",
         )
         .bind(i64::from(bucket_len))
         .bind(since)
@@ -589,11 +603,14 @@ impl Store {
         bucket_len: u8,
     ) -> Result<Vec<(String, u64, u64)>, StoreError> {
         let rows: Vec<(String, i64, i64)> = sqlx::query_as(
-            "SELECT substr(at, 1, ?1) AS bucket,
-                    SUM(kind = 'learn_denied' OR json_extract(payload, '$.code') IS NOT ?3),
-                    SUM(kind = 'call_denied' AND json_extract(payload, '$.code') = ?3)
+            "SELECT substr(at, 1, CAST($1 AS INTEGER)) AS bucket,
+                    CAST(SUM(CASE WHEN kind = 'learn_denied'
+                                    OR json_extract(payload, '$.code') IS DISTINCT FROM $3
+                             THEN 1 ELSE 0 END) AS BIGINT),
+                    CAST(SUM(CASE WHEN kind = 'call_denied' AND json_extract(payload, '$.code') = $3
+                             THEN 1 ELSE 0 END) AS BIGINT)
              FROM audit_events
-             WHERE kind IN ('call_denied', 'learn_denied') AND at >= ?2
+             WHERE kind IN ('call_denied', 'learn_denied') AND at >= $2
              GROUP BY bucket ORDER BY bucket",
         )
         .bind(i64::from(bucket_len))
@@ -617,14 +634,15 @@ impl Store {
     ) -> Result<Vec<(String, u64)>, StoreError> {
         let sql = if violations_only {
             "SELECT json_extract(payload, '$.rule') AS name, COUNT(*) AS n FROM audit_events
-             WHERE kind = 'call_denied' AND at >= ?1 AND json_extract(payload, '$.code') = ?2
-               AND name IS NOT NULL
-             GROUP BY name ORDER BY n DESC, name LIMIT ?3"
+             WHERE kind = 'call_denied' AND at >= $1 AND json_extract(payload, '$.code') = $2
+               AND json_extract(payload, '$.rule') IS NOT NULL
+             GROUP BY name ORDER BY n DESC, name LIMIT $3"
         } else {
             "SELECT json_extract(payload, '$.tool') AS name, COUNT(*) AS n FROM audit_events
-             WHERE kind = 'call_denied' AND at >= ?1 AND json_extract(payload, '$.code') IS NOT ?2
-               AND name IS NOT NULL
-             GROUP BY name ORDER BY n DESC, name LIMIT ?3"
+             WHERE kind = 'call_denied' AND at >= $1
+               AND json_extract(payload, '$.code') IS DISTINCT FROM $2
+               AND json_extract(payload, '$.tool') IS NOT NULL
+             GROUP BY name ORDER BY n DESC, name LIMIT $3"
         };
         let rows: Vec<(String, i64)> = sqlx::query_as(sql)
             .bind(since)
@@ -640,13 +658,13 @@ impl Store {
         // `at` grows with seq (one writer stamps each group), so the first event at or
         // after the cutoff bounds every older one.
         let first_kept: Option<i64> =
-            sqlx::query_scalar("SELECT MIN(seq) FROM audit_events WHERE at >= ?")
+            sqlx::query_scalar("SELECT MIN(seq) FROM audit_events WHERE at >= $1")
                 .bind(cutoff)
                 .fetch_one(self.pool())
                 .await?;
         let newest_old: Option<i64> = match first_kept {
             Some(kept) => {
-                sqlx::query_scalar("SELECT MAX(seq) FROM audit_events WHERE seq < ?")
+                sqlx::query_scalar("SELECT MAX(seq) FROM audit_events WHERE seq < $1")
                     .bind(kept)
                     .fetch_one(self.pool())
                     .await?
@@ -662,7 +680,7 @@ impl Store {
 
     pub async fn compliance_setting(&self, key: &str) -> Result<Option<String>, StoreError> {
         Ok(
-            sqlx::query_scalar("SELECT value FROM compliance_settings WHERE key = ?")
+            sqlx::query_scalar("SELECT value FROM compliance_settings WHERE key = $1")
                 .bind(key)
                 .fetch_optional(self.pool())
                 .await?,
@@ -681,14 +699,14 @@ impl Store {
 
 /// [`Store::set_compliance_setting`] on a given connection (inside an admin change).
 pub(crate) async fn set_compliance_setting_on(
-    conn: &mut sqlx::SqliteConnection,
+    conn: &mut sqlx::AnyConnection,
     key: &str,
     value: Option<&str>,
 ) -> Result<(), StoreError> {
     match value {
         Some(value) => {
             sqlx::query(
-                "INSERT INTO compliance_settings (key, value) VALUES (?, ?)
+                "INSERT INTO compliance_settings (key, value) VALUES ($1, $2)
                  ON CONFLICT (key) DO UPDATE SET value = excluded.value",
             )
             .bind(key)
@@ -697,7 +715,7 @@ pub(crate) async fn set_compliance_setting_on(
             .await?;
         }
         None => {
-            sqlx::query("DELETE FROM compliance_settings WHERE key = ?")
+            sqlx::query("DELETE FROM compliance_settings WHERE key = $1")
                 .bind(key)
                 .execute(&mut *conn)
                 .await?;
@@ -708,11 +726,11 @@ pub(crate) async fn set_compliance_setting_on(
 
 /// A compliance setting read on a given connection.
 pub(crate) async fn compliance_setting_on(
-    conn: &mut sqlx::SqliteConnection,
+    conn: &mut sqlx::AnyConnection,
     key: &str,
 ) -> Result<Option<String>, StoreError> {
     Ok(
-        sqlx::query_scalar("SELECT value FROM compliance_settings WHERE key = ?")
+        sqlx::query_scalar("SELECT value FROM compliance_settings WHERE key = $1")
             .bind(key)
             .fetch_optional(&mut *conn)
             .await?,

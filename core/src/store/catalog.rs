@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use chrono::Utc;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use sqlx::{Row, SqliteConnection};
+use sqlx::{AnyConnection, Row};
 
 use super::{Store, StoreError, stamp};
 use crate::demo::catalog::{DEMO_UPSTREAM, demo_catalog};
@@ -57,6 +57,16 @@ impl Store {
         load_catalog(&mut conn).await
     }
 
+    /// The catalog generation: a counter that every change to the catalog's tables moves
+    /// in the change's own transaction (triggers of migration 0018).
+    pub async fn catalog_generation(&self) -> Result<i64, StoreError> {
+        Ok(
+            sqlx::query_scalar("SELECT n FROM catalog_generation WHERE id = 1")
+                .fetch_one(self.pool())
+                .await?,
+        )
+    }
+
     /// Loads and compiles the catalog: what the MCP layer puts into its `CatalogHandle`.
     pub async fn compiled_catalog(&self) -> Result<CompiledCatalog, StoreError> {
         Ok(CompiledCatalog::compile(self.load_catalog().await?))
@@ -81,7 +91,7 @@ impl Store {
     /// Sensitive-argument markings are the admin's: an incoming spec without any keeps the
     /// stored ones. A tool name another upstream already provides is a conflict.
     pub async fn seed_tools(&self, upstream: &Slug, tools: &[ToolSpec]) -> Result<(), StoreError> {
-        let mut tx = self.pool().begin_with("BEGIN IMMEDIATE").await?;
+        let mut tx = self.begin_write().await?;
         seed_tools(&mut tx, upstream, tools).await?;
         tx.commit().await?;
         Ok(())
@@ -100,7 +110,7 @@ impl Store {
         upstream: &Slug,
         missing: &[String],
     ) -> Result<(), StoreError> {
-        let mut tx = self.pool().begin_with("BEGIN IMMEDIATE").await?;
+        let mut tx = self.begin_write().await?;
         mark_missing_on(&mut tx, upstream, missing).await?;
         tx.commit().await?;
         Ok(())
@@ -152,7 +162,7 @@ impl Store {
 
     /// Creates a skill at version 1.
     pub async fn create_skill(&self, skill: &Skill) -> Result<Revised<SkillVersion>, StoreError> {
-        let mut tx = self.pool().begin_with("BEGIN IMMEDIATE").await?;
+        let mut tx = self.begin_write().await?;
         let saved = create_skill_on(&mut tx, skill).await?;
         tx.commit().await?;
         Ok(saved)
@@ -165,7 +175,7 @@ impl Store {
         skill: &Skill,
         expected_revision: i64,
     ) -> Result<Revised<SkillVersion>, StoreError> {
-        let mut tx = self.pool().begin_with("BEGIN IMMEDIATE").await?;
+        let mut tx = self.begin_write().await?;
         let saved = update_skill_on(&mut tx, skill, expected_revision).await?;
         tx.commit().await?;
         Ok(saved)
@@ -179,7 +189,7 @@ impl Store {
         expected_revision: i64,
         skill_md: Option<&str>,
     ) -> Result<Revised<SkillVersion>, StoreError> {
-        let mut tx = self.pool().begin_with("BEGIN IMMEDIATE").await?;
+        let mut tx = self.begin_write().await?;
         let saved = update_skill_from_file_on(&mut tx, skill, expected_revision, skill_md).await?;
         tx.commit().await?;
         Ok(saved)
@@ -193,7 +203,7 @@ impl Store {
         version: u32,
     ) -> Result<Option<String>, StoreError> {
         let text: Option<Option<String>> = sqlx::query_scalar(
-            "SELECT skill_md FROM skill_versions WHERE skill = ? AND version = ?",
+            "SELECT skill_md FROM skill_versions WHERE skill = $1 AND version = $2",
         )
         .bind(slug.as_str())
         .bind(i64::from(version))
@@ -209,7 +219,7 @@ impl Store {
         version: u32,
         expected_revision: i64,
     ) -> Result<i64, StoreError> {
-        let mut tx = self.pool().begin_with("BEGIN IMMEDIATE").await?;
+        let mut tx = self.begin_write().await?;
         let saved = set_current_skill_version_on(&mut tx, slug, version, expected_revision).await?;
         tx.commit().await?;
         Ok(saved)
@@ -218,7 +228,7 @@ impl Store {
     /// Every stored version of a skill, oldest first.
     pub async fn skill_versions(&self, slug: &Slug) -> Result<Vec<SkillVersion>, StoreError> {
         let rows = sqlx::query(&format!(
-            "{SKILL_VERSION_COLUMNS} WHERE v.skill = ? ORDER BY v.version"
+            "{SKILL_VERSION_COLUMNS} WHERE v.skill = $1 ORDER BY v.version"
         ))
         .bind(slug.as_str())
         .fetch_all(self.pool())
@@ -236,7 +246,7 @@ impl Store {
     }
 
     pub async fn create_role(&self, role: &Role) -> Result<i64, StoreError> {
-        let mut tx = self.pool().begin_with("BEGIN IMMEDIATE").await?;
+        let mut tx = self.begin_write().await?;
         let saved = create_role_on(&mut tx, role).await?;
         tx.commit().await?;
         Ok(saved)
@@ -248,7 +258,7 @@ impl Store {
         role: &Role,
         expected_revision: i64,
     ) -> Result<i64, StoreError> {
-        let mut tx = self.pool().begin_with("BEGIN IMMEDIATE").await?;
+        let mut tx = self.begin_write().await?;
         let saved = update_role_on(&mut tx, role, expected_revision).await?;
         tx.commit().await?;
         Ok(saved)
@@ -268,7 +278,7 @@ impl Store {
     }
 
     pub async fn create_scope(&self, scope: &Scope) -> Result<i64, StoreError> {
-        let mut tx = self.pool().begin_with("BEGIN IMMEDIATE").await?;
+        let mut tx = self.begin_write().await?;
         let saved = create_scope_on(&mut tx, scope).await?;
         tx.commit().await?;
         Ok(saved)
@@ -279,7 +289,7 @@ impl Store {
         scope: &Scope,
         expected_revision: i64,
     ) -> Result<i64, StoreError> {
-        let mut tx = self.pool().begin_with("BEGIN IMMEDIATE").await?;
+        let mut tx = self.begin_write().await?;
         let saved = update_scope_on(&mut tx, scope, expected_revision).await?;
         tx.commit().await?;
         Ok(saved)
@@ -294,7 +304,7 @@ impl Store {
     /// upstream `demo` that runs `command demo-upstream` (the running `skillgate` binary).
     /// Returns whether anything was seeded; a catalog that already has roles is left alone.
     pub async fn seed_demo(&self, command: &str) -> Result<bool, StoreError> {
-        let mut tx = self.pool().begin_with("BEGIN IMMEDIATE").await?;
+        let mut tx = self.begin_write().await?;
         let roles: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM roles")
             .fetch_one(&mut *tx)
             .await?;
@@ -336,7 +346,7 @@ impl Store {
     }
 }
 
-pub(crate) async fn load_catalog(conn: &mut SqliteConnection) -> Result<Catalog, StoreError> {
+pub(crate) async fn load_catalog(conn: &mut AnyConnection) -> Result<Catalog, StoreError> {
     // The built-in curation upstream and its tools live in code, not in the database.
     let (builtin, builtin_tools) = crate::revisions::curator::builtin_catalog_parts();
     let mut upstreams = list_upstreams(conn).await?;
@@ -367,7 +377,7 @@ pub(crate) async fn load_catalog(conn: &mut SqliteConnection) -> Result<Catalog,
 /// [`Store::create_skill`] on a given connection: inside the audit writer's transaction, a catalog
 /// save commits together with its `admin_change` event.
 pub(crate) async fn create_skill_on(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     skill: &Skill,
 ) -> Result<Revised<SkillVersion>, StoreError> {
     let catalog = load_catalog(&mut *conn).await?;
@@ -386,7 +396,7 @@ pub(crate) async fn create_skill_on(
 /// [`Store::update_skill`] on a given connection: inside the audit writer's transaction, a catalog
 /// save commits together with its `admin_change` event.
 pub(crate) async fn update_skill_on(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     skill: &Skill,
     expected_revision: i64,
 ) -> Result<Revised<SkillVersion>, StoreError> {
@@ -395,7 +405,7 @@ pub(crate) async fn update_skill_on(
 
 /// [`update_skill_on`], keeping `skill_md` (the file the version was uploaded as) with it.
 pub(crate) async fn update_skill_from_file_on(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     skill: &Skill,
     expected_revision: i64,
     skill_md: Option<&str>,
@@ -444,7 +454,7 @@ pub(crate) async fn update_skill_from_file_on(
 /// [`Store::set_current_skill_version`] on a given connection: inside the audit writer's transaction, a catalog
 /// save commits together with its `admin_change` event.
 pub(crate) async fn set_current_skill_version_on(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     slug: &Slug,
     version: u32,
     expected_revision: i64,
@@ -459,7 +469,7 @@ pub(crate) async fn set_current_skill_version_on(
         ));
     }
     let exists: Option<i64> =
-        sqlx::query_scalar("SELECT version FROM skill_versions WHERE skill = ? AND version = ?")
+        sqlx::query_scalar("SELECT version FROM skill_versions WHERE skill = $1 AND version = $2")
             .bind(slug.as_str())
             .bind(i64::from(version))
             .fetch_optional(&mut *conn)
@@ -475,13 +485,13 @@ pub(crate) async fn set_current_skill_version_on(
 
 /// Points `slug` at its stored `version` and bumps the skill's revision, unchecked.
 pub(super) async fn make_current(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     slug: &Slug,
     version: i64,
 ) -> Result<(), StoreError> {
     sqlx::query(
-        "UPDATE skills SET current_version = ?, revision = revision + 1, updated_at = ? \
-         WHERE slug = ?",
+        "UPDATE skills SET current_version = $1, revision = revision + 1, updated_at = $2 \
+         WHERE slug = $3",
     )
     .bind(version)
     .bind(stamp(Utc::now()))
@@ -494,7 +504,7 @@ pub(super) async fn make_current(
 /// [`Store::create_role`] on a given connection: inside the audit writer's transaction, a catalog
 /// save commits together with its `admin_change` event.
 pub(crate) async fn create_role_on(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     role: &Role,
 ) -> Result<i64, StoreError> {
     let catalog = load_catalog(&mut *conn).await?;
@@ -512,7 +522,7 @@ pub(crate) async fn create_role_on(
 /// [`Store::update_role`] on a given connection: inside the audit writer's transaction, a catalog
 /// save commits together with its `admin_change` event.
 pub(crate) async fn update_role_on(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     role: &Role,
     expected_revision: i64,
 ) -> Result<i64, StoreError> {
@@ -533,12 +543,12 @@ pub(crate) async fn update_role_on(
 /// Writes `role` over the stored role of its slug, unchecked, and bumps its revision.
 /// Returns whether there was one to overwrite.
 pub(super) async fn overwrite_role(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     role: &Role,
 ) -> Result<bool, StoreError> {
     let done = sqlx::query(
-        "UPDATE roles SET title = ?, description = ?, instructions = ?, skills = ?, limits = ?, \
-             revision = revision + 1, updated_at = ? WHERE slug = ?",
+        "UPDATE roles SET title = $1, description = $2, instructions = $3, skills = $4, limits = $5, \
+             revision = revision + 1, updated_at = $6 WHERE slug = $7",
     )
     .bind(&role.title)
     .bind(&role.description)
@@ -555,7 +565,7 @@ pub(super) async fn overwrite_role(
 /// [`Store::create_scope`] on a given connection: inside the audit writer's transaction, a catalog
 /// save commits together with its `admin_change` event.
 pub(crate) async fn create_scope_on(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     scope: &Scope,
 ) -> Result<i64, StoreError> {
     let catalog = load_catalog(&mut *conn).await?;
@@ -573,7 +583,7 @@ pub(crate) async fn create_scope_on(
 /// [`Store::update_scope`] on a given connection: inside the audit writer's transaction, a catalog
 /// save commits together with its `admin_change` event.
 pub(crate) async fn update_scope_on(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     scope: &Scope,
     expected_revision: i64,
 ) -> Result<i64, StoreError> {
@@ -594,12 +604,12 @@ pub(crate) async fn update_scope_on(
 /// Writes `scope` over the stored scope of its slug, unchecked, and bumps its revision.
 /// Returns whether there was one to overwrite.
 pub(super) async fn overwrite_scope(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     scope: &Scope,
 ) -> Result<bool, StoreError> {
     let done = sqlx::query(
-        "UPDATE scopes SET description = ?, roles = ?, guardrails = ?, revision = revision + 1, \
-           updated_at = ? WHERE slug = ?",
+        "UPDATE scopes SET description = $1, roles = $2, guardrails = $3, revision = revision + 1, \
+           updated_at = $4 WHERE slug = $5",
     )
     .bind(&scope.description)
     .bind(to_json(&scope.roles))
@@ -613,11 +623,11 @@ pub(super) async fn overwrite_scope(
 
 /// [`Store::set_sensitive_args`] on a given connection (see [`create_role_on`]).
 pub(crate) async fn set_sensitive_args_on(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     tool: &str,
     args: &[String],
 ) -> Result<(), StoreError> {
-    let done = sqlx::query("UPDATE tools SET sensitive_args = ?, updated_at = ? WHERE name = ?")
+    let done = sqlx::query("UPDATE tools SET sensitive_args = $1, updated_at = $2 WHERE name = $3")
         .bind(to_json(&args))
         .bind(stamp(Utc::now()))
         .bind(tool)
@@ -631,11 +641,11 @@ pub(crate) async fn set_sensitive_args_on(
 
 /// [`Store::set_upstream_credentials`] on a given connection (see [`create_role_on`]).
 pub(crate) async fn set_upstream_credentials_on(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     upstream: &Slug,
     credentials: Option<&UpstreamCredentials>,
 ) -> Result<(), StoreError> {
-    let done = sqlx::query("UPDATE upstreams SET credentials = ? WHERE name = ?")
+    let done = sqlx::query("UPDATE upstreams SET credentials = $1 WHERE name = $2")
         .bind(
             credentials
                 .filter(|c| !c.is_empty())
@@ -652,7 +662,7 @@ pub(crate) async fn set_upstream_credentials_on(
 
 /// [`Store::upstream_credentials`] on a given connection.
 pub(crate) async fn upstream_credentials_on(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
 ) -> Result<BTreeMap<String, UpstreamCredentials>, StoreError> {
     let rows: Vec<(String, String)> =
         sqlx::query_as("SELECT name, credentials FROM upstreams WHERE credentials IS NOT NULL")
@@ -668,11 +678,11 @@ pub(crate) async fn upstream_credentials_on(
 }
 
 pub(crate) async fn upsert_upstream(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     upstream: &Upstream,
 ) -> Result<(), StoreError> {
     sqlx::query(
-        "INSERT INTO upstreams (name, kind, config, updated_at) VALUES (?, ?, ?, ?) \
+        "INSERT INTO upstreams (name, kind, config, updated_at) VALUES ($1, $2, $3, $4) \
          ON CONFLICT (name) DO UPDATE SET kind = excluded.kind, config = excluded.config, updated_at = excluded.updated_at",
     )
     .bind(upstream.name.as_str())
@@ -684,9 +694,7 @@ pub(crate) async fn upsert_upstream(
     Ok(())
 }
 
-pub(crate) async fn list_upstreams(
-    conn: &mut SqliteConnection,
-) -> Result<Vec<Upstream>, sqlx::Error> {
+pub(crate) async fn list_upstreams(conn: &mut AnyConnection) -> Result<Vec<Upstream>, sqlx::Error> {
     let rows = sqlx::query("SELECT name, config FROM upstreams ORDER BY name")
         .fetch_all(conn)
         .await?;
@@ -788,7 +796,7 @@ impl StoredTool {
 const TOOL_COLUMNS: &str = "SELECT name, upstream, description, input_schema, output_schema, annotations, \
      sensitive_args, pin, offered, offered_pin, quarantined_since FROM tools";
 
-fn stored_tool(row: &sqlx::sqlite::SqliteRow) -> Result<StoredTool, sqlx::Error> {
+fn stored_tool(row: &sqlx::any::AnyRow) -> Result<StoredTool, sqlx::Error> {
     let optional_json =
         |column: &str, what: &str| -> Result<Option<serde_json::Value>, sqlx::Error> {
             row.try_get::<Option<String>, _>(column)?
@@ -812,15 +820,15 @@ fn stored_tool(row: &sqlx::sqlite::SqliteRow) -> Result<StoredTool, sqlx::Error>
     })
 }
 
-async fn stored_tools(conn: &mut SqliteConnection) -> Result<Vec<StoredTool>, sqlx::Error> {
+async fn stored_tools(conn: &mut AnyConnection) -> Result<Vec<StoredTool>, sqlx::Error> {
     let rows = sqlx::query(&format!("{TOOL_COLUMNS} ORDER BY name"))
         .fetch_all(conn)
         .await?;
     rows.iter().map(stored_tool).collect()
 }
 
-async fn known_upstream(conn: &mut SqliteConnection, upstream: &Slug) -> Result<(), StoreError> {
-    let known: Option<String> = sqlx::query_scalar("SELECT name FROM upstreams WHERE name = ?")
+async fn known_upstream(conn: &mut AnyConnection, upstream: &Slug) -> Result<(), StoreError> {
+    let known: Option<String> = sqlx::query_scalar("SELECT name FROM upstreams WHERE name = $1")
         .bind(upstream.as_str())
         .fetch_optional(conn)
         .await?;
@@ -838,7 +846,7 @@ fn optional_text(value: Option<&serde_json::Value>) -> Option<String> {
 
 /// [`Store::seed_tools`] on a given connection.
 async fn seed_tools(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     upstream: &Slug,
     tools: &[ToolSpec],
 ) -> Result<(), StoreError> {
@@ -848,7 +856,7 @@ async fn seed_tools(
         let done = sqlx::query(
             "INSERT INTO tools (name, upstream, description, input_schema, output_schema, annotations, \
                sensitive_args, pin, offered, offered_pin, quarantined_since, updated_at) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, NULL, ?) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULL, NULL, NULL, $9) \
              ON CONFLICT (name) DO UPDATE SET description = excluded.description, \
                input_schema = excluded.input_schema, output_schema = excluded.output_schema, \
                annotations = excluded.annotations, pin = excluded.pin, offered = NULL, \
@@ -875,7 +883,7 @@ async fn seed_tools(
             )));
         }
     }
-    let stored: Vec<String> = sqlx::query_scalar("SELECT name FROM tools WHERE upstream = ?")
+    let stored: Vec<String> = sqlx::query_scalar("SELECT name FROM tools WHERE upstream = $1")
         .bind(upstream.as_str())
         .fetch_all(&mut *conn)
         .await?;
@@ -883,7 +891,7 @@ async fn seed_tools(
         .iter()
         .filter(|name| !tools.iter().any(|t| &t.name == *name))
     {
-        sqlx::query("DELETE FROM tools WHERE name = ?")
+        sqlx::query("DELETE FROM tools WHERE name = $1")
             .bind(gone)
             .execute(&mut *conn)
             .await?;
@@ -902,7 +910,7 @@ async fn seed_tools(
 /// A name listed twice counts once, with its last listing; a name another upstream
 /// provides is a conflict and nothing is saved.
 pub(crate) async fn sync_tools_on(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     upstream: &Slug,
     listed: &[ToolSpec],
 ) -> Result<ToolSync, StoreError> {
@@ -927,7 +935,7 @@ pub(crate) async fn sync_tools_on(
             sqlx::query(
                 "INSERT INTO tools (name, upstream, description, input_schema, output_schema, annotations, \
                    sensitive_args, pin, offered, offered_pin, quarantined_since, updated_at) \
-                 VALUES (?, ?, ?, ?, ?, ?, '[]', NULL, ?, ?, ?, ?)",
+                 VALUES ($1, $2, $3, $4, $5, $6, '[]', NULL, $7, $8, $9, $10)",
             )
             .bind(name)
             .bind(upstream.as_str())
@@ -957,10 +965,10 @@ pub(crate) async fn sync_tools_on(
                     continue;
                 }
                 sqlx::query(
-                    "UPDATE tools SET description = ?, input_schema = ?, output_schema = ?, \
-                       annotations = ?, offered = ?, offered_pin = ?, \
-                       quarantined_since = COALESCE(quarantined_since, ?), updated_at = ? \
-                     WHERE name = ?",
+                    "UPDATE tools SET description = $1, input_schema = $2, output_schema = $3, \
+                       annotations = $4, offered = $5, offered_pin = $6, \
+                       quarantined_since = COALESCE(quarantined_since, $7), updated_at = $8 \
+                     WHERE name = $9",
                 )
                 .bind(&offer.description)
                 .bind(to_json(&offer.input_schema))
@@ -981,7 +989,7 @@ pub(crate) async fn sync_tools_on(
                 }
                 sqlx::query(
                     "UPDATE tools SET offered = NULL, offered_pin = NULL, quarantined_since = NULL, \
-                       updated_at = ? WHERE name = ?",
+                       updated_at = $1 WHERE name = $2",
                 )
                 .bind(&now)
                 .bind(name)
@@ -999,9 +1007,9 @@ pub(crate) async fn sync_tools_on(
                     continue;
                 }
                 sqlx::query(
-                    "UPDATE tools SET offered = ?, offered_pin = ?, \
-                       quarantined_since = COALESCE(quarantined_since, ?), updated_at = ? \
-                     WHERE name = ?",
+                    "UPDATE tools SET offered = $1, offered_pin = $2, \
+                       quarantined_since = COALESCE(quarantined_since, $3), updated_at = $4 \
+                     WHERE name = $5",
                 )
                 .bind(offer.canonical_definition())
                 .bind(&offered_pin)
@@ -1030,13 +1038,13 @@ pub(crate) async fn sync_tools_on(
 /// [`Store::mark_missing_tools`] on a given connection. Returns one change per tool whose
 /// flag it raised (`tool.missing`) or lowered (`tool.returned`), for the audit.
 async fn mark_missing_on(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     upstream: &Slug,
     missing: &[String],
 ) -> Result<Vec<PinChange>, StoreError> {
     let flagged: Vec<(String, String)> = sqlx::query_as(
         "SELECT name, missing_since FROM tools \
-         WHERE upstream = ? AND missing_since IS NOT NULL ORDER BY name",
+         WHERE upstream = $1 AND missing_since IS NOT NULL ORDER BY name",
     )
     .bind(upstream.as_str())
     .fetch_all(&mut *conn)
@@ -1055,7 +1063,7 @@ async fn mark_missing_on(
         .collect();
     sqlx::query(
         "UPDATE tools SET missing_since = NULL \
-         WHERE upstream = ? AND name NOT IN (SELECT value FROM json_each(?))",
+         WHERE upstream = $1 AND name NOT IN (SELECT value FROM json_each($2))",
     )
     .bind(upstream.as_str())
     .bind(to_json(&missing))
@@ -1063,8 +1071,8 @@ async fn mark_missing_on(
     .await?;
     for name in missing {
         let raised = sqlx::query(
-            "UPDATE tools SET missing_since = ? \
-             WHERE name = ? AND upstream = ? AND missing_since IS NULL",
+            "UPDATE tools SET missing_since = $1 \
+             WHERE name = $2 AND upstream = $3 AND missing_since IS NULL",
         )
         .bind(&now)
         .bind(name)
@@ -1082,11 +1090,11 @@ async fn mark_missing_on(
 /// `expected_offer` (what the admin reviewed). The offer must be usable: its input schema
 /// compiles and the limits of the roles and scopes that bound the tool still apply to it.
 pub(crate) async fn admit_tool_on(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     tool: &str,
     expected_offer: &str,
 ) -> Result<PinChange, StoreError> {
-    let row = sqlx::query(&format!("{TOOL_COLUMNS} WHERE name = ?"))
+    let row = sqlx::query(&format!("{TOOL_COLUMNS} WHERE name = $1"))
         .bind(tool)
         .fetch_optional(&mut *conn)
         .await?
@@ -1131,9 +1139,9 @@ pub(crate) async fn admit_tool_on(
         catalog.validate_scope(scope)?;
     }
     sqlx::query(
-        "UPDATE tools SET description = ?, input_schema = ?, output_schema = ?, annotations = ?, \
-           pin = ?, offered = NULL, offered_pin = NULL, quarantined_since = NULL, updated_at = ? \
-         WHERE name = ?",
+        "UPDATE tools SET description = $1, input_schema = $2, output_schema = $3, annotations = $4, \
+           pin = $5, offered = NULL, offered_pin = NULL, quarantined_since = NULL, updated_at = $6 \
+         WHERE name = $7",
     )
     .bind(&offer.description)
     .bind(to_json(&offer.input_schema))
@@ -1159,10 +1167,10 @@ fn short_pin(pin: &str) -> &str {
 /// Refuses a skill that uses a tool no admin has admitted: it could never be called, and
 /// granting it would let an unreviewed definition reach agents the day it is admitted
 /// without anyone having looked at where it is granted.
-async fn refuse_unadmitted(conn: &mut SqliteConnection, skill: &Skill) -> Result<(), StoreError> {
+async fn refuse_unadmitted(conn: &mut AnyConnection, skill: &Skill) -> Result<(), StoreError> {
     let unadmitted: Option<String> = sqlx::query_scalar(
         "SELECT name FROM tools WHERE pin IS NULL AND quarantined_since IS NOT NULL \
-           AND name IN (SELECT value FROM json_each(?)) ORDER BY name LIMIT 1",
+           AND name IN (SELECT value FROM json_each($1)) ORDER BY name LIMIT 1",
     )
     .bind(to_json(&skill.tools))
     .fetch_optional(conn)
@@ -1177,7 +1185,7 @@ async fn refuse_unadmitted(conn: &mut SqliteConnection, skill: &Skill) -> Result
 /// SQLite cannot hash, so the store finishes the upgrade when it opens the database). A row
 /// without a pin that is not quarantined is such a tool: nothing else writes one.
 pub(crate) async fn pin_tools_stored_before_pins(store: &Store) -> Result<(), StoreError> {
-    let mut tx = store.pool().begin_with("BEGIN IMMEDIATE").await?;
+    let mut tx = store.begin_write().await?;
     let rows = sqlx::query(&format!(
         "{TOOL_COLUMNS} WHERE pin IS NULL AND quarantined_since IS NULL"
     ))
@@ -1185,7 +1193,7 @@ pub(crate) async fn pin_tools_stored_before_pins(store: &Store) -> Result<(), St
     .await?;
     for row in &rows {
         let tool = stored_tool(row)?;
-        sqlx::query("UPDATE tools SET pin = ? WHERE name = ? AND pin IS NULL")
+        sqlx::query("UPDATE tools SET pin = $1 WHERE name = $2 AND pin IS NULL")
             .bind(tool.spec.pin())
             .bind(&tool.spec.name)
             .execute(&mut *tx)
@@ -1195,7 +1203,7 @@ pub(crate) async fn pin_tools_stored_before_pins(store: &Store) -> Result<(), St
     Ok(())
 }
 
-async fn list_tools(conn: &mut SqliteConnection) -> Result<Vec<CatalogTool>, sqlx::Error> {
+async fn list_tools(conn: &mut AnyConnection) -> Result<Vec<CatalogTool>, sqlx::Error> {
     stored_tools(conn)
         .await?
         .into_iter()
@@ -1222,8 +1230,8 @@ async fn list_tools(conn: &mut SqliteConnection) -> Result<Vec<CatalogTool>, sql
         .collect()
 }
 
-async fn tool_pin(conn: &mut SqliteConnection, name: &str) -> Result<Option<ToolPin>, sqlx::Error> {
-    sqlx::query(&format!("{TOOL_COLUMNS} WHERE name = ?"))
+async fn tool_pin(conn: &mut AnyConnection, name: &str) -> Result<Option<ToolPin>, sqlx::Error> {
+    sqlx::query(&format!("{TOOL_COLUMNS} WHERE name = $1"))
         .bind(name)
         .fetch_optional(conn)
         .await?
@@ -1231,7 +1239,7 @@ async fn tool_pin(conn: &mut SqliteConnection, name: &str) -> Result<Option<Tool
         .transpose()
 }
 
-async fn quarantined_tools(conn: &mut SqliteConnection) -> Result<Vec<ToolPin>, sqlx::Error> {
+async fn quarantined_tools(conn: &mut AnyConnection) -> Result<Vec<ToolPin>, sqlx::Error> {
     let rows = sqlx::query(&format!(
         "{TOOL_COLUMNS} WHERE quarantined_since IS NOT NULL ORDER BY name"
     ))
@@ -1245,7 +1253,7 @@ async fn quarantined_tools(conn: &mut SqliteConnection) -> Result<Vec<ToolPin>, 
 const SKILL_VERSION_COLUMNS: &str = "SELECT v.skill, v.version, v.description, v.instructions, v.tools, v.resources, v.frontmatter, s.revision \
      FROM skill_versions v JOIN skills s ON s.slug = v.skill";
 
-fn skill_version_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<SkillVersion, sqlx::Error> {
+fn skill_version_from_row(row: &sqlx::any::AnyRow) -> Result<SkillVersion, sqlx::Error> {
     let version: i64 = row.try_get("version")?;
     Ok(SkillVersion {
         version: u32::try_from(version).map_err(|e| decode_err("skill version", e))?,
@@ -1261,7 +1269,7 @@ fn skill_version_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<SkillVersion,
 }
 
 pub(crate) async fn list_skills(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
 ) -> Result<Vec<Revised<SkillVersion>>, sqlx::Error> {
     let rows = sqlx::query(&format!(
         "{SKILL_VERSION_COLUMNS} AND v.version = s.current_version ORDER BY v.skill"
@@ -1281,27 +1289,28 @@ pub(crate) async fn list_skills(
 /// The latest version number and the revision of a stored skill. New versions number
 /// after the latest one, even when an older version was restored as current.
 pub(super) async fn skill_head(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     slug: &Slug,
 ) -> Result<(i64, i64), StoreError> {
-    let revision: i64 = sqlx::query_scalar("SELECT revision FROM skills WHERE slug = ?")
+    let revision: i64 = sqlx::query_scalar("SELECT revision FROM skills WHERE slug = $1")
         .bind(slug.as_str())
         .fetch_optional(&mut *conn)
         .await?
         .ok_or_else(|| StoreError::NotFound(format!("skill `{slug}`")))?;
-    let latest: i64 = sqlx::query_scalar("SELECT MAX(version) FROM skill_versions WHERE skill = ?")
-        .bind(slug.as_str())
-        .fetch_one(&mut *conn)
-        .await?;
+    let latest: i64 =
+        sqlx::query_scalar("SELECT MAX(version) FROM skill_versions WHERE skill = $1")
+            .bind(slug.as_str())
+            .fetch_one(&mut *conn)
+            .await?;
     Ok((latest, revision))
 }
 
 pub(super) async fn insert_skill(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     skill: &Skill,
 ) -> Result<Revised<SkillVersion>, StoreError> {
     sqlx::query(
-        "INSERT INTO skills (slug, current_version, revision, updated_at) VALUES (?, 1, 1, ?)",
+        "INSERT INTO skills (slug, current_version, revision, updated_at) VALUES ($1, 1, 1, $2)",
     )
     .bind(skill.slug.as_str())
     .bind(stamp(Utc::now()))
@@ -1318,14 +1327,14 @@ pub(super) async fn insert_skill(
 }
 
 pub(super) async fn insert_skill_version(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     skill: &Skill,
     version: i64,
     skill_md: Option<&str>,
 ) -> Result<(), StoreError> {
     sqlx::query(
         "INSERT INTO skill_versions (skill, version, description, instructions, tools, resources, \
-         frontmatter, skill_md, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+         frontmatter, skill_md, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
     )
     .bind(skill.slug.as_str())
     .bind(version)
@@ -1341,14 +1350,11 @@ pub(super) async fn insert_skill_version(
     Ok(())
 }
 
-pub(super) async fn insert_role(
-    conn: &mut SqliteConnection,
-    role: &Role,
-) -> Result<(), StoreError> {
+pub(super) async fn insert_role(conn: &mut AnyConnection, role: &Role) -> Result<(), StoreError> {
     let now = stamp(Utc::now());
     sqlx::query(
         "INSERT INTO roles (slug, title, description, instructions, skills, limits, revision, created_at, updated_at) \
-         VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?)",
+         VALUES ($1, $2, $3, $4, $5, $6, 1, $7, $8)",
     )
     .bind(role.slug.as_str())
     .bind(&role.title)
@@ -1364,7 +1370,7 @@ pub(super) async fn insert_role(
 }
 
 pub(crate) async fn list_roles(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
 ) -> Result<Vec<Revised<Role>>, sqlx::Error> {
     let rows = sqlx::query("SELECT slug, title, description, instructions, skills, limits, revision FROM roles ORDER BY slug")
         .fetch_all(conn)
@@ -1387,11 +1393,11 @@ pub(crate) async fn list_roles(
 }
 
 pub(super) async fn insert_scope(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     scope: &Scope,
 ) -> Result<(), StoreError> {
     let now = stamp(Utc::now());
-    sqlx::query("INSERT INTO scopes (slug, description, roles, guardrails, revision, created_at, updated_at) VALUES (?, ?, ?, ?, 1, ?, ?)")
+    sqlx::query("INSERT INTO scopes (slug, description, roles, guardrails, revision, created_at, updated_at) VALUES ($1, $2, $3, $4, 1, $5, $6)")
         .bind(scope.slug.as_str())
         .bind(&scope.description)
         .bind(to_json(&scope.roles))
@@ -1404,7 +1410,7 @@ pub(super) async fn insert_scope(
 }
 
 pub(crate) async fn list_scopes(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
 ) -> Result<Vec<Revised<Scope>>, sqlx::Error> {
     let rows = sqlx::query(
         "SELECT slug, description, roles, guardrails, revision FROM scopes ORDER BY slug",
@@ -1428,12 +1434,12 @@ pub(crate) async fn list_scopes(
 
 /// The revision of a role or scope row; `table` is one of our own constants, never input.
 async fn revision_of(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     table: &'static str,
     kind: &str,
     slug: &Slug,
 ) -> Result<i64, StoreError> {
-    sqlx::query_scalar(&format!("SELECT revision FROM {table} WHERE slug = ?"))
+    sqlx::query_scalar(&format!("SELECT revision FROM {table} WHERE slug = $1"))
         .bind(slug.as_str())
         .fetch_optional(conn)
         .await?

@@ -10,7 +10,7 @@
 use std::collections::BTreeSet;
 
 use chrono::{DateTime, Utc};
-use sqlx::{Row, SqliteConnection};
+use sqlx::{AnyConnection, Row};
 
 use super::catalog::{
     insert_role, insert_scope, insert_skill, insert_skill_version, load_catalog, make_current,
@@ -58,9 +58,7 @@ fn time(text: Option<String>) -> Result<Option<DateTime<Utc>>, StoreError> {
     .transpose()
 }
 
-pub(crate) async fn catalog_state_on(
-    conn: &mut SqliteConnection,
-) -> Result<CatalogState, StoreError> {
+pub(crate) async fn catalog_state_on(conn: &mut AnyConnection) -> Result<CatalogState, StoreError> {
     let catalog = load_catalog(&mut *conn).await?;
     let unadmitted: Vec<String> = sqlx::query_scalar("SELECT name FROM tools WHERE pin IS NULL")
         .fetch_all(&mut *conn)
@@ -91,10 +89,10 @@ pub(crate) async fn catalog_state_on(
 
 /// Deletes an upstream; its tools go with it (the foreign key cascades), credentials too.
 pub(crate) async fn delete_upstream_on(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     name: &Slug,
 ) -> Result<(), StoreError> {
-    sqlx::query("DELETE FROM upstreams WHERE name = ?")
+    sqlx::query("DELETE FROM upstreams WHERE name = $1")
         .bind(name.as_str())
         .execute(conn)
         .await?;
@@ -106,7 +104,7 @@ pub(crate) async fn delete_upstream_on(
 /// that is not the new definition, the tool is (or stays) quarantined with that offer, as
 /// a sync would have left it; if it is, any quarantine is lifted.
 pub(crate) async fn put_tool_on(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     upstream: &Slug,
     spec: &ToolSpec,
 ) -> Result<(), StoreError> {
@@ -114,7 +112,7 @@ pub(crate) async fn put_tool_on(
     let pin = spec.pin();
     let row = sqlx::query(
         "SELECT pin, offered, offered_pin, quarantined_since, description, input_schema, \
-           output_schema, annotations FROM tools WHERE name = ?",
+           output_schema, annotations FROM tools WHERE name = $1",
     )
     .bind(&spec.name)
     .fetch_optional(&mut *conn)
@@ -122,7 +120,7 @@ pub(crate) async fn put_tool_on(
     let Some(row) = row else {
         sqlx::query(
             "INSERT INTO tools (name, upstream, description, input_schema, output_schema, annotations, \
-               sensitive_args, pin, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+               sensitive_args, pin, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
         )
         .bind(&spec.name)
         .bind(upstream.as_str())
@@ -160,8 +158,8 @@ pub(crate) async fn put_tool_on(
         _ => None,
     };
     sqlx::query(
-        "UPDATE tools SET upstream = ?, description = ?, input_schema = ?, output_schema = ?, \
-           annotations = ?, sensitive_args = ?, pin = ?, updated_at = ? WHERE name = ?",
+        "UPDATE tools SET upstream = $1, description = $2, input_schema = $3, output_schema = $4, \
+           annotations = $5, sensitive_args = $6, pin = $7, updated_at = $8 WHERE name = $9",
     )
     .bind(upstream.as_str())
     .bind(&spec.description)
@@ -178,7 +176,7 @@ pub(crate) async fn put_tool_on(
         Some((_, hash)) if hash == pin => {
             sqlx::query(
                 "UPDATE tools SET offered = NULL, offered_pin = NULL, quarantined_since = NULL \
-                 WHERE name = ?",
+                 WHERE name = $1",
             )
             .bind(&spec.name)
             .execute(&mut *conn)
@@ -186,8 +184,8 @@ pub(crate) async fn put_tool_on(
         }
         Some((text, hash)) => {
             sqlx::query(
-                "UPDATE tools SET offered = ?, offered_pin = ?, \
-                   quarantined_since = COALESCE(quarantined_since, ?) WHERE name = ?",
+                "UPDATE tools SET offered = $1, offered_pin = $2, \
+                   quarantined_since = COALESCE(quarantined_since, $3) WHERE name = $4",
             )
             .bind(text)
             .bind(hash)
@@ -212,11 +210,8 @@ fn optional_json(
     .transpose()
 }
 
-pub(crate) async fn delete_tool_on(
-    conn: &mut SqliteConnection,
-    name: &str,
-) -> Result<(), StoreError> {
-    sqlx::query("DELETE FROM tools WHERE name = ?")
+pub(crate) async fn delete_tool_on(conn: &mut AnyConnection, name: &str) -> Result<(), StoreError> {
+    sqlx::query("DELETE FROM tools WHERE name = $1")
         .bind(name)
         .execute(conn)
         .await?;
@@ -226,10 +221,10 @@ pub(crate) async fn delete_tool_on(
 /// Creates a skill at version 1, or saves `skill` as its next version and makes it current.
 /// Returns the version now current.
 pub(crate) async fn put_skill_on(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     skill: &Skill,
 ) -> Result<u32, StoreError> {
-    let exists: Option<i64> = sqlx::query_scalar("SELECT revision FROM skills WHERE slug = ?")
+    let exists: Option<i64> = sqlx::query_scalar("SELECT revision FROM skills WHERE slug = $1")
         .bind(skill.slug.as_str())
         .fetch_optional(&mut *conn)
         .await?;
@@ -246,20 +241,17 @@ pub(crate) async fn put_skill_on(
 
 /// Deletes a skill with every version (and, by the foreign keys, its candidates).
 pub(crate) async fn delete_skill_on(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     slug: &Slug,
 ) -> Result<(), StoreError> {
-    sqlx::query("DELETE FROM skills WHERE slug = ?")
+    sqlx::query("DELETE FROM skills WHERE slug = $1")
         .bind(slug.as_str())
         .execute(conn)
         .await?;
     Ok(())
 }
 
-pub(crate) async fn put_role_on(
-    conn: &mut SqliteConnection,
-    role: &Role,
-) -> Result<(), StoreError> {
+pub(crate) async fn put_role_on(conn: &mut AnyConnection, role: &Role) -> Result<(), StoreError> {
     if !overwrite_role(conn, role).await? {
         insert_role(conn, role).await?;
     }
@@ -267,10 +259,10 @@ pub(crate) async fn put_role_on(
 }
 
 pub(crate) async fn delete_role_on(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     slug: &Slug,
 ) -> Result<(), StoreError> {
-    sqlx::query("DELETE FROM roles WHERE slug = ?")
+    sqlx::query("DELETE FROM roles WHERE slug = $1")
         .bind(slug.as_str())
         .execute(conn)
         .await?;
@@ -278,7 +270,7 @@ pub(crate) async fn delete_role_on(
 }
 
 pub(crate) async fn put_scope_on(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     scope: &Scope,
 ) -> Result<(), StoreError> {
     if !overwrite_scope(conn, scope).await? {
@@ -288,10 +280,10 @@ pub(crate) async fn put_scope_on(
 }
 
 pub(crate) async fn delete_scope_on(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     slug: &Slug,
 ) -> Result<(), StoreError> {
-    sqlx::query("DELETE FROM scopes WHERE slug = ?")
+    sqlx::query("DELETE FROM scopes WHERE slug = $1")
         .bind(slug.as_str())
         .execute(conn)
         .await?;
@@ -300,12 +292,12 @@ pub(crate) async fn delete_scope_on(
 
 /// Sets when an unrevoked key stops authenticating (`None`: never).
 pub(crate) async fn set_key_expiry_on(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     name: &str,
     expires_at: Option<DateTime<Utc>>,
 ) -> Result<(), StoreError> {
     let done =
-        sqlx::query("UPDATE agent_keys SET expires_at = ? WHERE name = ? AND kind = 'key' AND revoked_at IS NULL")
+        sqlx::query("UPDATE agent_keys SET expires_at = $1 WHERE name = $2 AND kind = 'key' AND revoked_at IS NULL")
             .bind(expires_at.map(stamp))
             .bind(name)
             .execute(conn)

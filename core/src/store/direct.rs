@@ -108,6 +108,7 @@ mod tests {
             .unwrap();
         let seen: String = store
             .direct()
+            .expect("a SQLite store")
             .with(|conn| Ok(conn.query_row("SELECT v FROM t", [], |row| row.get(0))?))
             .unwrap();
         assert_eq!(seen, "committed");
@@ -116,7 +117,7 @@ mod tests {
     #[tokio::test]
     async fn a_connection_left_in_a_transaction_is_not_handed_out_again() {
         let store = crate::store::test_store().await;
-        let direct = store.direct();
+        let direct = store.direct().expect("a SQLite store");
         direct
             .with(|conn| {
                 conn.execute_batch("BEGIN")?;

@@ -3,8 +3,8 @@
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
-use sqlx::sqlite::SqliteRow;
-use sqlx::{Row, SqliteConnection};
+use sqlx::any::AnyRow;
+use sqlx::{AnyConnection, Row};
 
 use super::{Store, StoreError, stamp};
 use crate::policy::HeldUsage;
@@ -100,13 +100,13 @@ fn time(what: &str, text: &str) -> Result<DateTime<Utc>, sqlx::Error> {
         .map_err(|e| decode(what, e))
 }
 
-fn optional_time(row: &SqliteRow, column: &str) -> Result<Option<DateTime<Utc>>, sqlx::Error> {
+fn optional_time(row: &AnyRow, column: &str) -> Result<Option<DateTime<Utc>>, sqlx::Error> {
     row.try_get::<Option<String>, _>(column)?
         .map(|text| time(column, &text))
         .transpose()
 }
 
-fn hold_from_row(row: &SqliteRow) -> Result<HoldRow, sqlx::Error> {
+fn hold_from_row(row: &AnyRow) -> Result<HoldRow, sqlx::Error> {
     let arguments: String = row.try_get("arguments")?;
     let usage: String = row.try_get("usage")?;
     let state: String = row.try_get("state")?;
@@ -137,11 +137,11 @@ fn hold_from_row(row: &SqliteRow) -> Result<HoldRow, sqlx::Error> {
 }
 
 /// Inserts a new pending hold.
-pub async fn insert_hold_on(conn: &mut SqliteConnection, hold: &HoldRow) -> Result<(), StoreError> {
+pub async fn insert_hold_on(conn: &mut AnyConnection, hold: &HoldRow) -> Result<(), StoreError> {
     let usage = serde_json::to_string(&hold.usage)
         .map_err(|e| StoreError::Conflict(format!("hold usage does not serialize: {e}")))?;
     sqlx::query(&format!(
-        "INSERT INTO holds ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        "INSERT INTO holds ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)"
     ))
     .bind(&hold.id)
     .bind(&hold.session_id)
@@ -169,8 +169,8 @@ pub async fn insert_hold_on(conn: &mut SqliteConnection, hold: &HoldRow) -> Resu
     Ok(())
 }
 
-pub async fn hold_on(conn: &mut SqliteConnection, id: &str) -> Result<Option<HoldRow>, StoreError> {
-    let row = sqlx::query(&format!("SELECT {COLUMNS} FROM holds WHERE id = ?"))
+pub async fn hold_on(conn: &mut AnyConnection, id: &str) -> Result<Option<HoldRow>, StoreError> {
+    let row = sqlx::query(&format!("SELECT {COLUMNS} FROM holds WHERE id = $1"))
         .bind(id)
         .fetch_optional(conn)
         .await?;
@@ -181,7 +181,7 @@ pub async fn hold_on(conn: &mut SqliteConnection, id: &str) -> Result<Option<Hol
 /// `approved_until` (an approval) restarts the clock: the call must run before it; `None`
 /// denies.
 pub async fn decide_hold_on(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     id: &str,
     approved_until: Option<DateTime<Utc>>,
     reviewer: &str,
@@ -190,9 +190,9 @@ pub async fn decide_hold_on(
     now: DateTime<Utc>,
 ) -> Result<bool, StoreError> {
     let done = sqlx::query(
-        "UPDATE holds SET state = ?, decided_by = ?, decided_at = ?, reason = ?,
-                decided_revision = ?, expires_at = COALESCE(?, expires_at), finished_at = ?
-         WHERE id = ? AND state = 'pending' AND expires_at > ?",
+        "UPDATE holds SET state = $1, decided_by = $2, decided_at = $3, reason = $4,
+                decided_revision = $5, expires_at = COALESCE($6, expires_at), finished_at = $7
+         WHERE id = $8 AND state = 'pending' AND expires_at > $9",
     )
     .bind(if approved_until.is_some() {
         "approved"
@@ -215,7 +215,7 @@ pub async fn decide_hold_on(
 /// Moves a hold from `from` to `to` at `now`; false when it was not in `from` (someone else
 /// got there first) or, for `approved`, when its approval has expired.
 pub async fn finish_hold_on(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     id: &str,
     from: &[HoldState],
     to: HoldState,
@@ -224,9 +224,9 @@ pub async fn finish_hold_on(
     let states: Vec<&str> = from.iter().map(|s| s.as_str()).collect();
     let live_only = matches!(to, HoldState::Executed | HoldState::Refused);
     let done = sqlx::query(
-        "UPDATE holds SET state = ?, finished_at = ?
-         WHERE id = ? AND state IN (SELECT value FROM json_each(?))
-           AND (NOT ? OR expires_at > ?)",
+        "UPDATE holds SET state = $1, finished_at = $2
+         WHERE id = $3 AND state IN (SELECT value FROM json_each($4))
+           AND (NOT $5 OR expires_at > $6)",
     )
     .bind(to.as_str())
     .bind(stamp(now))
@@ -255,7 +255,7 @@ impl Store {
     ) -> Result<Option<HoldRow>, StoreError> {
         let row = sqlx::query(&format!(
             "SELECT {COLUMNS} FROM holds
-             WHERE session_id = ? AND tool = ? AND arguments_digest = ?
+             WHERE session_id = $1 AND tool = $2 AND arguments_digest = $3
                AND state IN ('pending', 'approved')
              ORDER BY created_at DESC LIMIT 1"
         ))
@@ -277,9 +277,9 @@ impl Store {
     ) -> Result<Vec<HoldRow>, StoreError> {
         let rows = sqlx::query(&format!(
             "SELECT {COLUMNS} FROM holds
-             WHERE (? IS NULL OR state = ?)
-               AND (? IS NULL OR (created_at, id) < (SELECT created_at, id FROM holds WHERE id = ?))
-             ORDER BY created_at DESC, id DESC LIMIT ?"
+             WHERE ($1 IS NULL OR state = $2)
+               AND ($3 IS NULL OR (created_at, id) < (SELECT created_at, id FROM holds WHERE id = $4))
+             ORDER BY created_at DESC, id DESC LIMIT $5"
         ))
         .bind(state.map(HoldState::as_str))
         .bind(state.map(HoldState::as_str))
@@ -299,8 +299,8 @@ impl Store {
     ) -> Result<Vec<HoldRow>, StoreError> {
         let rows = sqlx::query(&format!(
             "SELECT {COLUMNS} FROM holds
-             WHERE state IN ('pending', 'approved') AND expires_at <= ?
-             ORDER BY expires_at LIMIT ?"
+             WHERE state IN ('pending', 'approved') AND expires_at <= $1
+             ORDER BY expires_at LIMIT $2"
         ))
         .bind(stamp(now))
         .bind(i64::from(limit))

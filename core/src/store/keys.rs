@@ -1,8 +1,8 @@
 //! SQL for agent keys. Rows hold the SHA-256 of a key, never the key itself.
 
 use chrono::{DateTime, Utc};
-use sqlx::sqlite::SqliteRow;
-use sqlx::{Row, SqliteConnection};
+use sqlx::any::AnyRow;
+use sqlx::{AnyConnection, Row};
 
 use super::{Store, StoreError, stamp};
 use crate::keys::AgentKeyInfo;
@@ -24,7 +24,7 @@ const COLUMNS: &str =
     "id, name, scope, prefix, created_at, created_by, expires_at, revoked_at, last_used_at";
 
 static FIND_BY_HASH: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-    format!("SELECT {COLUMNS} FROM agent_keys WHERE key_hash = ?1 AND kind = 'key'")
+    format!("SELECT {COLUMNS} FROM agent_keys WHERE key_hash = $1 AND kind = 'key'")
 });
 
 /// A key row's columns as stored, whichever driver read them: one decoding for both.
@@ -41,7 +41,7 @@ struct KeyColumns {
 }
 
 impl KeyColumns {
-    fn from_sqlx(row: &SqliteRow) -> Result<Self, sqlx::Error> {
+    fn from_sqlx(row: &AnyRow) -> Result<Self, sqlx::Error> {
         Ok(Self {
             id: row.try_get("id")?,
             name: row.try_get("name")?,
@@ -94,7 +94,7 @@ impl KeyColumns {
     }
 }
 
-fn key_from_row(row: &SqliteRow) -> Result<AgentKeyInfo, StoreError> {
+fn key_from_row(row: &AnyRow) -> Result<AgentKeyInfo, StoreError> {
     KeyColumns::from_sqlx(row)?.decode()
 }
 
@@ -110,21 +110,30 @@ impl Store {
 
     /// The key whose SHA-256 is `key_hash`, whatever its state (revoked, expired). Every
     /// request to `/mcp` asks, so it reads inline on a direct connection (see [`super::direct`]).
-    pub fn find_agent_key_by_hash(
+    pub async fn find_agent_key_by_hash(
         &self,
         key_hash: &str,
     ) -> Result<Option<AgentKeyInfo>, StoreError> {
-        let columns = self.direct().with(|conn| {
-            let mut query = conn.prepare_cached(&FIND_BY_HASH)?;
-            let mut rows = query.query([key_hash])?;
-            Ok(rows.next()?.map(KeyColumns::from_direct).transpose()?)
-        })?;
+        let columns = match self.direct() {
+            Some(direct) => direct.with(|conn| {
+                let mut query = conn.prepare_cached(&FIND_BY_HASH)?;
+                let mut rows = query.query([key_hash])?;
+                Ok(rows.next()?.map(KeyColumns::from_direct).transpose()?)
+            })?,
+            None => sqlx::query(&FIND_BY_HASH)
+                .bind(key_hash)
+                .fetch_optional(self.pool())
+                .await?
+                .as_ref()
+                .map(KeyColumns::from_sqlx)
+                .transpose()?,
+        };
         columns.map(KeyColumns::decode).transpose()
     }
 
     /// The key with this id, whatever its state.
     pub async fn agent_key_by_id(&self, id: i64) -> Result<Option<AgentKeyInfo>, StoreError> {
-        let row = sqlx::query(&format!("SELECT {COLUMNS} FROM agent_keys WHERE id = ?"))
+        let row = sqlx::query(&format!("SELECT {COLUMNS} FROM agent_keys WHERE id = $1"))
             .bind(id)
             .fetch_optional(self.pool())
             .await?;
@@ -161,8 +170,8 @@ impl Store {
         stale_before: DateTime<Utc>,
     ) -> Result<bool, StoreError> {
         let done = sqlx::query(
-            "UPDATE agent_keys SET last_used_at = ?
-             WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)",
+            "UPDATE agent_keys SET last_used_at = $1
+             WHERE id = $2 AND (last_used_at IS NULL OR last_used_at < $3)",
         )
         .bind(stamp(at))
         .bind(id)
@@ -176,13 +185,13 @@ impl Store {
 /// [`Store::insert_agent_key`] on a given connection: inside the audit writer's transaction,
 /// a key and its `admin_change` event commit together.
 pub(crate) async fn insert_agent_key_on(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     key: &AgentKeyRow<'_>,
 ) -> Result<AgentKeyInfo, StoreError> {
     let result = sqlx::query(&format!(
         "INSERT INTO agent_keys
              (name, scope, key_hash, prefix, created_at, created_by, expires_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)
          RETURNING {COLUMNS}"
     ))
     .bind(key.name)
@@ -212,13 +221,13 @@ pub(crate) async fn insert_agent_key_on(
 
 /// [`Store::revoke_agent_key`] on a given connection (see [`insert_agent_key_on`]).
 pub(crate) async fn revoke_agent_key_on(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     name: &str,
     at: DateTime<Utc>,
 ) -> Result<Option<AgentKeyInfo>, StoreError> {
     let row = sqlx::query(&format!(
-        "UPDATE agent_keys SET revoked_at = COALESCE(revoked_at, ?)
-         WHERE name = ? AND kind = 'key'
+        "UPDATE agent_keys SET revoked_at = COALESCE(revoked_at, $1)
+         WHERE name = $2 AND kind = 'key'
          RETURNING {COLUMNS}"
     ))
     .bind(stamp(at))

@@ -8,13 +8,16 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sqlx::SqlitePool;
+use sqlx::any::{AnyPoolOptions, AnyRow};
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{Any, AnyPool, Executor as _, PgPool, SqlitePool, Transaction};
 
 pub mod audit;
 pub mod audit_query;
 pub mod catalog;
 pub mod catalog_code;
+pub mod console_sessions;
 mod direct;
 pub mod holds;
 pub mod keys;
@@ -22,22 +25,25 @@ pub mod oauth;
 pub mod reveals;
 pub mod revisions;
 pub mod sessions;
+#[cfg(feature = "test-support")]
+pub mod testing;
 pub(crate) mod users;
 
+pub use console_sessions::ConsoleSessionStore;
 pub use users::{LoginAttemptCounts, LoginBudget, UserRecord};
 
 /// Errors at the store boundary.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("unsupported database URL `{0}`: use sqlite://PATH")]
+    #[error("unsupported database URL `{0}`: use sqlite://PATH or postgres://USER@HOST/DATABASE")]
     UnsupportedUrl(String),
     #[error("cannot create the database directory {path}")]
     CreateDir {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("cannot open the database file {path}")]
-    Open { path: PathBuf, source: sqlx::Error },
+    #[error("cannot open the database {target}")]
+    Open { target: String, source: sqlx::Error },
     #[error("database migration failed: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error("cannot open the database file {path}")]
@@ -59,26 +65,68 @@ pub enum StoreError {
     Corrupt(String),
 }
 
-pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
+/// The SQLite schema, in `migrations/sqlite`.
+pub static SQLITE_MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
+/// The same schema for PostgreSQL, in `migrations/postgres`: same versions, same tables and
+/// columns, so one set of statements (and `skillgate migrate`) serves both.
+pub static POSTGRES_MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/postgres");
+
+/// Which database a store runs on; chosen by the URL scheme.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// The key of the PostgreSQL advisory lock that every write transaction takes (see
+/// [`Store::begin_write`]): ASCII "skillgat".
+const WRITE_LOCK: i64 = 0x736b_696c_6c67_6174;
 
 /// A handle to the database. Cheap to clone (the pools are reference counted).
+///
+/// Every statement runs on one `sqlx::Any` pool, so each is written once for both
+/// backends (docs/architecture.md, "Storage"). The typed pool beside it serves what the
+/// `Any` driver cannot: migrations and the console's session store.
 #[derive(Clone, Debug)]
 pub struct Store {
-    pool: SqlitePool,
-    /// The hot path's connections (see [`direct`]).
-    direct: Arc<direct::Direct>,
+    pool: AnyPool,
+    lane: Lane,
     /// The directory of a `sqlite::memory:` database, removed with the last clone. Declared
     /// last: fields drop in order, so the connections close before it goes.
     _ephemeral: Option<Arc<tempfile::TempDir>>,
 }
 
+#[derive(Clone, Debug)]
+enum Lane {
+    Sqlite {
+        typed: SqlitePool,
+        /// The hot path's connections (see [`direct`]).
+        direct: Arc<direct::Direct>,
+    },
+    Postgres {
+        typed: PgPool,
+    },
+}
+
 impl Store {
-    /// Opens (creating if needed) the database at `url` and applies pending migrations.
+    /// Opens the database at `url` and applies pending migrations.
     ///
-    /// `sqlite://PATH` is a database file; `sqlite::memory:` is a private, throwaway one (a
-    /// file in a temporary directory that is removed with the last clone of the store), so
-    /// it behaves exactly like a file database, direct connections included.
+    /// `sqlite://PATH` is a database file, created if needed; `sqlite::memory:` is a
+    /// private, throwaway one (a file in a temporary directory that is removed with the
+    /// last clone of the store), so it behaves exactly like a file database, direct
+    /// connections included. `postgres://…` (or `postgresql://…`) is an existing
+    /// PostgreSQL database; several replicas may open it at once.
+    #[tracing::instrument(skip_all, fields(backend))]
     pub async fn open(url: &str) -> Result<Self, StoreError> {
+        sqlx::any::install_default_drivers();
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Self::open_postgres(url).await
+        } else {
+            Self::open_sqlite(url).await
+        }
+    }
+
+    async fn open_sqlite(url: &str) -> Result<Self, StoreError> {
         let (options, path, ephemeral) = match sqlite_options(url)? {
             (options, Some(path)) => (options, path, None),
             (_, None) => {
@@ -100,7 +148,22 @@ impl Store {
                 source,
             })?;
         }
-        let pool = SqlitePoolOptions::new()
+        let open_error = |source| StoreError::Open {
+            target: path.display().to_string(),
+            source,
+        };
+        // The typed pool creates the file, switches it to WAL (a setting the file keeps)
+        // and migrates; it stays small, for the console's sessions.
+        let typed = SqlitePoolOptions::new()
+            .test_before_acquire(false)
+            .max_connections(2)
+            .idle_timeout(Some(Duration::from_secs(600)))
+            .connect_with(options)
+            .await
+            .map_err(open_error)?;
+        SQLITE_MIGRATOR.run(&typed).await?;
+        let any_url = format!("sqlite://{}", path.display());
+        let pool = AnyPoolOptions::new()
             // A SQLite connection is a file handle, not a socket that can drop: the default
             // check before every acquire was one more round trip to the connection's worker
             // thread on every query of the hot path.
@@ -108,38 +171,173 @@ impl Store {
             .max_connections(8)
             .idle_timeout(Some(Duration::from_secs(600)))
             .max_lifetime(Some(Duration::from_secs(3600)))
-            .connect_with(options)
+            // The `Any` driver opens SQLite from the URL alone; the settings that are per
+            // connection are made here. FULL fsyncs every commit: an audit event that was
+            // acknowledged survives a power loss, which DESIGN.md requires of the allowed
+            // event written before an upstream call.
+            .after_connect(|conn, _| {
+                Box::pin(async move {
+                    conn.execute(
+                        "PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; \
+                         PRAGMA busy_timeout = 10000;",
+                    )
+                    .await?;
+                    Ok(())
+                })
+            })
+            .connect(&any_url)
             .await
-            .map_err(|source| StoreError::Open {
-                path: path.clone(),
-                source,
-            })?;
-        MIGRATOR.run(&pool).await?;
+            .map_err(open_error)?;
         let store = Self {
             pool,
-            direct: Arc::new(direct::Direct::new(&path)),
+            lane: Lane::Sqlite {
+                typed,
+                direct: Arc::new(direct::Direct::new(&path)),
+            },
             _ephemeral: ephemeral,
         };
         catalog::pin_tools_stored_before_pins(&store).await?;
         Ok(store)
     }
 
-    /// The underlying pool, for the session store and the store's own submodules.
-    pub fn pool(&self) -> &SqlitePool {
+    async fn open_postgres(url: &str) -> Result<Self, StoreError> {
+        let unsupported = || StoreError::UnsupportedUrl(url.to_owned());
+        let options = PgConnectOptions::from_str(url).map_err(|_| unsupported())?;
+        // The database named in a URL, without its password, for messages.
+        let target = format!(
+            "{}:{}/{}",
+            options.get_host(),
+            options.get_port(),
+            options.get_database().unwrap_or("")
+        );
+        let open_error = |source| StoreError::Open {
+            target: target.clone(),
+            source,
+        };
+        let typed = PgPoolOptions::new()
+            .max_connections(2)
+            .acquire_timeout(Duration::from_secs(10))
+            .connect_with(options)
+            .await
+            .map_err(open_error)?;
+        // sqlx's PostgreSQL migrator holds an advisory lock while it runs, so replicas
+        // starting together migrate once.
+        POSTGRES_MIGRATOR.run(&typed).await?;
+        let pool = AnyPoolOptions::new()
+            .max_connections(16)
+            .acquire_timeout(Duration::from_secs(10))
+            .idle_timeout(Some(Duration::from_secs(600)))
+            .max_lifetime(Some(Duration::from_secs(3600)))
+            .connect(url)
+            .await
+            .map_err(open_error)?;
+        let store = Self {
+            pool,
+            lane: Lane::Postgres { typed },
+            _ephemeral: None,
+        };
+        // Replicas starting together run this at once; it is idempotent and takes the
+        // write lock.
+        catalog::pin_tools_stored_before_pins(&store).await?;
+        Ok(store)
+    }
+
+    pub fn backend(&self) -> Backend {
+        match self.lane {
+            Lane::Sqlite { .. } => Backend::Sqlite,
+            Lane::Postgres { .. } => Backend::Postgres,
+        }
+    }
+
+    /// The pool every statement of the store runs on. It never leaves the store.
+    pub(crate) fn pool(&self) -> &AnyPool {
         &self.pool
     }
 
-    pub(crate) fn direct(&self) -> &direct::Direct {
-        &self.direct
+    /// The pool, for tests that tamper with stored rows the way an attacker with the
+    /// database file would. Only with the `test-support` feature.
+    #[cfg(feature = "test-support")]
+    pub fn test_pool(&self) -> &AnyPool {
+        &self.pool
+    }
+
+    /// The direct SQLite lane of the hot path; `None` on PostgreSQL, where the same reads
+    /// go through the pool.
+    pub(crate) fn direct(&self) -> Option<&direct::Direct> {
+        match &self.lane {
+            Lane::Sqlite { direct, .. } => Some(direct),
+            Lane::Postgres { .. } => None,
+        }
+    }
+
+    /// Begins a transaction that writes. Writers take turns, on both backends: SQLite's
+    /// `BEGIN IMMEDIATE` takes the file's write lock, and on PostgreSQL every such
+    /// transaction first takes one advisory lock, held to its commit. So a read-then-write
+    /// inside (the audit chain's tip, a session's usage against its caps, a revision
+    /// check) sees no other writer's change between its read and its write, whichever
+    /// replica the other writer runs in.
+    pub(crate) async fn begin_write(&self) -> Result<Transaction<'static, Any>, StoreError> {
+        match self.lane {
+            Lane::Sqlite { .. } => Ok(self.pool.begin_with("BEGIN IMMEDIATE").await?),
+            Lane::Postgres { .. } => {
+                let mut tx = self.pool.begin().await?;
+                // The lock's own result is `void`, a type the `Any` driver cannot read.
+                sqlx::query("SELECT 1 FROM (SELECT pg_advisory_xact_lock($1)) AS locked")
+                    .bind(WRITE_LOCK)
+                    .execute(&mut *tx)
+                    .await?;
+                Ok(tx)
+            }
+        }
+    }
+
+    /// The console's session store, on the same database.
+    pub fn console_sessions(&self) -> ConsoleSessionStore {
+        match &self.lane {
+            Lane::Sqlite { typed, .. } => ConsoleSessionStore::sqlite(typed.clone()),
+            Lane::Postgres { typed } => ConsoleSessionStore::postgres(typed.clone()),
+        }
     }
 
     /// True when the database answers a trivial query.
     pub async fn ping(&self) -> bool {
-        sqlx::query_scalar::<_, i64>("SELECT 1")
+        sqlx::query_scalar::<_, i64>("SELECT CAST(1 AS BIGINT)")
             .fetch_one(&self.pool)
             .await
             .is_ok()
     }
+
+    /// Closes every connection; later queries fail.
+    pub async fn close(&self) {
+        self.pool.close().await;
+        match &self.lane {
+            Lane::Sqlite { typed, .. } => typed.close().await,
+            Lane::Postgres { typed } => typed.close().await,
+        }
+    }
+}
+
+/// Numbers the `?` marks of a statement assembled from parts as `$1`, `$2`, … in order,
+/// the one placeholder syntax both backends read.
+pub(crate) fn numbered(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len() + 8);
+    let mut n = 0;
+    for c in sql.chars() {
+        if c == '?' {
+            n += 1;
+            out.push('$');
+            out.push_str(&n.to_string());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// A row's column read as a flag: flags are integers 0/1 on both backends.
+pub(crate) fn flag(row: &AnyRow, column: &str) -> Result<bool, sqlx::Error> {
+    use sqlx::Row as _;
+    Ok(row.try_get::<i64, _>(column)? != 0)
 }
 
 fn sqlite_options(url: &str) -> Result<(SqliteConnectOptions, Option<PathBuf>), StoreError> {
@@ -151,8 +349,6 @@ fn sqlite_options(url: &str) -> Result<(SqliteConnectOptions, Option<PathBuf>), 
         .map_err(|_| unsupported())?
         .create_if_missing(true)
         .journal_mode(SqliteJournalMode::Wal)
-        // FULL fsyncs every commit: an audit event that was acknowledged survives a power
-        // loss, which DESIGN.md requires of the allowed-event written before an upstream call.
         .synchronous(SqliteSynchronous::Full)
         .foreign_keys(true)
         .busy_timeout(Duration::from_secs(10));
@@ -212,7 +408,7 @@ mod tests {
         let clone = first.clone();
         drop(first);
         assert!(dir.exists(), "a clone keeps the database");
-        clone.pool().close().await;
+        clone.close().await;
         drop(clone);
         assert!(!dir.exists(), "the last clone removes it");
     }

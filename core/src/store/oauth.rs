@@ -2,8 +2,8 @@
 //! tokens. Codes and tokens are stored as SHA-256 digests only.
 
 use chrono::{DateTime, Utc};
-use sqlx::sqlite::SqliteRow;
-use sqlx::{Row, SqliteConnection};
+use sqlx::any::AnyRow;
+use sqlx::{AnyConnection, Row};
 
 use super::{Store, StoreError, stamp};
 use crate::slug::Slug;
@@ -34,7 +34,7 @@ pub struct ClientRow {
     pub created_at: DateTime<Utc>,
 }
 
-fn client_from_row(row: &SqliteRow) -> Result<ClientRow, StoreError> {
+fn client_from_row(row: &AnyRow) -> Result<ClientRow, StoreError> {
     let uris: String = row.try_get("redirect_uris")?;
     Ok(ClientRow {
         client_id: row.try_get("client_id")?,
@@ -66,7 +66,7 @@ pub struct RequestRow {
     pub expires_at: DateTime<Utc>,
 }
 
-fn request_from_row(row: &SqliteRow) -> Result<RequestRow, StoreError> {
+fn request_from_row(row: &AnyRow) -> Result<RequestRow, StoreError> {
     Ok(RequestRow {
         id: row.try_get("id")?,
         client_id: row.try_get("client_id")?,
@@ -111,12 +111,12 @@ const GRANT_COLUMNS: &str =
     "g.key_id, k.name AS key_name, g.user_id, g.user_name, g.client_id, g.client_name,
     k.scope, g.resource, g.created_at, k.last_used_at, k.revoked_at,
     (SELECT COUNT(*) FROM oauth_tokens t WHERE t.key_id = g.key_id AND t.kind = 'access'
-        AND t.revoked_at IS NULL AND t.expires_at > ?1) AS live_access_tokens,
+        AND t.revoked_at IS NULL AND t.expires_at > $1) AS live_access_tokens,
     (SELECT MAX(t.expires_at) FROM oauth_tokens t WHERE t.key_id = g.key_id
         AND t.kind = 'refresh' AND t.revoked_at IS NULL AND t.used_at IS NULL
-        AND t.expires_at > ?1) AS refresh_expires_at";
+        AND t.expires_at > $1) AS refresh_expires_at";
 
-fn grant_from_row(row: &SqliteRow) -> Result<GrantRow, StoreError> {
+fn grant_from_row(row: &AnyRow) -> Result<GrantRow, StoreError> {
     let scope: String = row.try_get("scope")?;
     Ok(GrantRow {
         key_id: row.try_get("key_id")?,
@@ -203,7 +203,7 @@ impl Store {
             "INSERT INTO oauth_clients
                  (client_id, registration, name, redirect_uris, auth_method, secret_hash,
                   metadata, created_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
              ON CONFLICT (client_id) DO UPDATE SET
                  name = excluded.name, redirect_uris = excluded.redirect_uris,
                  auth_method = excluded.auth_method, metadata = excluded.metadata
@@ -223,7 +223,7 @@ impl Store {
     }
 
     pub async fn oauth_client(&self, client_id: &str) -> Result<Option<ClientRow>, StoreError> {
-        let row = sqlx::query("SELECT * FROM oauth_clients WHERE client_id = ?")
+        let row = sqlx::query("SELECT * FROM oauth_clients WHERE client_id = $1")
             .bind(client_id)
             .fetch_optional(self.pool())
             .await?;
@@ -233,7 +233,7 @@ impl Store {
     /// Stores a checked authorization request, and drops the ones that expired.
     pub async fn insert_oauth_request(&self, request: &RequestRow) -> Result<(), StoreError> {
         let mut tx = self.pool().begin().await?;
-        sqlx::query("DELETE FROM oauth_requests WHERE expires_at <= ?")
+        sqlx::query("DELETE FROM oauth_requests WHERE expires_at <= $1")
             .bind(stamp(request.created_at))
             .execute(&mut *tx)
             .await?;
@@ -241,7 +241,7 @@ impl Store {
             "INSERT INTO oauth_requests
                  (id, client_id, redirect_uri, state, code_challenge, resource,
                   requested_scope, created_at, expires_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
         )
         .bind(&request.id)
         .bind(&request.client_id)
@@ -264,7 +264,7 @@ impl Store {
         id: &str,
         now: DateTime<Utc>,
     ) -> Result<Option<RequestRow>, StoreError> {
-        let row = sqlx::query("SELECT * FROM oauth_requests WHERE id = ? AND expires_at > ?")
+        let row = sqlx::query("SELECT * FROM oauth_requests WHERE id = $1 AND expires_at > $2")
             .bind(id)
             .bind(stamp(now))
             .fetch_optional(self.pool())
@@ -282,7 +282,7 @@ impl Store {
     /// Allowed scopes of a console user, sorted.
     pub async fn console_user_scopes(&self, user_id: i64) -> Result<Vec<Slug>, StoreError> {
         let rows: Vec<String> = sqlx::query_scalar(
-            "SELECT scope FROM console_user_scopes WHERE user_id = ? ORDER BY scope",
+            "SELECT scope FROM console_user_scopes WHERE user_id = $1 ORDER BY scope",
         )
         .bind(user_id)
         .fetch_all(self.pool())
@@ -300,7 +300,7 @@ impl Store {
     ) -> Result<Vec<GrantRow>, StoreError> {
         let rows = sqlx::query(&format!(
             "SELECT {GRANT_COLUMNS} FROM oauth_grants g JOIN agent_keys k ON k.id = g.key_id
-             WHERE ?2 IS NULL OR g.user_id = ?2
+             WHERE $2 IS NULL OR g.user_id = $2
              ORDER BY g.created_at DESC, g.key_id DESC"
         ))
         .bind(stamp(now))
@@ -317,7 +317,7 @@ impl Store {
     ) -> Result<Option<GrantRow>, StoreError> {
         let row = sqlx::query(&format!(
             "SELECT {GRANT_COLUMNS} FROM oauth_grants g JOIN agent_keys k ON k.id = g.key_id
-             WHERE g.key_id = ?2"
+             WHERE g.key_id = $2"
         ))
         .bind(stamp(now))
         .bind(key_id)
@@ -327,7 +327,7 @@ impl Store {
     }
 
     pub async fn oauth_code(&self, code_hash: &str) -> Result<Option<CodeRow>, StoreError> {
-        let row = sqlx::query("SELECT * FROM oauth_codes WHERE code_hash = ?")
+        let row = sqlx::query("SELECT * FROM oauth_codes WHERE code_hash = $1")
             .bind(code_hash)
             .fetch_optional(self.pool())
             .await?;
@@ -351,7 +351,7 @@ impl Store {
         at: DateTime<Utc>,
     ) -> Result<bool, StoreError> {
         let done = sqlx::query(
-            "UPDATE oauth_codes SET used_at = ? WHERE code_hash = ? AND used_at IS NULL",
+            "UPDATE oauth_codes SET used_at = $1 WHERE code_hash = $2 AND used_at IS NULL",
         )
         .bind(stamp(at))
         .bind(code_hash)
@@ -364,7 +364,7 @@ impl Store {
         let row = sqlx::query(
             "SELECT t.kind, t.key_id, t.expires_at, t.used_at, t.revoked_at, g.client_id
              FROM oauth_tokens t JOIN oauth_grants g ON g.key_id = t.key_id
-             WHERE t.token_hash = ?",
+             WHERE t.token_hash = $1",
         )
         .bind(token_hash)
         .fetch_optional(self.pool())
@@ -392,8 +392,8 @@ impl Store {
     ) -> Result<bool, StoreError> {
         let mut tx = self.pool().begin().await?;
         let done = sqlx::query(
-            "UPDATE oauth_tokens SET used_at = ?
-             WHERE token_hash = ? AND kind = 'refresh' AND used_at IS NULL AND revoked_at IS NULL",
+            "UPDATE oauth_tokens SET used_at = $1
+             WHERE token_hash = $2 AND kind = 'refresh' AND used_at IS NULL AND revoked_at IS NULL",
         )
         .bind(stamp(pair.at))
         .bind(old_hash)
@@ -426,7 +426,7 @@ impl Store {
         at: DateTime<Utc>,
     ) -> Result<(), StoreError> {
         sqlx::query(
-            "UPDATE oauth_tokens SET revoked_at = COALESCE(revoked_at, ?) WHERE token_hash = ?",
+            "UPDATE oauth_tokens SET revoked_at = COALESCE(revoked_at, $1) WHERE token_hash = $2",
         )
         .bind(stamp(at))
         .bind(token_hash)
@@ -438,29 +438,61 @@ impl Store {
     /// What the access token with this digest authenticates as at `now`. Every `/mcp`
     /// request with a token asks, so, like the agent key lookup, it reads inline on a
     /// direct connection (see [`super::direct`]).
-    pub fn oauth_access(
+    pub async fn oauth_access(
         &self,
         token_hash: &str,
         now: DateTime<Utc>,
     ) -> Result<Option<AccessRow>, StoreError> {
-        let columns = self.direct().with(|conn| {
-            let mut query = conn.prepare_cached(ACCESS)?;
-            let mut rows = query.query(rusqlite::params![token_hash, stamp(now)])?;
-            let Some(row) = rows.next()? else {
-                return Ok(None);
-            };
-            Ok(Some((
-                row.get::<_, i64>("key_id")?,
-                row.get::<_, String>("name")?,
-                row.get::<_, String>("scope")?,
-                row.get::<_, String>("user_name")?,
-                row.get::<_, String>("client_name")?,
-                row.get::<_, String>("resource")?,
-                row.get::<_, String>("expires_at")?,
-                row.get::<_, Option<String>>("last_used_at")?,
-                row.get::<_, bool>("usable")?,
-            )))
-        })?;
+        type Columns = (
+            i64,
+            String,
+            String,
+            String,
+            String,
+            String,
+            String,
+            Option<String>,
+            bool,
+        );
+        let columns: Option<Columns> = match self.direct() {
+            Some(direct) => direct.with(|conn| {
+                let mut query = conn.prepare_cached(ACCESS)?;
+                let mut rows = query.query(rusqlite::params![stamp(now), token_hash])?;
+                let Some(row) = rows.next()? else {
+                    return Ok(None);
+                };
+                Ok(Some((
+                    row.get::<_, i64>("key_id")?,
+                    row.get::<_, String>("name")?,
+                    row.get::<_, String>("scope")?,
+                    row.get::<_, String>("user_name")?,
+                    row.get::<_, String>("client_name")?,
+                    row.get::<_, String>("resource")?,
+                    row.get::<_, String>("expires_at")?,
+                    row.get::<_, Option<String>>("last_used_at")?,
+                    row.get::<_, bool>("usable")?,
+                )))
+            })?,
+            None => match sqlx::query(ACCESS)
+                .bind(stamp(now))
+                .bind(token_hash)
+                .fetch_optional(self.pool())
+                .await?
+            {
+                None => None,
+                Some(row) => Some((
+                    row.try_get("key_id")?,
+                    row.try_get("name")?,
+                    row.try_get("scope")?,
+                    row.try_get("user_name")?,
+                    row.try_get("client_name")?,
+                    row.try_get("resource")?,
+                    row.try_get("expires_at")?,
+                    row.try_get("last_used_at")?,
+                    super::flag(&row, "usable")?,
+                )),
+            },
+        };
         let Some((
             key_id,
             key_name,
@@ -491,17 +523,20 @@ impl Store {
 }
 
 /// The access token lookup: the token with everything that can end it, in one read.
+/// Parameters are numbered in the order they first appear: rusqlite (the direct lane)
+/// numbers `$N` marks that way, sqlx by their digits.
 const ACCESS: &str = "SELECT t.key_id, k.name, k.scope, g.user_name, g.client_name, g.resource,
         t.expires_at, k.last_used_at,
-        (t.revoked_at IS NULL AND k.revoked_at IS NULL AND u.disabled = 0
-         AND (k.expires_at IS NULL OR k.expires_at > ?2)
+        CASE WHEN t.revoked_at IS NULL AND k.revoked_at IS NULL AND u.disabled = 0
+         AND (k.expires_at IS NULL OR k.expires_at > $1)
          AND EXISTS (SELECT 1 FROM console_user_scopes s
-                     WHERE s.user_id = g.user_id AND s.scope = k.scope)) AS usable
+                     WHERE s.user_id = g.user_id AND s.scope = k.scope)
+         THEN 1 ELSE 0 END AS usable
     FROM oauth_tokens t
     JOIN agent_keys k ON k.id = t.key_id AND k.kind = 'oauth'
     JOIN oauth_grants g ON g.key_id = t.key_id
     JOIN console_users u ON u.id = g.user_id
-    WHERE t.token_hash = ?1 AND t.kind = 'access'";
+    WHERE t.token_hash = $2 AND t.kind = 'access'";
 
 /// A freshly issued access and refresh token, as digests.
 #[derive(Debug, Clone)]
@@ -514,12 +549,12 @@ pub struct TokenPair<'a> {
 }
 
 async fn insert_pair_on(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     key_id: i64,
     pair: &TokenPair<'_>,
 ) -> Result<(), StoreError> {
     // Expired tokens of the grant are of no use to anyone: dropped as new ones come.
-    sqlx::query("DELETE FROM oauth_tokens WHERE key_id = ? AND expires_at <= ?")
+    sqlx::query("DELETE FROM oauth_tokens WHERE key_id = $1 AND expires_at <= $2")
         .bind(key_id)
         .bind(stamp(pair.at))
         .execute(&mut *conn)
@@ -530,7 +565,7 @@ async fn insert_pair_on(
     ] {
         sqlx::query(
             "INSERT INTO oauth_tokens (token_hash, kind, key_id, created_at, expires_at)
-             VALUES (?, ?, ?, ?, ?)",
+             VALUES ($1, $2, $3, $4, $5)",
         )
         .bind(hash)
         .bind(kind)
@@ -547,13 +582,13 @@ async fn insert_pair_on(
 /// door's transaction (so the consent and its audit event commit together). Returns the
 /// credential row's id.
 pub(crate) async fn insert_grant_on(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     grant: &NewGrant<'_>,
     code: &NewCode<'_>,
 ) -> Result<i64, StoreError> {
     let key_id: i64 = sqlx::query_scalar(
         "INSERT INTO agent_keys (name, scope, key_hash, prefix, created_at, created_by, kind)
-         VALUES (?, ?, ?, 'oauth', ?, ?, 'oauth')
+         VALUES ($1, $2, $3, 'oauth', $4, $5, 'oauth')
          RETURNING id",
     )
     .bind(grant.name)
@@ -566,7 +601,7 @@ pub(crate) async fn insert_grant_on(
     sqlx::query(
         "INSERT INTO oauth_grants
              (key_id, user_id, user_name, client_id, client_name, resource, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?)",
+         VALUES ($1, $2, $3, $4, $5, $6, $7)",
     )
     .bind(key_id)
     .bind(grant.user_id)
@@ -580,7 +615,7 @@ pub(crate) async fn insert_grant_on(
     sqlx::query(
         "INSERT INTO oauth_codes
              (code_hash, key_id, client_id, redirect_uri, code_challenge, expires_at)
-         VALUES (?, ?, ?, ?, ?, ?)",
+         VALUES ($1, $2, $3, $4, $5, $6)",
     )
     .bind(code.code_hash)
     .bind(key_id)
@@ -604,10 +639,10 @@ pub struct NewCode<'a> {
 
 /// Deletes a pending request (consent given or refused); false when it was gone already.
 pub(crate) async fn take_request_on(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     id: &str,
 ) -> Result<bool, StoreError> {
-    let done = sqlx::query("DELETE FROM oauth_requests WHERE id = ?")
+    let done = sqlx::query("DELETE FROM oauth_requests WHERE id = $1")
         .bind(id)
         .execute(conn)
         .await?;
@@ -617,13 +652,13 @@ pub(crate) async fn take_request_on(
 /// Revokes a grant's credential row and every token of it. Returns the grant's state
 /// before, `None` when there is no such grant.
 pub(crate) async fn revoke_grant_on(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     key_id: i64,
     at: DateTime<Utc>,
 ) -> Result<Option<Option<DateTime<Utc>>>, StoreError> {
     let before: Option<Option<String>> = sqlx::query_scalar(
         "SELECT k.revoked_at FROM agent_keys k JOIN oauth_grants g ON g.key_id = k.id
-         WHERE k.id = ?",
+         WHERE k.id = $1",
     )
     .bind(key_id)
     .fetch_optional(&mut *conn)
@@ -631,12 +666,12 @@ pub(crate) async fn revoke_grant_on(
     let Some(before) = before else {
         return Ok(None);
     };
-    sqlx::query("UPDATE agent_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?")
+    sqlx::query("UPDATE agent_keys SET revoked_at = COALESCE(revoked_at, $1) WHERE id = $2")
         .bind(stamp(at))
         .bind(key_id)
         .execute(&mut *conn)
         .await?;
-    sqlx::query("UPDATE oauth_tokens SET revoked_at = COALESCE(revoked_at, ?) WHERE key_id = ?")
+    sqlx::query("UPDATE oauth_tokens SET revoked_at = COALESCE(revoked_at, $1) WHERE key_id = $2")
         .bind(stamp(at))
         .bind(key_id)
         .execute(&mut *conn)
@@ -646,22 +681,22 @@ pub(crate) async fn revoke_grant_on(
 
 /// Replaces a console user's allowed scopes; returns the ones before.
 pub(crate) async fn set_user_scopes_on(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     user_id: i64,
     scopes: &[Slug],
 ) -> Result<Vec<String>, StoreError> {
     let before: Vec<String> = sqlx::query_scalar(
-        "SELECT scope FROM console_user_scopes WHERE user_id = ? ORDER BY scope",
+        "SELECT scope FROM console_user_scopes WHERE user_id = $1 ORDER BY scope",
     )
     .bind(user_id)
     .fetch_all(&mut *conn)
     .await?;
-    sqlx::query("DELETE FROM console_user_scopes WHERE user_id = ?")
+    sqlx::query("DELETE FROM console_user_scopes WHERE user_id = $1")
         .bind(user_id)
         .execute(&mut *conn)
         .await?;
     for scope in scopes {
-        sqlx::query("INSERT OR IGNORE INTO console_user_scopes (user_id, scope) VALUES (?, ?)")
+        sqlx::query("INSERT INTO console_user_scopes (user_id, scope) VALUES ($1, $2) ON CONFLICT DO NOTHING")
             .bind(user_id)
             .bind(scope.as_str())
             .execute(&mut *conn)

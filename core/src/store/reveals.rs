@@ -14,13 +14,13 @@ impl Store {
         payload: &str,
         expires_at: DateTime<Utc>,
     ) -> Result<(), StoreError> {
-        let mut tx = self.pool().begin_with("BEGIN IMMEDIATE").await?;
-        sqlx::query("DELETE FROM agent_key_reveals WHERE expires_at <= ?")
+        let mut tx = self.begin_write().await?;
+        sqlx::query("DELETE FROM agent_key_reveals WHERE expires_at <= $1")
             .bind(stamp(Utc::now()))
             .execute(&mut *tx)
             .await?;
         sqlx::query(
-            "INSERT INTO agent_key_reveals (token_hash, user_id, payload, expires_at) VALUES (?, ?, ?, ?)",
+            "INSERT INTO agent_key_reveals (token_hash, user_id, payload, expires_at) VALUES ($1, $2, $3, $4)",
         )
         .bind(token_hash)
         .bind(user_id)
@@ -41,7 +41,7 @@ impl Store {
         now: DateTime<Utc>,
     ) -> Result<Option<String>, StoreError> {
         let row: Option<(i64, String, String)> = sqlx::query_as(
-            "DELETE FROM agent_key_reveals WHERE token_hash = ? RETURNING user_id, payload, expires_at",
+            "DELETE FROM agent_key_reveals WHERE token_hash = $1 RETURNING user_id, payload, expires_at",
         )
         .bind(token_hash)
         .fetch_optional(self.pool())

@@ -6,9 +6,9 @@
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
+use sqlx::AnyConnection;
 use sqlx::Row;
-use sqlx::SqliteConnection;
-use sqlx::sqlite::SqliteRow;
+use sqlx::any::AnyRow;
 
 use super::{Store, StoreError, stamp};
 use crate::model::Resource;
@@ -189,12 +189,12 @@ fn optional_json<T: serde::de::DeserializeOwned>(
     .transpose()
 }
 
-fn version(row: &SqliteRow, column: &str) -> Result<u32, sqlx::Error> {
+fn version(row: &AnyRow, column: &str) -> Result<u32, sqlx::Error> {
     let v: i64 = row.try_get(column)?;
     u32::try_from(v).map_err(|_| sqlx::Error::Decode(format!("bad {column} {v}").into()))
 }
 
-fn candidate_from_row(row: &SqliteRow) -> Result<CandidateRecord, sqlx::Error> {
+fn candidate_from_row(row: &AnyRow) -> Result<CandidateRecord, sqlx::Error> {
     let proposer: String = row.try_get("proposer")?;
     let kind: String = row.try_get("proposer_kind")?;
     let approved: Option<i64> = row.try_get("approved_version")?;
@@ -237,7 +237,7 @@ impl Store {
     }
 
     pub async fn get_candidate(&self, id: &str) -> Result<Option<CandidateRecord>, StoreError> {
-        let row = sqlx::query(&format!("{CANDIDATE_COLUMNS} WHERE id = ?"))
+        let row = sqlx::query(&format!("{CANDIDATE_COLUMNS} WHERE id = $1"))
             .bind(id)
             .fetch_optional(self.pool())
             .await?;
@@ -258,7 +258,7 @@ impl Store {
         let cursor: Option<String> = match before {
             None => None,
             Some(id) => Some(
-                sqlx::query_scalar("SELECT created_at FROM skill_candidates WHERE id = ?")
+                sqlx::query_scalar("SELECT created_at FROM skill_candidates WHERE id = $1")
                     .bind(id)
                     .fetch_optional(self.pool())
                     .await?
@@ -268,9 +268,9 @@ impl Store {
             ),
         };
         let rows = sqlx::query(&format!(
-            "{CANDIDATE_COLUMNS} WHERE (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR skill = ?2) \
-             AND (?3 IS NULL OR created_at < ?3 OR (created_at = ?3 AND id < ?4)) \
-             ORDER BY created_at DESC, id DESC LIMIT ?5"
+            "{CANDIDATE_COLUMNS} WHERE ($1 IS NULL OR status = $1) AND ($2 IS NULL OR skill = $2) \
+             AND ($3 IS NULL OR created_at < $3 OR (created_at = $3 AND id < $4)) \
+             ORDER BY created_at DESC, id DESC LIMIT $5"
         ))
         .bind(status.map(CandidateStatus::as_str))
         .bind(skill)
@@ -293,7 +293,7 @@ impl Store {
         version: u32,
     ) -> Result<Option<CandidateRecord>, StoreError> {
         let row = sqlx::query(&format!(
-            "{CANDIDATE_COLUMNS} WHERE skill = ? AND status = 'approved' AND approved_version = ? LIMIT 1"
+            "{CANDIDATE_COLUMNS} WHERE skill = $1 AND status = 'approved' AND approved_version = $2 LIMIT 1"
         ))
         .bind(skill)
         .bind(i64::from(version))
@@ -310,13 +310,13 @@ impl Store {
     ) -> Result<(Vec<PatternRecord>, u64), StoreError> {
         let rows = sqlx::query(
             "SELECT id, skill, name, content, sources, created_by, created_at FROM wiki_patterns \
-             WHERE skill = ? ORDER BY created_at, id LIMIT ?",
+             WHERE skill = $1 ORDER BY created_at, id LIMIT $2",
         )
         .bind(skill)
         .bind(i64::from(MAX_PATTERNS))
         .fetch_all(self.pool())
         .await?;
-        let total: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM wiki_patterns WHERE skill = ?")
+        let total: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM wiki_patterns WHERE skill = $1")
             .bind(skill)
             .fetch_one(self.pool())
             .await?;
@@ -335,7 +335,7 @@ impl Store {
     ) -> Result<Vec<PatternRecord>, StoreError> {
         let rows = sqlx::query(
             "SELECT id, skill, name, content, sources, created_by, created_at FROM wiki_patterns \
-             WHERE skill = ?1 AND id IN (SELECT value FROM json_each(?2))",
+             WHERE skill = $1 AND id IN (SELECT value FROM json_each($2))",
         )
         .bind(skill)
         .bind(id_list(ids))
@@ -363,7 +363,7 @@ impl Store {
         let cursor: Option<String> = match after {
             None => None,
             Some(id) => Some(
-                sqlx::query_scalar("SELECT at FROM skill_feedback WHERE id = ? AND skill = ?")
+                sqlx::query_scalar("SELECT at FROM skill_feedback WHERE id = $1 AND skill = $2")
                     .bind(id)
                     .bind(skill)
                     .fetch_optional(self.pool())
@@ -376,8 +376,8 @@ impl Store {
             ),
         };
         let rows = sqlx::query(&format!(
-            "{FEEDBACK_COLUMNS} WHERE skill = ?1 AND (?2 IS NULL OR at >= ?2) \
-             AND (?3 IS NULL OR at > ?3 OR (at = ?3 AND id > ?4)) ORDER BY at, id LIMIT ?5"
+            "{FEEDBACK_COLUMNS} WHERE skill = $1 AND ($2 IS NULL OR at >= $2) \
+             AND ($3 IS NULL OR at > $3 OR (at = $3 AND id > $4)) ORDER BY at, id LIMIT $5"
         ))
         .bind(skill)
         .bind(since.map(stamp))
@@ -400,7 +400,7 @@ impl Store {
         ids: &[String],
     ) -> Result<Vec<FeedbackRecord>, StoreError> {
         let rows = sqlx::query(&format!(
-            "{FEEDBACK_COLUMNS} WHERE skill = ?1 AND id IN (SELECT value FROM json_each(?2))"
+            "{FEEDBACK_COLUMNS} WHERE skill = $1 AND id IN (SELECT value FROM json_each($2))"
         ))
         .bind(skill)
         .bind(id_list(ids))
@@ -422,7 +422,7 @@ impl Store {
         base_version: u32,
     ) -> Result<Vec<String>, StoreError> {
         Ok(sqlx::query_scalar(
-            "SELECT id FROM skill_feedback WHERE skill = ? AND kind = 'requirement' AND version >= ? \
+            "SELECT id FROM skill_feedback WHERE skill = $1 AND kind = 'requirement' AND version >= $2 \
              ORDER BY at, rowid",
         )
         .bind(skill)
@@ -441,26 +441,26 @@ impl Store {
     ) -> Result<KnownSources, StoreError> {
         let ids = serde_json::to_string(cited).expect("strings serialize");
         let feedback: Vec<String> = sqlx::query_scalar(
-            "SELECT id FROM skill_feedback WHERE skill = ?1 AND id IN (SELECT value FROM json_each(?2))",
+            "SELECT id FROM skill_feedback WHERE skill = $1 AND id IN (SELECT value FROM json_each($2))",
         )
         .bind(skill)
         .bind(&ids)
         .fetch_all(self.pool())
         .await?;
         let sessions: Vec<String> = sqlx::query_scalar(
-            "SELECT session_id FROM skill_feedback WHERE skill = ?1 \
-               AND session_id IN (SELECT value FROM json_each(?2)) \
+            "SELECT session_id FROM skill_feedback WHERE skill = $1 \
+               AND session_id IN (SELECT value FROM json_each($2)) \
              UNION SELECT g.id FROM governance_sessions g \
-             WHERE g.id IN (SELECT value FROM json_each(?2)) AND EXISTS ( \
+             WHERE g.id IN (SELECT value FROM json_each($2)) AND EXISTS ( \
                SELECT 1 FROM json_each(g.state, '$.learned') AS l, json_each(l.value, '$.skills') AS s \
-               WHERE json_extract(s.value, '$.skill') = ?1)",
+               WHERE json_extract(s.value, '$.skill') = $1)",
         )
         .bind(skill)
         .bind(&ids)
         .fetch_all(self.pool())
         .await?;
         let patterns: Vec<String> = sqlx::query_scalar(
-            "SELECT id FROM wiki_patterns WHERE skill = ?1 AND id IN (SELECT value FROM json_each(?2))",
+            "SELECT id FROM wiki_patterns WHERE skill = $1 AND id IN (SELECT value FROM json_each($2))",
         )
         .bind(skill)
         .bind(&ids)
@@ -475,8 +475,8 @@ impl Store {
 
     /// Reserves one slot of `limit` for `subject` (an agent key) at `now`, in one
     /// statement that counts the slots of the last `window` and inserts only when fewer
-    /// than `max` are taken. A writing statement holds SQLite's write lock from its start,
-    /// so the count is exact whichever process of a shared database asks.
+    /// than `max` are taken. The count and the insert run under the write lock
+    /// ([`Store::begin_write`]), so the count is exact whichever process or replica asks.
     pub async fn reserve_rate_slot(
         &self,
         subject: &str,
@@ -486,33 +486,37 @@ impl Store {
         let now_ms = now.timestamp_millis();
         let window_ms = i64::try_from(limit.window.as_millis()).unwrap_or(i64::MAX);
         let since = now_ms.saturating_sub(window_ms);
+        let mut tx = self.begin_write().await?;
         let reserved = sqlx::query(
-            "INSERT INTO rate_limit_slots (subject, action, at_ms) SELECT ?1, ?2, ?3 \
+            "INSERT INTO rate_limit_slots (subject, action, at_ms) SELECT $1, $2, $3 \
              WHERE (SELECT COUNT(*) FROM rate_limit_slots \
-                    WHERE subject = ?1 AND action = ?2 AND at_ms > ?4) < ?5",
+                    WHERE subject = $1 AND action = $2 AND at_ms > $4) < $5",
         )
         .bind(subject)
         .bind(limit.action)
         .bind(now_ms)
         .bind(since)
         .bind(i64::from(limit.max))
-        .execute(self.pool())
+        .execute(&mut *tx)
         .await?
         .rows_affected()
             == 1;
         // Slots out of the window count for nothing: keep the table at `max` rows a key.
-        sqlx::query("DELETE FROM rate_limit_slots WHERE subject = ? AND action = ? AND at_ms <= ?")
-            .bind(subject)
-            .bind(limit.action)
-            .bind(since)
-            .execute(self.pool())
-            .await?;
+        sqlx::query(
+            "DELETE FROM rate_limit_slots WHERE subject = $1 AND action = $2 AND at_ms <= $3",
+        )
+        .bind(subject)
+        .bind(limit.action)
+        .bind(since)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
         if reserved {
             return Ok(Slot::Reserved);
         }
         // Only for the message: the refusal itself was decided by the statement above.
         let oldest: Option<i64> = sqlx::query_scalar(
-            "SELECT MIN(at_ms) FROM rate_limit_slots WHERE subject = ? AND action = ? AND at_ms > ?",
+            "SELECT MIN(at_ms) FROM rate_limit_slots WHERE subject = $1 AND action = $2 AND at_ms > $3",
         )
         .bind(subject)
         .bind(limit.action)
@@ -532,7 +536,7 @@ fn id_list(ids: &[String]) -> String {
     serde_json::to_string(ids).expect("strings serialize")
 }
 
-fn pattern_from_row(row: &SqliteRow) -> Result<PatternRecord, sqlx::Error> {
+fn pattern_from_row(row: &AnyRow) -> Result<PatternRecord, sqlx::Error> {
     Ok(PatternRecord {
         id: row.try_get("id")?,
         skill: row.try_get("skill")?,
@@ -547,7 +551,7 @@ fn pattern_from_row(row: &SqliteRow) -> Result<PatternRecord, sqlx::Error> {
 const FEEDBACK_COLUMNS: &str = "SELECT id, skill, version, rating, comment, session_id, \
      COALESCE(author, key_name) AS author, kind, at FROM skill_feedback";
 
-fn feedback_from_row(row: &SqliteRow) -> Result<FeedbackRecord, sqlx::Error> {
+fn feedback_from_row(row: &AnyRow) -> Result<FeedbackRecord, sqlx::Error> {
     let rating: i64 = row.try_get("rating")?;
     Ok(FeedbackRecord {
         id: row.try_get("id")?,
@@ -563,14 +567,14 @@ fn feedback_from_row(row: &SqliteRow) -> Result<FeedbackRecord, sqlx::Error> {
 }
 
 pub(crate) async fn insert_candidate_on(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     c: &CandidateRecord,
 ) -> Result<(), StoreError> {
     sqlx::query(
         "INSERT INTO skill_candidates (id, skill, base_version, description, instructions, note, sources, \
          evidence, verdict, verdict_explanation, proposer_kind, proposer, status, created_at, \
          frontmatter, resources, skill_md) \
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)",
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 'pending', $13, $14, $15, $16)",
     )
     .bind(&c.id)
     .bind(&c.skill)
@@ -600,7 +604,7 @@ pub(crate) async fn insert_candidate_on(
 /// Records the decision on a pending candidate. False when it was no longer pending
 /// (someone else decided first), in which case nothing changed.
 pub(crate) async fn decide_candidate_on(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     id: &str,
     status: CandidateStatus,
     decided_by: &str,
@@ -609,8 +613,8 @@ pub(crate) async fn decide_candidate_on(
     at: DateTime<Utc>,
 ) -> Result<bool, StoreError> {
     let done = sqlx::query(
-        "UPDATE skill_candidates SET status = ?, decided_by = ?, reason = ?, decided_at = ?, \
-         approved_version = ? WHERE id = ? AND status = 'pending'",
+        "UPDATE skill_candidates SET status = $1, decided_by = $2, reason = $3, decided_at = $4, \
+         approved_version = $5 WHERE id = $6 AND status = 'pending'",
     )
     .bind(status.as_str())
     .bind(decided_by)
@@ -624,12 +628,12 @@ pub(crate) async fn decide_candidate_on(
 }
 
 pub(crate) async fn insert_pattern_on(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     p: &PatternRecord,
 ) -> Result<(), StoreError> {
     sqlx::query(
         "INSERT INTO wiki_patterns (id, skill, name, content, sources, created_by, created_at) \
-         VALUES (?, ?, ?, ?, ?, ?, ?)",
+         VALUES ($1, $2, $3, $4, $5, $6, $7)",
     )
     .bind(&p.id)
     .bind(&p.skill)
@@ -651,12 +655,12 @@ pub(crate) async fn insert_pattern_on(
 }
 
 pub(crate) async fn insert_human_feedback_on(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     f: &NewHumanFeedback<'_>,
 ) -> Result<(), StoreError> {
     sqlx::query(
         "INSERT INTO skill_feedback (id, skill, version, rating, comment, kind, author, at) \
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
     )
     .bind(f.id)
     .bind(f.skill)

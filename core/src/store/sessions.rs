@@ -1,7 +1,7 @@
 //! SQL for governance sessions and skill feedback.
 
 use chrono::{DateTime, Utc};
-use sqlx::{Row, SqliteConnection};
+use sqlx::{AnyConnection, Row};
 
 use super::{Store, StoreError, stamp};
 use crate::policy::SessionView;
@@ -41,7 +41,7 @@ pub struct NewFeedback<'a> {
 
 /// [`Store::load_session`] on a given connection, e.g. inside a transaction that changes it.
 pub async fn load_session_on(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     id: &str,
 ) -> Result<Option<StoredSession>, StoreError> {
     let row = sqlx::query(LOAD_SESSION)
@@ -59,7 +59,7 @@ pub async fn load_session_on(
 }
 
 const LOAD_SESSION: &str =
-    "SELECT key_name, state, revision FROM governance_sessions WHERE id = ?1";
+    "SELECT key_name, state, revision FROM governance_sessions WHERE id = $1";
 
 fn stored_session(
     id: &str,
@@ -80,13 +80,13 @@ fn stored_session(
 /// [`Store::insert_session`] on a given connection, e.g. inside the audit writer's
 /// transaction, so a session and its `session_started` event commit together.
 pub async fn insert_session_on(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     session: &NewSession<'_>,
 ) -> Result<(), StoreError> {
     sqlx::query(
         "INSERT INTO governance_sessions
            (id, key_id, key_name, scope, connection, task_summary, created_at, expires_at, state, revision)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0)",
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 0)",
     )
     .bind(&session.view.id)
     .bind(session.key_id)
@@ -105,13 +105,13 @@ pub async fn insert_session_on(
 /// [`Store::save_session_state`] on a given connection, e.g. inside the audit writer's
 /// transaction, so a learned role and its `learn_granted` event commit together.
 pub async fn save_session_state_on(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     view: &SessionView,
     expected_revision: i64,
 ) -> Result<bool, StoreError> {
     let done = sqlx::query(
-        "UPDATE governance_sessions SET state = ?, revision = revision + 1
-         WHERE id = ? AND revision = ?",
+        "UPDATE governance_sessions SET state = $1, revision = revision + 1
+         WHERE id = $2 AND revision = $3",
     )
     .bind(state_json(view)?)
     .bind(&view.id)
@@ -135,19 +135,27 @@ impl Store {
     /// The session `id` as stored now. Every governed call reads it, so it reads inline
     /// on a direct connection (see [`super::direct`]); inside a change, use
     /// [`load_session_on`].
-    pub fn load_session(&self, id: &str) -> Result<Option<StoredSession>, StoreError> {
-        let columns = self.direct().with(|conn| {
-            let mut query = conn.prepare_cached(LOAD_SESSION)?;
-            let mut rows = query.query([id])?;
-            let Some(row) = rows.next()? else {
-                return Ok(None);
-            };
-            Ok(Some((
-                row.get::<_, String>(0)?,
-                row.get::<_, String>(1)?,
-                row.get::<_, i64>(2)?,
-            )))
-        })?;
+    pub async fn load_session(&self, id: &str) -> Result<Option<StoredSession>, StoreError> {
+        let columns = match self.direct() {
+            Some(direct) => direct.with(|conn| {
+                let mut query = conn.prepare_cached(LOAD_SESSION)?;
+                let mut rows = query.query([id])?;
+                let Some(row) = rows.next()? else {
+                    return Ok(None);
+                };
+                Ok(Some((
+                    row.get::<_, String>(0)?,
+                    row.get::<_, String>(1)?,
+                    row.get::<_, i64>(2)?,
+                )))
+            })?,
+            None => {
+                sqlx::query_as::<_, (String, String, i64)>(LOAD_SESSION)
+                    .bind(id)
+                    .fetch_optional(self.pool())
+                    .await?
+            }
+        };
         columns
             .map(|(key_name, state, revision)| stored_session(id, key_name, &state, revision))
             .transpose()
@@ -161,7 +169,7 @@ impl Store {
     ) -> Result<Option<String>, StoreError> {
         Ok(sqlx::query_scalar(
             "SELECT id FROM governance_sessions
-             WHERE key_id = ? AND connection IS ?
+             WHERE key_id = $1 AND connection IS NOT DISTINCT FROM $2
              ORDER BY created_at DESC, rowid DESC LIMIT 1",
         )
         .bind(key_id)
@@ -185,7 +193,7 @@ impl Store {
         sqlx::query(
             "INSERT INTO skill_feedback
                (id, skill, version, rating, comment, session_id, key_id, key_name, at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
         )
         .bind(feedback.id)
         .bind(feedback.skill)
@@ -203,7 +211,7 @@ impl Store {
 
     pub async fn count_feedback(&self, skill: &str) -> Result<i64, StoreError> {
         Ok(
-            sqlx::query_scalar("SELECT COUNT(*) FROM skill_feedback WHERE skill = ?")
+            sqlx::query_scalar("SELECT COUNT(*) FROM skill_feedback WHERE skill = $1")
                 .bind(skill)
                 .fetch_one(self.pool())
                 .await?,

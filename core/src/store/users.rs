@@ -1,7 +1,7 @@
 //! SQL for console users and login throttling.
 
 use chrono::{DateTime, Utc};
-use sqlx::{Row, SqliteConnection};
+use sqlx::{AnyConnection, Row};
 
 use super::{Store, StoreError, stamp};
 
@@ -41,7 +41,7 @@ pub struct LoginAttemptCounts {
     pub for_address: i64,
 }
 
-fn user_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<UserRecord, sqlx::Error> {
+fn user_from_row(row: &sqlx::any::AnyRow) -> Result<UserRecord, sqlx::Error> {
     Ok(UserRecord {
         id: row.try_get("id")?,
         name: row.try_get("name")?,
@@ -69,7 +69,7 @@ impl Store {
     }
 
     pub async fn find_user(&self, name: &str) -> Result<Option<UserRecord>, StoreError> {
-        let row = sqlx::query("SELECT * FROM console_users WHERE name = ?")
+        let row = sqlx::query("SELECT * FROM console_users WHERE name = $1")
             .bind(name)
             .fetch_optional(self.pool())
             .await?;
@@ -77,7 +77,7 @@ impl Store {
     }
 
     pub async fn find_user_by_id(&self, id: i64) -> Result<Option<UserRecord>, StoreError> {
-        let row = sqlx::query("SELECT * FROM console_users WHERE id = ?")
+        let row = sqlx::query("SELECT * FROM console_users WHERE id = $1")
             .bind(id)
             .fetch_optional(self.pool())
             .await?;
@@ -104,10 +104,8 @@ impl Store {
     /// password is checked, only while both have fewer than their budget since `since`.
     /// Returns the slot's row id, or `None` when either budget is spent.
     ///
-    /// One statement: SQLite runs an `INSERT … SELECT` under the database's write lock,
-    /// so two requests (or two replicas on one database file) cannot both take the last
-    /// slot. A PostgreSQL store needs a row lock for the same guarantee (e.g. one budget
-    /// row per subject updated with `… WHERE failures < budget`).
+    /// The counts and the insert run under the write lock ([`Store::begin_write`]), so two
+    /// requests (or two replicas on one database) cannot both take the last slot.
     pub async fn reserve_login_attempt(
         &self,
         user_name: &str,
@@ -116,11 +114,12 @@ impl Store {
         since: DateTime<Utc>,
         budget: LoginBudget,
     ) -> Result<Option<i64>, StoreError> {
-        Ok(sqlx::query_scalar(
+        let mut tx = self.begin_write().await?;
+        let slot = sqlx::query_scalar(
             "INSERT INTO login_failures (user_name, address, at)
-             SELECT ?1, ?2, ?3
-             WHERE (SELECT COUNT(*) FROM login_failures WHERE user_name = ?1 AND at >= ?4) < ?5
-               AND (SELECT COUNT(*) FROM login_failures WHERE address = ?2 AND at >= ?4) < ?6
+             SELECT $1, $2, $3
+             WHERE (SELECT COUNT(*) FROM login_failures WHERE user_name = $1 AND at >= $4) < $5
+               AND (SELECT COUNT(*) FROM login_failures WHERE address = $2 AND at >= $4) < $6
              RETURNING id",
         )
         .bind(user_name)
@@ -129,8 +128,10 @@ impl Store {
         .bind(stamp(since))
         .bind(budget.per_user)
         .bind(budget.per_address)
-        .fetch_optional(self.pool())
-        .await?)
+        .fetch_optional(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(slot)
     }
 
     pub async fn login_failures_since(
@@ -141,18 +142,19 @@ impl Store {
     ) -> Result<LoginAttemptCounts, StoreError> {
         let since = stamp(since);
         let for_user: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM login_failures WHERE user_name = ? AND at >= ?",
+            "SELECT COUNT(*) FROM login_failures WHERE user_name = $1 AND at >= $2",
         )
         .bind(user_name)
         .bind(&since)
         .fetch_one(self.pool())
         .await?;
-        let for_address: i64 =
-            sqlx::query_scalar("SELECT COUNT(*) FROM login_failures WHERE address = ? AND at >= ?")
-                .bind(address)
-                .bind(&since)
-                .fetch_one(self.pool())
-                .await?;
+        let for_address: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM login_failures WHERE address = $1 AND at >= $2",
+        )
+        .bind(address)
+        .bind(&since)
+        .fetch_one(self.pool())
+        .await?;
         Ok(LoginAttemptCounts {
             for_user,
             for_address,
@@ -172,25 +174,25 @@ impl Store {
 }
 
 pub(crate) async fn insert_user_on(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     name: &str,
     role: &str,
     password_hash: &str,
 ) -> Result<i64, StoreError> {
     let now = stamp(Utc::now());
-    let result = sqlx::query(
+    let result = sqlx::query_scalar::<_, i64>(
         "INSERT INTO console_users (name, role, password_hash, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?)",
+         VALUES ($1, $2, $3, $4, $5) RETURNING id",
     )
     .bind(name)
     .bind(role)
     .bind(password_hash)
     .bind(&now)
     .bind(&now)
-    .execute(&mut *conn)
+    .fetch_one(&mut *conn)
     .await;
     match result {
-        Ok(done) => Ok(done.last_insert_rowid()),
+        Ok(id) => Ok(id),
         Err(sqlx::Error::Database(e)) if e.is_unique_violation() => Err(StoreError::Conflict(
             format!("a console user named `{name}` already exists"),
         )),
@@ -199,12 +201,12 @@ pub(crate) async fn insert_user_on(
 }
 
 pub(crate) async fn set_user_password_on(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     name: &str,
     password_hash: &str,
 ) -> Result<(), StoreError> {
     let done =
-        sqlx::query("UPDATE console_users SET password_hash = ?, updated_at = ? WHERE name = ?")
+        sqlx::query("UPDATE console_users SET password_hash = $1, updated_at = $2 WHERE name = $3")
             .bind(password_hash)
             .bind(stamp(Utc::now()))
             .bind(name)
@@ -217,11 +219,11 @@ pub(crate) async fn set_user_password_on(
 }
 
 pub(crate) async fn clear_login_failures_on(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     user_name: &str,
     before: DateTime<Utc>,
 ) -> Result<(), StoreError> {
-    sqlx::query("DELETE FROM login_failures WHERE user_name = ? OR at < ?")
+    sqlx::query("DELETE FROM login_failures WHERE user_name = $1 OR at < $2")
         .bind(user_name)
         .bind(stamp(before))
         .execute(&mut *conn)
@@ -233,12 +235,12 @@ pub(crate) async fn clear_login_failures_on(
 /// enabled admin (nobody could then manage the console); the caller's transaction rolls
 /// the update back on that error. Returns the row as it was before, for the audit.
 pub(crate) async fn update_user_access_on(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     name: &str,
     role: &str,
     disabled: bool,
 ) -> Result<UserRecord, StoreError> {
-    let before = sqlx::query("SELECT * FROM console_users WHERE name = ?")
+    let before = sqlx::query("SELECT * FROM console_users WHERE name = $1")
         .bind(name)
         .fetch_optional(&mut *conn)
         .await?
@@ -246,13 +248,15 @@ pub(crate) async fn update_user_access_on(
         .map(user_from_row)
         .transpose()?
         .ok_or_else(|| StoreError::NotFound(format!("console user `{name}`")))?;
-    sqlx::query("UPDATE console_users SET role = ?, disabled = ?, updated_at = ? WHERE name = ?")
-        .bind(role)
-        .bind(i64::from(disabled))
-        .bind(stamp(Utc::now()))
-        .bind(name)
-        .execute(&mut *conn)
-        .await?;
+    sqlx::query(
+        "UPDATE console_users SET role = $1, disabled = $2, updated_at = $3 WHERE name = $4",
+    )
+    .bind(role)
+    .bind(i64::from(disabled))
+    .bind(stamp(Utc::now()))
+    .bind(name)
+    .execute(&mut *conn)
+    .await?;
     let admins: i64 = sqlx::query_scalar(
         "SELECT COUNT(*) FROM console_users WHERE role = 'admin' AND disabled = 0",
     )
@@ -267,7 +271,7 @@ pub(crate) async fn update_user_access_on(
 }
 
 /// How many console users there are, on a given connection.
-pub(crate) async fn count_users_on(conn: &mut SqliteConnection) -> Result<i64, StoreError> {
+pub(crate) async fn count_users_on(conn: &mut AnyConnection) -> Result<i64, StoreError> {
     Ok(sqlx::query_scalar("SELECT COUNT(*) FROM console_users")
         .fetch_one(&mut *conn)
         .await?)

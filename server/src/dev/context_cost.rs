@@ -240,7 +240,7 @@ async fn measure_one(size: usize, upstream_url: &str) -> anyhow::Result<Row> {
     }
     let _ = client.cancel().await;
     task.abort();
-    store.pool().close().await;
+    store.close().await;
     Ok(Row {
         tools: size,
         roles: size / ROLE_TOOLS,

@@ -193,7 +193,7 @@ async fn seed(database_url: &str, upstream_url: &str) -> anyhow::Result<String> 
         )
         .await?;
     let key = key.expose().to_owned();
-    store.pool().close().await;
+    store.close().await;
     Ok(key)
 }
 

@@ -226,6 +226,7 @@ pub async fn run(database_url: &str, args: SeedAuditArgs) -> anyhow::Result<()> 
                     })
                     .collect()
             })
+            .await
             .context("appending seeded audit events")?;
         written += batch_len;
     }

@@ -504,7 +504,7 @@ mod tests {
         let f = fixture().await;
         // The database answers, but not with keys: a failure, not a refusal.
         sqlx::query("DROP TABLE agent_keys")
-            .execute(f.store.pool())
+            .execute(f.store.test_pool())
             .await
             .unwrap();
         let bearer = format!("Bearer {}", f.key);

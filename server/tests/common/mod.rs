@@ -274,7 +274,7 @@ impl Server {
 }
 
 fn database_url(dir: &Path) -> String {
-    format!("sqlite://{}", dir.join("t.db").display())
+    skillgate_core::store::testing::database_url(&dir, "t.db")
 }
 
 fn key_on_line(line: &str, scope: &str) -> Option<String> {
