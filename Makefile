@@ -28,7 +28,7 @@ WASM_CARGO := cargo build -p skillgate-app --lib --target wasm32-unknown-unknown
 SITE_WASM := target/front/wasm32-unknown-unknown/wasm-release/skillgate_app.wasm
 SITE_BUILD := target/debug/skillgate-site-build
 
-.PHONY: help deps deps-build deps-e2e deps-postgres server front site build release-server run test lint fmt-check clippy unit e2e conformance bench bench-peers clean
+.PHONY: cluster-check help deps deps-build deps-e2e deps-postgres server front site build release-server run test lint fmt-check clippy unit e2e conformance bench bench-peers clean
 
 help:
 	@echo "make run    install what is missing, build and serve on http://127.0.0.1:3000"
@@ -120,8 +120,18 @@ clippy: deps-build
 	cargo clippy --workspace --all-targets -- -D warnings
 	cargo clippy -p skillgate-app --lib --target wasm32-unknown-unknown --no-default-features --features hydrate -- -D warnings
 
+# The server tests that run on PostgreSQL too: everything but the few about SQLite's files
+# (the signing key beside the database file, CLI output on a file database).
+PG_SERVER_TESTS := mcp_endpoint hardening mcp_skills oauth holds holds_console feedback \
+  revisions console_security connect_console gitops tool_pins upstream_errors \
+  upstream_schemas catalog_code skill_bundles
+
+# Everything on SQLite, then the store's contract on PostgreSQL: the core's tests and the
+# server tests above, each database fresh in a throwaway server (core/src/store/testing.rs).
 unit: deps-postgres
 	cargo test --workspace
+	SKILLGATE_TEST_DATABASE=postgres cargo test -p skillgate-core --tests
+	SKILLGATE_TEST_DATABASE=postgres cargo test -p skillgate $(addprefix --test ,$(PG_SERVER_TESTS))
 
 e2e: deps-e2e site
 	SKILLGATE_BIN=$(SERVER) end2end/run.sh
@@ -131,7 +141,11 @@ conformance: deps-e2e server
 
 lint: fmt-check clippy
 
-test: deps lint unit e2e conformance
+# A three-replica cluster behind HAProxy serves through the balancer (scripts/cluster.sh).
+cluster-check: site deps-postgres
+	CLUSTER_PORT=3100 CLUSTER_PG_PORT=5533 SKILLGATE_BIN=$(SERVER) scripts/cluster.sh --check
+
+test: deps lint unit e2e conformance cluster-check
 
 # Each tool measures against a baseline in the same run (see BENCHMARKS.md).
 bench:

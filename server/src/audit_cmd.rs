@@ -167,6 +167,15 @@ pub fn load_signer(
     configured: Option<&Path>,
     missing: MissingKey,
 ) -> anyhow::Result<CheckpointSigner> {
+    let postgres =
+        database_url.starts_with("postgres://") || database_url.starts_with("postgresql://");
+    // Replicas share one chain, so they must share its signing key: a key of each
+    // process's own would sign checkpoints that verifiers trusting another reject.
+    anyhow::ensure!(
+        configured.is_some() || !postgres,
+        "a PostgreSQL database needs --audit-signing-key FILE (or SKILLGATE_AUDIT_SIGNING_KEY): \
+         every replica and command must sign with the same key; the file is created on first use"
+    );
     if configured.is_none() && default_key_path(database_url).is_none() {
         tracing::warn!(
             "no audit signing key file for an in-memory database: using a key that lives as long as this process"

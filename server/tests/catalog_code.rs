@@ -39,18 +39,19 @@ fn succeeded(output: Output) -> String {
 
 /// A database of its own that nothing has seeded: what `Store::open` makes of a new file.
 struct EmptyDatabase {
-    dir: tempfile::TempDir,
+    _dir: tempfile::TempDir,
+    url: String,
 }
 
 impl EmptyDatabase {
     fn new() -> Self {
-        Self {
-            dir: tempfile::tempdir().unwrap(),
-        }
+        let dir = tempfile::tempdir().unwrap();
+        let url = skillgate_core::store::testing::database_url(dir.path(), "empty.db");
+        Self { _dir: dir, url }
     }
 
     fn url(&self) -> String {
-        skillgate_core::store::testing::database_url(self.dir.path(), "empty.db")
+        self.url.clone()
     }
 
     fn admin_changes(&self) -> Vec<Value> {

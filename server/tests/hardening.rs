@@ -466,17 +466,17 @@ async fn a_learn_whose_event_cannot_be_written_unlocks_nothing() {
     let server = Server::start();
     let client = server.connect(&server.support_key).await;
     let (session, _) = init(&client).await;
-    let db = sqlx::SqlitePool::connect(&server.database_url())
-        .await
-        .unwrap();
+    let db = skillgate_core::store::testing::raw_pool(&server.database_url()).await;
     // The audit refuses `learn_granted` events, as a full disk or a broken chain would.
-    sqlx::query(
-        "CREATE TRIGGER no_learn_events BEFORE INSERT ON audit_events
-         WHEN NEW.kind = 'learn_granted' BEGIN SELECT RAISE(ABORT, 'audit unavailable'); END",
+    skillgate_core::store::testing::add_refusing_trigger(
+        &db,
+        "no_learn_events",
+        "INSERT",
+        "audit_events",
+        Some("NEW.kind = 'learn_granted'"),
+        skillgate_core::store::testing::Refusal::Abort("audit unavailable"),
     )
-    .execute(&db)
-    .await
-    .unwrap();
+    .await;
     let failed = client
         .call_tool(
             CallToolRequestParams::new("learn").with_arguments(
@@ -495,10 +495,8 @@ async fn a_learn_whose_event_cannot_be_written_unlocks_nothing() {
         .unwrap();
     let state: Value = serde_json::from_str(&state).unwrap();
     assert_eq!(state["learned"], json!([]), "no role was unlocked: {state}");
-    sqlx::query("DROP TRIGGER no_learn_events")
-        .execute(&db)
-        .await
-        .unwrap();
+    skillgate_core::store::testing::drop_refusing_trigger(&db, "no_learn_events", "audit_events")
+        .await;
     let denied = call(
         &client,
         &session,
@@ -514,16 +512,16 @@ async fn a_learn_whose_save_keeps_conflicting_is_denied_and_audited() {
     let server = Server::start();
     let client = server.connect(&server.support_key).await;
     let (session, _) = init(&client).await;
-    let db = sqlx::SqlitePool::connect(&server.database_url())
-        .await
-        .unwrap();
-    sqlx::query(
-        "CREATE TRIGGER always_conflicting BEFORE UPDATE ON governance_sessions
-         BEGIN SELECT RAISE(IGNORE); END",
+    let db = skillgate_core::store::testing::raw_pool(&server.database_url()).await;
+    skillgate_core::store::testing::add_refusing_trigger(
+        &db,
+        "always_conflicting",
+        "UPDATE",
+        "governance_sessions",
+        None,
+        skillgate_core::store::testing::Refusal::Skip,
     )
-    .execute(&db)
-    .await
-    .unwrap();
+    .await;
     let busy = learn(&client, &session, "/roles/tier-1-support").await;
     assert_denied(&busy, "ACCESS_DENIED");
     assert!(busy.text.contains("changed too often"), "{}", busy.text);
@@ -542,9 +540,7 @@ async fn a_learn_whose_save_keeps_conflicting_is_denied_and_audited() {
 async fn a_session_whose_start_cannot_be_audited_is_not_created() {
     let server = Server::start();
     let client = server.connect(&server.support_key).await;
-    let db = sqlx::SqlitePool::connect(&server.database_url())
-        .await
-        .unwrap();
+    let db = skillgate_core::store::testing::raw_pool(&server.database_url()).await;
     let sessions = || async {
         sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM governance_sessions")
             .fetch_one(&db)
@@ -552,13 +548,15 @@ async fn a_session_whose_start_cannot_be_audited_is_not_created() {
             .unwrap()
     };
     let before = sessions().await;
-    sqlx::query(
-        "CREATE TRIGGER no_session_events BEFORE INSERT ON audit_events
-         WHEN NEW.kind = 'session_started' BEGIN SELECT RAISE(ABORT, 'audit unavailable'); END",
+    skillgate_core::store::testing::add_refusing_trigger(
+        &db,
+        "no_session_events",
+        "INSERT",
+        "audit_events",
+        Some("NEW.kind = 'session_started'"),
+        skillgate_core::store::testing::Refusal::Abort("audit unavailable"),
     )
-    .execute(&db)
-    .await
-    .unwrap();
+    .await;
     let failed = client
         .call_tool(CallToolRequestParams::new("init_skilder"))
         .await;

@@ -793,16 +793,16 @@ async fn a_call_whose_reservation_keeps_conflicting_is_denied_audited_and_never_
 
     // Another writer that always gets there first, made real with SQLite itself: every
     // save of a session's usage now changes no row, as when a replica saved in between.
-    let db = sqlx::SqlitePool::connect(&server.database_url())
-        .await
-        .unwrap();
-    sqlx::query(
-        "CREATE TRIGGER always_conflicting BEFORE UPDATE ON governance_sessions
-         BEGIN SELECT RAISE(IGNORE); END",
+    let db = skillgate_core::store::testing::raw_pool(&server.database_url()).await;
+    skillgate_core::store::testing::add_refusing_trigger(
+        &db,
+        "always_conflicting",
+        "UPDATE",
+        "governance_sessions",
+        None,
+        skillgate_core::store::testing::Refusal::Skip,
     )
-    .execute(&db)
-    .await
-    .unwrap();
+    .await;
 
     let busy = call(&client, &session, "process_refund", refund(200)).await;
     assert_denied(&busy, "ACCESS DENIED", "ACCESS_DENIED");

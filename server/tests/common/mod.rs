@@ -31,6 +31,9 @@ pub struct Server {
     child: Child,
     /// Shared with replicas: the directory (and database) outlive every process on it.
     dir: Arc<TempDir>,
+    /// The database of this server and its replicas: a file in `dir`, or a PostgreSQL
+    /// database when the tests run there (`SKILLGATE_TEST_DATABASE=postgres`).
+    database_url: Arc<String>,
     /// `http://127.0.0.1:PORT`
     pub base: String,
     pub port: u16,
@@ -54,29 +57,33 @@ impl Server {
 
     /// `skillgate serve --demo` with more arguments.
     pub fn start_with(args: &[&str]) -> Self {
-        let dir = Arc::new(tempfile::tempdir().expect("a temporary directory"));
-        Self::spawn(dir, true, "server.log", None, args, &[])
+        Self::spawn(fresh(), true, "server.log", None, args, &[])
     }
 
     /// `skillgate serve --catalog FILE` on a fresh database: the catalog comes from the
     /// file, which must define a key for scope `support` (its secret is printed once).
     pub fn start_from_catalog(file: &Path) -> Self {
-        let dir = Arc::new(tempfile::tempdir().expect("a temporary directory"));
         let file = file.to_str().expect("a UTF-8 path");
-        Self::spawn(dir, false, "server.log", None, &["--catalog", file], &[])
+        Self::spawn(
+            fresh(),
+            false,
+            "server.log",
+            None,
+            &["--catalog", file],
+            &[],
+        )
     }
 
     /// [`Self::start`] with extra environment variables for the server process.
     pub fn start_with_env(env: &[(&str, &str)]) -> Self {
-        let dir = Arc::new(tempfile::tempdir().expect("a temporary directory"));
-        Self::spawn(dir, true, "server.log", None, &[], env)
+        Self::spawn(fresh(), true, "server.log", None, &[], env)
     }
 
     /// A second `skillgate serve` process on the same database, as a replica behind a
     /// load balancer would be.
     pub fn replica(&self) -> Self {
         Self::spawn(
-            self.dir.clone(),
+            self.place(),
             false,
             "replica.log",
             Some(self.support_key.clone()),
@@ -88,13 +95,52 @@ impl Server {
     /// [`Self::replica`] with extra environment variables for its process.
     pub fn replica_with_env(&self, env: &[(&str, &str)]) -> Self {
         Self::spawn(
-            self.dir.clone(),
+            self.place(),
             false,
             "replica.log",
             Some(self.support_key.clone()),
             &[],
             env,
         )
+    }
+
+    /// `skillgate serve --demo ARGS` on the database at `database_url` (an empty one, e.g.
+    /// [`skillgate_core::store::testing::postgres_url`]), whatever backend the rest of the
+    /// run uses: for tests about replicas on one PostgreSQL database.
+    pub fn start_on(database_url: String, args: &[&str]) -> Self {
+        let dir = Arc::new(tempfile::tempdir().expect("a temporary directory"));
+        Self::spawn(
+            (dir, Arc::new(database_url)),
+            true,
+            "server.log",
+            None,
+            args,
+            &[],
+        )
+    }
+
+    /// [`Self::replica`] with more arguments, logging to `log` in the shared directory (so
+    /// several replicas keep separate logs).
+    pub fn replica_with(&self, log: &str, args: &[&str]) -> Self {
+        Self::spawn(
+            self.place(),
+            false,
+            log,
+            Some(self.support_key.clone()),
+            args,
+            &[],
+        )
+    }
+
+    /// Ends the server as a crash would (SIGKILL: no shutdown, nothing flushed) and waits
+    /// for it to be gone.
+    pub fn kill_hard(&mut self) -> std::process::ExitStatus {
+        let sent = Command::new("kill")
+            .args(["-KILL", &self.child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(sent.success(), "SIGKILL was not delivered");
+        self.child.wait().expect("the child can be waited on")
     }
 
     /// Stops the server as a service manager does (SIGTERM) and waits for it to exit.
@@ -117,8 +163,13 @@ impl Server {
         }
     }
 
+    /// Where this server lives, for a replica beside it.
+    fn place(&self) -> (Arc<TempDir>, Arc<String>) {
+        (self.dir.clone(), self.database_url.clone())
+    }
+
     fn spawn(
-        dir: Arc<TempDir>,
+        (dir, database_url): (Arc<TempDir>, Arc<String>),
         demo: bool,
         log: &str,
         support_key: Option<String>,
@@ -128,12 +179,12 @@ impl Server {
         // The test's own reqwest clients (rmcp's, the console's) need the crypto provider
         // the binary installs at start.
         skillgate_core::upstream::install_crypto_provider();
-        let database_url = database_url(dir.path());
         let mut child = Command::new(BIN)
             .arg("serve")
             .args(demo.then_some("--demo"))
             .args(["--bind", "127.0.0.1:0"])
-            .args(["--database-url", &database_url])
+            .args(["--database-url", database_url.as_str()])
+            .env("SKILLGATE_AUDIT_SIGNING_KEY", signing_key(dir.path()))
             .arg("--site-root")
             .arg(dir.path())
             .args(args)
@@ -193,6 +244,7 @@ impl Server {
         Server {
             child,
             dir,
+            database_url,
             base,
             port,
             support_key: support_key.expect("`--demo` prints a key for scope support"),
@@ -210,7 +262,7 @@ impl Server {
     }
 
     pub fn database_url(&self) -> String {
-        database_url(self.dir.path())
+        self.database_url.as_str().to_owned()
     }
 
     pub fn dir(&self) -> &Path {
@@ -222,6 +274,7 @@ impl Server {
         Command::new(BIN)
             .args(args)
             .args(["--database-url", &self.database_url()])
+            .env("SKILLGATE_AUDIT_SIGNING_KEY", signing_key(self.dir.path()))
             .output()
             .expect("the skillgate binary runs")
     }
@@ -273,8 +326,17 @@ impl Server {
     }
 }
 
-fn database_url(dir: &Path) -> String {
-    skillgate_core::store::testing::database_url(&dir, "t.db")
+/// A new directory and a new, empty database.
+fn fresh() -> (Arc<TempDir>, Arc<String>) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let url = skillgate_core::store::testing::database_url(dir.path(), "t.db");
+    (Arc::new(dir), Arc::new(url))
+}
+
+/// The audit signing key every process on one database shares (where `serve` would put
+/// it beside a SQLite file; PostgreSQL needs it named).
+fn signing_key(dir: &Path) -> PathBuf {
+    dir.join("audit-signing.key")
 }
 
 fn key_on_line(line: &str, scope: &str) -> Option<String> {
