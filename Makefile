@@ -148,12 +148,13 @@ cluster-check: site deps-postgres
 test: deps lint unit e2e conformance cluster-check
 
 # Each tool measures against a baseline in the same run (see BENCHMARKS.md).
-bench:
+bench: deps-postgres
 	cargo build --release -p skillgate
 	cargo bench -p skillgate-core --bench decide
 	cargo bench -p skillgate-core --bench auth
 	target/release/skillgate dev load
 	target/release/skillgate dev load --rate 500
+	target/release/skillgate dev backends
 	target/release/skillgate dev context-cost
 	target/release/skillgate dev memory
 	python3 tools/bench/catalog_as_code.py target/release/skillgate

@@ -65,7 +65,7 @@ pub struct Process {
 impl Process {
     /// Starts `skillgate ARGS` and waits for a stdout line starting with `prefix`; returns
     /// the rest of that line.
-    async fn start(args: &[&str], log: &Path, prefix: &str) -> anyhow::Result<(Self, String)> {
+    pub(super) async fn start(args: &[&str], log: &Path, prefix: &str) -> anyhow::Result<(Self, String)> {
         let exe = std::env::current_exe().context("locating the skillgate binary")?;
         let mut child = Command::new(exe)
             .args(args)
@@ -169,7 +169,7 @@ impl Stack {
 
 /// Seeds the demo catalog with its `demo` upstream at `upstream_url` and creates a key for
 /// scope `support`; the gateway started afterwards reads both from the database.
-async fn seed(database_url: &str, upstream_url: &str) -> anyhow::Result<String> {
+pub(super) async fn seed(database_url: &str, upstream_url: &str) -> anyhow::Result<String> {
     let store = Store::open(database_url).await?;
     let exe = std::env::current_exe()?;
     store.seed_demo(&exe.to_string_lossy()).await?;
@@ -276,6 +276,29 @@ pub fn memory_kib(pid: u32) -> anyhow::Result<(u64, u64)> {
             .with_context(|| format!("no {name} in /proc/{pid}/status"))
     };
     Ok((field("VmRSS:")?, field("VmHWM:")?))
+}
+
+/// CPU time of `parent` and of its living children (PostgreSQL's server processes are
+/// children of the postmaster), in seconds. A child that exits in between takes its time
+/// with it, so measure over a window in which the connections stay open.
+pub fn cpu_seconds_with_children(parent: u32) -> anyhow::Result<f64> {
+    let mut total = cpu_seconds(parent)?;
+    for entry in std::fs::read_dir("/proc").context("reading /proc")? {
+        let Some(pid) = entry?.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|ppid| ppid.parse::<u32>().ok());
+        if ppid == Some(parent) {
+            total += cpu_seconds(pid).unwrap_or(0.0);
+        }
+    }
+    Ok(total)
 }
 
 /// CPU time (user + system) a process has used so far, in seconds, from /proc. Assumes

@@ -52,9 +52,12 @@ pub struct Phase {
     pub seconds: f64,
     pub calls: usize,
     pub errors: usize,
-    /// CPU seconds the gateway and the demo upstream used during the measured window.
+    /// CPU seconds the gateway (all its replicas), the demo upstream and the database
+    /// server (PostgreSQL's processes; 0 for SQLite, which runs inside the gateway) used
+    /// during the measured window.
     pub gateway_cpu: f64,
     pub upstream_cpu: f64,
+    pub database_cpu: f64,
     /// Latencies of the measured calls, sorted, in nanoseconds.
     latencies: Vec<u64>,
     /// The gateway's own timing of the window, when the path goes through it.
@@ -127,8 +130,13 @@ pub async fn run(args: LoadArgs) -> anyhow::Result<()> {
     for _ in 0..args.sessions {
         direct.push((harness::connect(&stack.upstream_url, None).await?, None));
     }
-    let pids = stack.pids()?;
-    let direct = drive("direct", direct, warmup, duration, interval, pids, None).await?;
+    let (gateway, upstream) = stack.pids()?;
+    let pids = Pids {
+        gateways: vec![gateway],
+        upstream,
+        database: None,
+    };
+    let direct = drive("direct", direct, warmup, duration, interval, &pids, None).await?;
 
     let mut governed = Vec::with_capacity(args.sessions);
     for _ in 0..args.sessions {
@@ -147,7 +155,7 @@ pub async fn run(args: LoadArgs) -> anyhow::Result<()> {
         warmup,
         duration,
         interval,
-        pids,
+        &pids,
         Some(&metrics_url),
     )
     .await?;
@@ -177,16 +185,38 @@ fn request(session: Option<&str>) -> (&'static str, Value) {
     }
 }
 
+/// The processes whose CPU a phase measures.
+pub struct Pids {
+    pub gateways: Vec<u32>,
+    pub upstream: u32,
+    /// PostgreSQL's postmaster: its server processes are its children.
+    pub database: Option<u32>,
+}
+
+impl Pids {
+    fn cpu(&self) -> anyhow::Result<(f64, f64, f64)> {
+        let mut gateways = 0.0;
+        for pid in &self.gateways {
+            gateways += harness::cpu_seconds(*pid)?;
+        }
+        let database = match self.database {
+            Some(postmaster) => harness::cpu_seconds_with_children(postmaster)?,
+            None => 0.0,
+        };
+        Ok((gateways, harness::cpu_seconds(self.upstream)?, database))
+    }
+}
+
 /// Every client calls in a loop until the deadline; calls due after the warm-up count.
 /// With an `interval`, a client's calls are due that far apart (the clients staggered
 /// evenly within one interval); without, each is due when the previous answer arrives.
-async fn drive(
+pub async fn drive(
     name: &'static str,
     clients: Vec<(Client, Option<String>)>,
     warmup: Duration,
     duration: Duration,
     interval: Option<Duration>,
-    (gateway, upstream): (u32, u32),
+    pids: &Pids,
     metrics_url: Option<&str>,
 ) -> anyhow::Result<Phase> {
     let sessions = clients.len();
@@ -239,17 +269,16 @@ async fn drive(
         }));
     }
     tokio::time::sleep_until(measure_from.into()).await;
-    let cpu_before = (
-        harness::cpu_seconds(gateway)?,
-        harness::cpu_seconds(upstream)?,
-    );
+    let cpu_before = pids.cpu()?;
     let metrics_before = match metrics_url {
         Some(url) => Some(Snapshot::scrape(url).await?),
         None => None,
     };
     tokio::time::sleep_until(end.into()).await;
-    let gateway_cpu = harness::cpu_seconds(gateway)? - cpu_before.0;
-    let upstream_cpu = harness::cpu_seconds(upstream)? - cpu_before.1;
+    let cpu_after = pids.cpu()?;
+    let gateway_cpu = cpu_after.0 - cpu_before.0;
+    let upstream_cpu = cpu_after.1 - cpu_before.1;
+    let database_cpu = cpu_after.2 - cpu_before.2;
     let breakdown = match (metrics_url, metrics_before) {
         (Some(url), Some(before)) => {
             Some(Breakdown::between(&before, &Snapshot::scrape(url).await?))
@@ -272,6 +301,7 @@ async fn drive(
         errors,
         gateway_cpu,
         upstream_cpu,
+        database_cpu,
         latencies,
         breakdown,
     })

@@ -1,6 +1,7 @@
 //! `skillgate dev …`: measurement tools for developers: a load generator for the governed
 //! endpoint, the context-cost study and a memory probe. See BENCHMARKS.md.
 
+mod backends;
 mod breakdown;
 mod context_cost;
 mod harness;
@@ -15,6 +16,8 @@ use clap::Subcommand;
 pub enum DevCommand {
     /// Throughput and latency of /mcp against calling the demo upstream directly.
     Load(load::LoadArgs),
+    /// The governed load on SQLite, on PostgreSQL and on two PostgreSQL replicas.
+    Backends(backends::BackendsArgs),
     /// Bytes of JSON an agent receives for one lookup task: flat tool list vs Skillgate.
     ContextCost(context_cost::ContextCostArgs),
     /// Resident memory of a gateway holding many governance sessions.
@@ -28,6 +31,7 @@ pub enum DevCommand {
 pub async fn run(database_url: &str, command: DevCommand) -> anyhow::Result<()> {
     match command {
         DevCommand::Load(args) => load::run(args).await,
+        DevCommand::Backends(args) => backends::run(args).await,
         DevCommand::ContextCost(args) => context_cost::run(args).await,
         DevCommand::Memory(args) => memory::run(args).await,
         DevCommand::SeedCatalog(args) => seed_catalog::run(args).await,
