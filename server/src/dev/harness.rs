@@ -65,7 +65,11 @@ pub struct Process {
 impl Process {
     /// Starts `skillgate ARGS` and waits for a stdout line starting with `prefix`; returns
     /// the rest of that line.
-    pub(super) async fn start(args: &[&str], log: &Path, prefix: &str) -> anyhow::Result<(Self, String)> {
+    pub(super) async fn start(
+        args: &[&str],
+        log: &Path,
+        prefix: &str,
+    ) -> anyhow::Result<(Self, String)> {
         let exe = std::env::current_exe().context("locating the skillgate binary")?;
         let mut child = Command::new(exe)
             .args(args)
@@ -284,7 +288,11 @@ pub fn memory_kib(pid: u32) -> anyhow::Result<(u64, u64)> {
 pub fn cpu_seconds_with_children(parent: u32) -> anyhow::Result<f64> {
     let mut total = cpu_seconds(parent)?;
     for entry in std::fs::read_dir("/proc").context("reading /proc")? {
-        let Some(pid) = entry?.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+        let Some(pid) = entry?
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
             continue;
         };
         let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
