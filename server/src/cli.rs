@@ -48,6 +48,9 @@ pub enum Command {
     Skill(crate::skill_cmd::SkillCommand),
     /// Verify, export, checkpoint or prune the tamper-evident audit log.
     Audit(crate::audit_cmd::AuditArgs),
+    /// Copy a SQLite deployment into an empty PostgreSQL database (--from, --to), then
+    /// verify that the copy's audit chain ends with the same tip.
+    Migrate(crate::migrate_cmd::MigrateArgs),
     /// Serve the demo company's 15 tools as an MCP server over stdio (or HTTP with --http).
     DemoUpstream(DemoUpstreamArgs),
     /// Developer tools: load generator, context-cost study, memory probe.

@@ -16,6 +16,7 @@ mod health;
 mod key_cmd;
 mod mcp;
 mod metrics_http;
+mod migrate_cmd;
 mod oauth_http;
 mod serve;
 mod skill_cmd;
@@ -116,6 +117,8 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         // The only command whose outcome is more than success or an error: a broken chain
         // is a finding, reported on stderr with a failing exit code.
         Some(Command::Audit(command)) => return audit_cmd::run(&cli.database_url, command).await,
+        // A copy whose audit chain does not verify is a finding as well.
+        Some(Command::Migrate(args)) => return migrate_cmd::run(args).await,
         // An invalid catalog file is reported on stderr, path by path, with a failing exit code.
         Some(Command::Catalog(command)) => {
             return catalog_cmd::run(&cli.database_url, command).await;

@@ -18,6 +18,7 @@ pub mod audit_query;
 pub mod catalog;
 pub mod catalog_code;
 pub mod console_sessions;
+pub mod copy;
 mod direct;
 pub mod holds;
 pub mod keys;
@@ -223,6 +224,19 @@ impl Store {
         // sqlx's PostgreSQL migrator holds an advisory lock while it runs, so replicas
         // starting together migrate once.
         POSTGRES_MIGRATOR.run(&typed).await?;
+        let collation: String = sqlx::query_scalar(
+            "SELECT datcollate::text FROM pg_database WHERE datname = current_database()",
+        )
+        .fetch_one(&typed)
+        .await?;
+        if collation != "C" && collation != "POSIX" {
+            // Names would sort by the locale's rules, not byte by byte as on SQLite.
+            tracing::warn!(
+                %collation,
+                "the database's collation is not C: lists sorted by name may order differently \
+                 than on SQLite (docs/operations.md, \"Collation\")"
+            );
+        }
         let pool = AnyPoolOptions::new()
             .max_connections(16)
             .acquire_timeout(Duration::from_secs(10))
