@@ -453,3 +453,73 @@ fn allowed_event(
     .in_session(session_id)
     .by(actor)
 }
+
+/// Many audited changes sent at once share a transaction; each still succeeds, declines or
+/// fails alone, a refused event undoes its own change only, and the chain stays whole.
+#[tokio::test]
+async fn concurrent_audited_changes_each_commit_decline_or_fail_alone() {
+    let db = Db::new();
+    let log = db.log().await;
+    testing::add_refusing_trigger(
+        log.store().test_pool(),
+        "refuse_feedback",
+        "INSERT",
+        "audit_events",
+        Some("NEW.kind = 'feedback'"),
+        testing::Refusal::Abort("refused"),
+    )
+    .await;
+    let tasks: Vec<_> = (0..48u64)
+        .map(|i| {
+            let log = log.clone();
+            tokio::spawn(async move {
+                let outcome = log
+                    .commit(move |conn| {
+                        Box::pin(async move {
+                            sqlx::query(
+                                "INSERT INTO compliance_settings (key, value) VALUES ($1, 'x')",
+                            )
+                            .bind(format!("k{i}"))
+                            .execute(&mut *conn)
+                            .await?;
+                            match i % 4 {
+                                0 => Err(skillgate_core::store::StoreError::Conflict("no".into())),
+                                1 => Ok(None),
+                                // Its event is refused by the database.
+                                2 => Ok(Some((i, vec![feedback(i)]))),
+                                _ => Ok(Some((
+                                    i,
+                                    vec![NewEvent::new(EventKind::CallResult, json!({ "i": i }))],
+                                ))),
+                            }
+                        })
+                    })
+                    .await;
+                (i, outcome)
+            })
+        })
+        .collect();
+    for task in tasks {
+        let (i, outcome) = task.await.unwrap();
+        match i % 4 {
+            0 | 2 => assert!(outcome.is_err(), "{i}: {outcome:?}"),
+            1 => assert_eq!(outcome.unwrap(), None, "{i} declined"),
+            _ => assert_eq!(outcome.unwrap(), Some(i)),
+        }
+    }
+    let mut kept: Vec<String> =
+        sqlx::query_scalar("SELECT key FROM compliance_settings WHERE key LIKE 'k%'")
+            .fetch_all(log.store().test_pool())
+            .await
+            .unwrap();
+    kept.sort();
+    let mut expected: Vec<String> = (0..48u64)
+        .filter(|i| i % 4 == 3)
+        .map(|i| format!("k{i}"))
+        .collect();
+    expected.sort();
+    assert_eq!(kept, expected, "only the changes that committed are stored");
+    let report = log.verify().await.unwrap();
+    assert!(report.is_intact(), "{report:?}");
+    assert_eq!(report.events, 12);
+}

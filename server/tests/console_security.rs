@@ -4,7 +4,7 @@
 mod common;
 
 use common::Server;
-use common::console::{self, Browser, FORM, encode, form_token, http, session_cookie};
+use common::console::{self, Browser, FORM, encode, form_token, http, mcp_status, session_cookie};
 use futures::future::join_all;
 use reqwest::StatusCode;
 use reqwest::header::{CONTENT_TYPE, COOKIE, HeaderMap, HeaderValue, LOCATION, SET_COOKIE};
@@ -104,30 +104,6 @@ async fn page(server: &Server, cookie: &str) -> reqwest::Response {
         .send()
         .await
         .unwrap()
-}
-
-/// The HTTP status `/mcp` answers an `initialize` with `key`: 200 while the key is valid.
-async fn mcp_status(server: &Server, key: &str) -> StatusCode {
-    http()
-        .post(server.mcp_url())
-        .bearer_auth(key)
-        .header(CONTENT_TYPE, "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(
-            serde_json::json!({
-                "jsonrpc": "2.0", "id": 1, "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-06-18",
-                    "capabilities": {},
-                    "clientInfo": {"name": "console-security-test", "version": "1"}
-                }
-            })
-            .to_string(),
-        )
-        .send()
-        .await
-        .unwrap()
-        .status()
 }
 
 async fn revoke(server: &Server, headers: HeaderMap, body: String) -> reqwest::Response {

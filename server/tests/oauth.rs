@@ -10,7 +10,9 @@ use reqwest::StatusCode;
 use reqwest::header::{AUTHORIZATION, CACHE_CONTROL, CONTENT_TYPE, LOCATION, WWW_AUTHENTICATE};
 use serde_json::{Value, json};
 
-use common::console::{Browser, FORM, add_user, encode, http, navigation, page, sign_in};
+use common::console::{
+    Browser, FORM, add_user, encode, http, mcp_status, navigation, page, sign_in,
+};
 use common::{Server, call, init, learn};
 
 const VERIFIER: &str = "verifier-verifier-verifier-verifier-verifier-0123456789";
@@ -153,24 +155,6 @@ async fn signed_in(server: &Server, callback_port: u16) -> (String, Value) {
     let code = query_of(&back, "code").expect("a code");
     let tokens = exchange(server, &client_id, &code, &redirect).await;
     (client_id, tokens)
-}
-
-async fn mcp_status(server: &Server, token: &str) -> StatusCode {
-    reqwest::Client::new()
-        .post(server.mcp_url())
-        .header(AUTHORIZATION, format!("Bearer {token}"))
-        .header(CONTENT_TYPE, "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(
-            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                "protocolVersion": "2025-06-18", "capabilities": {},
-                "clientInfo": {"name": "oauth-test", "version": "0"}}})
-            .to_string(),
-        )
-        .send()
-        .await
-        .unwrap()
-        .status()
 }
 
 #[tokio::test]

@@ -13,11 +13,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use common::console::{Browser, encode, fetch_post, http, navigation, page, sign_in_admin};
+use common::console::{
+    Browser, encode, fetch_post, http, mcp_status, navigation, page, sign_in_admin,
+};
 use common::{Client, Reply, Server, call, init, learn};
 use futures::future::join_all;
 use reqwest::StatusCode;
-use reqwest::header::{CONTENT_TYPE, LOCATION};
+use reqwest::header::LOCATION;
 use rmcp::model::{CallToolRequestParams, JsonObject};
 use serde_json::{Value, json};
 use skillgate_core::store::testing::postgres_url;
@@ -179,30 +181,6 @@ async fn try_call(
         Ok(result) => result.map(Reply::from).map_err(|error| error.to_string()),
         Err(_) => Err(format!("no answer within {DEADLINE:?}")),
     }
-}
-
-/// The HTTP status of a raw MCP `initialize` with `key`.
-async fn mcp_status(server: &Server, key: &str) -> StatusCode {
-    http()
-        .post(server.mcp_url())
-        .bearer_auth(key)
-        .header(CONTENT_TYPE, "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(
-            json!({
-                "jsonrpc": "2.0", "id": 1, "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-06-18",
-                    "capabilities": {},
-                    "clientInfo": {"name": "replica-test", "version": "1"}
-                }
-            })
-            .to_string(),
-        )
-        .send()
-        .await
-        .unwrap()
-        .status()
 }
 
 // ---- caps ------------------------------------------------------------------------------

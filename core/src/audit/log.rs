@@ -16,6 +16,8 @@ use crate::store::{Store, StoreError};
 
 /// Events committed in one transaction at most.
 const MAX_GROUP: usize = 512;
+/// Audited changes committed in one transaction at most.
+const MAX_CHANGES: usize = 64;
 const QUEUE: usize = 1024;
 
 #[derive(Debug, thiserror::Error)]
@@ -39,15 +41,9 @@ struct Prepared {
 }
 
 /// A state change that commits in the same transaction as the events it returns: it runs
-/// on the writer's connection inside `BEGIN IMMEDIATE`. `Ok(None)` declines (e.g. a stale
+/// on the writer's connection inside a write transaction ([`Store::begin_write`](crate::store::Store)). `Ok(None)` declines (e.g. a stale
 /// revision), and then neither the change nor any event is committed.
-pub type Change = Box<
-    dyn for<'c> FnOnce(
-            &'c mut AnyConnection,
-        )
-            -> BoxFuture<'c, Result<Option<Vec<NewEvent>>, crate::store::StoreError>>
-        + Send,
->;
+pub type Change = crate::store::audit::AuditedChange<Vec<NewEvent>>;
 
 struct Job {
     events: Vec<Prepared>,
@@ -306,7 +302,20 @@ async fn run_writer(store: Store, mut queue: mpsc::Receiver<Job>) {
             },
         };
         if first.change.is_some() {
-            commit_change(&store, first).await;
+            // Consecutive changes commit together (each in a savepoint of its own); an
+            // event-only job met meanwhile waits for them, keeping the callers' order.
+            let mut changes = vec![first];
+            while changes.len() < MAX_CHANGES {
+                match queue.try_recv() {
+                    Ok(job) if job.change.is_none() => {
+                        held = Some(job);
+                        break;
+                    }
+                    Ok(job) => changes.push(job),
+                    Err(_) => break,
+                }
+            }
+            commit_changes(&store, changes).await;
             continue;
         }
         let mut pending = first.events.len();
@@ -325,6 +334,60 @@ async fn run_writer(store: Store, mut queue: mpsc::Receiver<Job>) {
             }
         }
         commit_group(&store, group).await;
+    }
+}
+
+/// Commits change jobs in one transaction, each undone alone if it fails or declines; if
+/// the transaction as a whole fails, each job is tried again on its own, so one caller's
+/// failure is theirs alone.
+async fn commit_changes(store: &Store, mut jobs: Vec<Job>) {
+    if jobs.len() == 1 {
+        if let Some(job) = jobs.pop() {
+            commit_change(store, job).await;
+        }
+        return;
+    }
+    let now = Utc::now();
+    let at = timestamp(now);
+    // Moved into the transaction; a job whose change is gone was answered by it.
+    let changes: Vec<Change> = jobs
+        .iter_mut()
+        .filter_map(|job| job.change.take())
+        .collect();
+    let result = store
+        .audit_append_after_each(changes, |anchor, events: Vec<NewEvent>| {
+            let prepared: Vec<Prepared> = events.into_iter().map(prepare).collect();
+            let refs: Vec<&Prepared> = prepared.iter().collect();
+            link_all(anchor, &at, &refs)
+        })
+        .await;
+    match result {
+        Ok(outcomes) => {
+            for (job, outcome) in jobs.into_iter().zip(outcomes) {
+                let answer = match outcome {
+                    Ok(Some(rows)) => Ok(appended(rows, &at, now)),
+                    Ok(None) => Ok(Vec::new()),
+                    Err(err) => {
+                        tracing::error!(error = %err, "audited change failed");
+                        Err(err.into())
+                    }
+                };
+                let _ = job.reply.send(answer);
+            }
+        }
+        // The changes ran but nothing was committed, and a change cannot run twice (it is
+        // consumed): each caller is told, and retries as after any failed commit.
+        Err(err) => {
+            tracing::error!(error = %err, callers = jobs.len(), "audited changes failed to commit");
+            let message = err.to_string();
+            for job in jobs {
+                let _ = job
+                    .reply
+                    .send(Err(AuditError::Store(StoreError::Conflict(format!(
+                        "the audited change was not committed: {message}"
+                    )))));
+            }
+        }
     }
 }
 

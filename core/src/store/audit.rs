@@ -122,6 +122,16 @@ pub struct Pruned {
     pub checkpoint: Checkpoint,
 }
 
+/// A state change run inside an audited write transaction: `Ok(None)` declines.
+pub type AuditedChange<T> = Box<
+    dyn for<'c> FnOnce(&'c mut AnyConnection) -> BoxFuture<'c, Result<Option<T>, StoreError>>
+        + Send,
+>;
+
+/// What became of one change of [`Store::audit_append_after_each`]: its rows, `None` when
+/// it declined, or its error.
+pub type ChangeOutcome = Result<Option<Vec<AuditRow>>, StoreError>;
+
 pub(crate) const COLUMNS: &str = "seq, at, session_id, kind, actor, payload, prev_hash, hash";
 
 // SQLite integers are i64; seqs start at 1 and never approach i64::MAX.
@@ -218,6 +228,63 @@ impl Store {
         }
         tx.commit().await?;
         Ok(Some(rows))
+    }
+
+    /// [`Self::audit_append_after`] for several changes in one write transaction: each runs
+    /// in order inside a savepoint of its own, so a change that fails or declines is undone
+    /// alone and the others commit, with their rows chained in the same order. One lock
+    /// and one commit for the lot: what lets concurrent governed calls share a commit.
+    ///
+    /// The outer error means nothing was committed (the rows could not be stored, or the
+    /// commit failed); then each change may be retried alone. Otherwise each change has
+    /// its own outcome: its rows, `None` when it declined, or its error.
+    pub async fn audit_append_after_each<T, F>(
+        &self,
+        changes: Vec<AuditedChange<T>>,
+        mut build: F,
+    ) -> Result<Vec<ChangeOutcome>, StoreError>
+    where
+        F: FnMut(&Anchor, T) -> Vec<AuditRow>,
+    {
+        use sqlx::Acquire as _;
+        let mut tx = self.begin_write().await?;
+        let mut tip = audit_tip_in(&mut tx).await?;
+        let mut outcomes = Vec::with_capacity(changes.len());
+        for change in changes {
+            let mut savepoint = (&mut tx).begin().await?;
+            // The change and its rows in the savepoint: a row the database refuses undoes
+            // its own change only.
+            let outcome = match change(&mut savepoint).await {
+                Ok(Some(outcome)) => {
+                    let rows = build(&tip, outcome);
+                    match insert_events_in(&mut savepoint, &rows).await {
+                        Ok(()) => super::audit_query::summarize_in(&mut savepoint, &rows)
+                            .await
+                            .map(|()| Some(rows)),
+                        Err(error) => Err(error),
+                    }
+                }
+                other => other.map(|_| None),
+            };
+            match outcome {
+                Ok(Some(rows)) => {
+                    savepoint.commit().await?;
+                    if let Some(last) = rows.last() {
+                        tip = Anchor {
+                            seq: last.seq,
+                            hash: last.hash.clone(),
+                        };
+                    }
+                    outcomes.push(Ok(Some(rows)));
+                }
+                declined_or_failed => {
+                    savepoint.rollback().await?;
+                    outcomes.push(declined_or_failed);
+                }
+            }
+        }
+        tx.commit().await?;
+        Ok(outcomes)
     }
 
     /// The newest event, else the newest retention anchor, else the genesis.
@@ -503,10 +570,7 @@ const INSERT_EVENT: &str =
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8)";
 
 /// Inserts `rows` in order on an sqlx transaction (changes and prunes, one or a few events).
-async fn insert_events_in(
-    tx: &mut Transaction<'static, Any>,
-    rows: &[AuditRow],
-) -> Result<(), StoreError> {
+async fn insert_events_in(conn: &mut AnyConnection, rows: &[AuditRow]) -> Result<(), StoreError> {
     for row in rows {
         sqlx::query(INSERT_EVENT)
             .bind(seq_to_db(row.seq))
@@ -517,7 +581,7 @@ async fn insert_events_in(
             .bind(&row.payload)
             .bind(&row.prev_hash)
             .bind(&row.hash)
-            .execute(&mut **tx)
+            .execute(&mut *conn)
             .await?;
     }
     Ok(())

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use futures::stream::{BoxStream, StreamExt};
 use serde_json::Value;
 use sqlx::any::{AnyArguments, AnyRow};
-use sqlx::{Any, Arguments, FromRow, Row, Transaction};
+use sqlx::{AnyConnection, Arguments, FromRow, Row};
 
 use super::audit::{AuditRow, COLUMNS, seq_from_db, seq_to_db};
 use super::{Store, StoreError};
@@ -145,7 +145,7 @@ const UPSERT_SUMMARY: &str = "INSERT INTO audit_session_summaries AS s
 /// Folds appended rows into their sessions' summaries, in order (rows without a session
 /// are skipped).
 pub(crate) async fn summarize_in(
-    tx: &mut Transaction<'static, Any>,
+    conn: &mut AnyConnection,
     rows: &[AuditRow],
 ) -> Result<(), StoreError> {
     for summary in rows.iter().filter_map(summary_row) {
@@ -164,7 +164,7 @@ pub(crate) async fn summarize_in(
             .bind(d.errors)
             .bind(&summary.roles)
             .bind(&summary.tools)
-            .execute(&mut **tx)
+            .execute(&mut *conn)
             .await?;
     }
     Ok(())

@@ -9,31 +9,14 @@
 use std::time::Duration;
 
 use anyhow::Context as _;
-use clap::Args;
 use serde_json::{Value, json};
 use skillgate_testpg::TempPostgres;
 
 use super::harness::{self, Process, ScratchDir};
-use super::load::{Phase, Pids, drive};
+use super::load::{Phase, Pids, Shape, drive};
 
-#[derive(Debug, Args)]
-pub struct BackendsArgs {
-    /// Concurrent MCP sessions (one client each) per phase, over all replicas.
-    #[arg(long, default_value_t = 32)]
-    pub sessions: usize,
-    /// Seconds measured per phase, after the warm-up.
-    #[arg(long, default_value_t = 10.0)]
-    pub duration: f64,
-    /// Seconds of calls before measuring, per phase.
-    #[arg(long, default_value_t = 2.0)]
-    pub warmup: f64,
-    /// The role each governed session learns.
-    #[arg(long, default_value = "tier-1-support")]
-    pub role: String,
-    /// Print JSON instead of a Markdown table.
-    #[arg(long)]
-    pub json: bool,
-}
+/// The load of each phase; `--sessions` counts all replicas' sessions together.
+pub type BackendsArgs = Shape;
 
 /// One measured configuration.
 struct Run {
@@ -52,11 +35,7 @@ impl Run {
 }
 
 pub async fn run(args: BackendsArgs) -> anyhow::Result<()> {
-    anyhow::ensure!(args.sessions > 0, "--sessions must be at least 1");
-    anyhow::ensure!(
-        args.duration > 0.0 && args.warmup >= 0.0,
-        "--duration must be positive and --warmup not negative"
-    );
+    args.check()?;
     let dir = ScratchDir::new("backends")?;
     let (upstream, upstream_url) = Process::start(
         &["demo-upstream", "--http", "127.0.0.1:0"],

@@ -21,8 +21,9 @@ use crate::metrics_http::METRICS_PATH;
 
 const TOOL: &str = "lookup_customer";
 
+/// The shape of a load: what `dev load` and `dev backends` share.
 #[derive(Debug, Args)]
-pub struct LoadArgs {
+pub struct Shape {
     /// Concurrent MCP sessions (one client each) per phase.
     #[arg(long, default_value_t = 32)]
     pub sessions: usize,
@@ -32,16 +33,33 @@ pub struct LoadArgs {
     /// Seconds of calls before measuring, per phase.
     #[arg(long, default_value_t = 2.0)]
     pub warmup: f64,
-    /// Offer this many calls per second in all, spread evenly over the sessions, instead
-    /// of calling as fast as answers come back.
-    #[arg(long)]
-    pub rate: Option<f64>,
     /// The role each governed session learns.
     #[arg(long, default_value = "tier-1-support")]
     pub role: String,
     /// Print JSON instead of a Markdown table.
     #[arg(long)]
     pub json: bool,
+}
+
+impl Shape {
+    pub fn check(&self) -> anyhow::Result<()> {
+        anyhow::ensure!(self.sessions > 0, "--sessions must be at least 1");
+        anyhow::ensure!(
+            self.duration > 0.0 && self.warmup >= 0.0,
+            "--duration must be positive and --warmup not negative"
+        );
+        Ok(())
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct LoadArgs {
+    #[command(flatten)]
+    pub shape: Shape,
+    /// Offer this many calls per second in all, spread evenly over the sessions, instead
+    /// of calling as fast as answers come back.
+    #[arg(long)]
+    pub rate: Option<f64>,
 }
 
 /// The outcome of one phase.
@@ -102,19 +120,14 @@ fn round(value: f64, digits: i32) -> f64 {
 }
 
 pub async fn run(args: LoadArgs) -> anyhow::Result<()> {
-    anyhow::ensure!(args.sessions > 0, "--sessions must be at least 1");
+    args.shape.check()?;
+    let LoadArgs { shape: args, rate } = args;
     anyhow::ensure!(
-        args.duration > 0.0 && args.warmup >= 0.0,
-        "--duration must be positive and --warmup not negative"
-    );
-    anyhow::ensure!(
-        args.rate.is_none_or(|rate| rate.is_finite() && rate > 0.0),
+        rate.is_none_or(|rate| rate.is_finite() && rate > 0.0),
         "--rate must be a positive number of calls per second"
     );
     // Each session is due for its next call one interval after its last one was due.
-    let interval = args
-        .rate
-        .map(|rate| Duration::from_secs_f64(args.sessions as f64 / rate));
+    let interval = rate.map(|rate| Duration::from_secs_f64(args.sessions as f64 / rate));
     let stack = Stack::start().await?;
     eprintln!(
         "gateway {} (pid {:?}), demo upstream {}; logs in {}",
@@ -161,7 +174,7 @@ pub async fn run(args: LoadArgs) -> anyhow::Result<()> {
     .await?;
 
     let report = Report {
-        rate: args.rate,
+        rate,
         direct,
         governed,
     };

@@ -22,6 +22,31 @@ pub fn http() -> reqwest::Client {
         .expect("an HTTP client")
 }
 
+/// The HTTP status of an MCP `initialize` with `Authorization: Bearer CREDENTIAL` (an agent
+/// key or an OAuth access token): 200 when the credential is admitted, 401 when not.
+pub async fn mcp_status(server: &Server, credential: &str) -> StatusCode {
+    http()
+        .post(server.mcp_url())
+        .bearer_auth(credential)
+        .header(CONTENT_TYPE, "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(
+            serde_json::json!({
+                "jsonrpc": "2.0", "id": 1, "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "skillgate-test", "version": "1"}
+                }
+            })
+            .to_string(),
+        )
+        .send()
+        .await
+        .expect("the server answers")
+        .status()
+}
+
 /// A signed-in browser: its session cookie and its pages' form token.
 pub struct Browser {
     pub cookie: String,
