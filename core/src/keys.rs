@@ -10,7 +10,6 @@ use std::fmt;
 use chrono::{DateTime, Duration, Utc};
 use rand::RngCore;
 use rand::rngs::OsRng;
-use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::slug::Slug;
@@ -28,27 +27,7 @@ pub const DISPLAY_PREFIX_LEN: usize = 12;
 pub const LAST_USED_INTERVAL: Duration = Duration::seconds(60);
 pub const MAX_NAME_LEN: usize = 64;
 
-/// A key as listed: everything but the secret, so it may be serialized and logged.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct AgentKeyInfo {
-    pub id: i64,
-    pub name: String,
-    pub scope: Slug,
-    /// The first [`DISPLAY_PREFIX_LEN`] characters of the key.
-    pub prefix: String,
-    pub created_at: DateTime<Utc>,
-    pub created_by: Option<String>,
-    pub expires_at: Option<DateTime<Utc>>,
-    pub revoked_at: Option<DateTime<Utc>>,
-    pub last_used_at: Option<DateTime<Utc>>,
-}
-
-impl AgentKeyInfo {
-    /// True when the key may authenticate at `now`: not revoked and not expired.
-    pub fn is_active(&self, now: DateTime<Utc>) -> bool {
-        self.revoked_at.is_none() && self.expires_at.is_none_or(|expires| now < expires)
-    }
-}
+pub use crate::store::keys::AgentKeyInfo;
 
 /// A checked, generated key not yet stored ([`AgentKeys::prepare`]). Holds the secret, so
 /// it is neither `Serialize` nor `Clone`, and its `Debug` shows only the name.

@@ -33,7 +33,7 @@ async fn concurrent_reservations_from_two_processes_never_exceed_the_limit() {
             } else {
                 second.clone()
             };
-            tokio::spawn(async move { store.reserve_rate_slot("key:loop", &SMALL, now).await })
+            tokio::spawn(async move { SMALL.reserve(&store, "key:loop", now).await })
         })
         .collect();
     let mut reserved = 0;
@@ -45,17 +45,11 @@ async fn concurrent_reservations_from_two_processes_never_exceed_the_limit() {
     assert_eq!(reserved, 20);
     // Other keys and other actions have their own budgets.
     assert_eq!(
-        first
-            .reserve_rate_slot("key:calm", &SMALL, now)
-            .await
-            .unwrap(),
+        SMALL.reserve(&first, "key:calm", now).await.unwrap(),
         Slot::Reserved
     );
     assert_eq!(
-        first
-            .reserve_rate_slot("key:loop", &FEEDBACK, now)
-            .await
-            .unwrap(),
+        FEEDBACK.reserve(&first, "key:loop", now).await.unwrap(),
         Slot::Reserved
     );
 }
@@ -67,13 +61,13 @@ async fn the_window_slides_and_a_refusal_says_when_the_oldest_slot_frees() {
     for n in 0..20 {
         let at = start + chrono::Duration::seconds(n);
         assert_eq!(
-            store.reserve_rate_slot("key:a", &SMALL, at).await.unwrap(),
+            SMALL.reserve(&store, "key:a", at).await.unwrap(),
             Slot::Reserved
         );
     }
     let at = start + chrono::Duration::seconds(30);
     assert_eq!(
-        store.reserve_rate_slot("key:a", &SMALL, at).await.unwrap(),
+        SMALL.reserve(&store, "key:a", at).await.unwrap(),
         Slot::Refused {
             retry_in: Duration::from_secs(30)
         }
@@ -81,17 +75,11 @@ async fn the_window_slides_and_a_refusal_says_when_the_oldest_slot_frees() {
     // Once the first slot is a full window old, exactly one more fits.
     let later = start + chrono::Duration::seconds(60);
     assert_eq!(
-        store
-            .reserve_rate_slot("key:a", &SMALL, later)
-            .await
-            .unwrap(),
+        SMALL.reserve(&store, "key:a", later).await.unwrap(),
         Slot::Reserved
     );
     assert!(matches!(
-        store
-            .reserve_rate_slot("key:a", &SMALL, later)
-            .await
-            .unwrap(),
+        SMALL.reserve(&store, "key:a", later).await.unwrap(),
         Slot::Refused { .. }
     ));
 }

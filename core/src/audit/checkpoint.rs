@@ -58,15 +58,7 @@ pub fn prune_message(range: &PrunedRange) -> String {
     )
 }
 
-/// The events one prune deleted: `from_seq..=through_seq`, and the hash of the last, which
-/// became the retention anchor.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PrunedRange {
-    pub from_seq: u64,
-    pub through_seq: u64,
-    pub anchor_hash: String,
-    pub events: u64,
-}
+pub use crate::store::audit::PrunedRange;
 
 impl PrunedRange {
     /// The range an `audit_pruned` payload names, if it is well formed.

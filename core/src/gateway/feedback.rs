@@ -89,11 +89,7 @@ impl Gateway {
         };
 
         let subject = limits::key_subject(&agent.key_name);
-        if let Slot::Refused { retry_in } = self
-            .store
-            .reserve_rate_slot(&subject, &FEEDBACK, now)
-            .await?
-        {
+        if let Slot::Refused { retry_in } = FEEDBACK.reserve(&self.store, &subject, now).await? {
             let rule = FEEDBACK.refusal(retry_in);
             return self
                 .refuse_feedback(

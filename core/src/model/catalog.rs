@@ -36,7 +36,7 @@ impl CatalogDraft {
     /// The catalog this draft becomes once saved: every skill at version 1.
     /// The built-in curation upstream and its tools are added, as loading a catalog does.
     pub fn into_catalog(self, mut upstreams: Vec<Upstream>) -> Catalog {
-        let (builtin, builtin_tools) = crate::revisions::curator::builtin_catalog_parts();
+        let (builtin, builtin_tools) = super::curation::builtin_catalog_parts();
         upstreams.push(builtin);
         let mut tools = self.tools;
         tools.extend(builtin_tools);

@@ -1,6 +1,7 @@
 //! Catalog domain types: tools, upstreams, skills, roles, limits and scopes.
 
 mod catalog;
+pub mod curation;
 mod error;
 mod limit;
 mod role;

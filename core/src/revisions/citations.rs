@@ -6,19 +6,7 @@ use std::collections::BTreeSet;
 /// The words an agent or reviewer sees when a citation is refused.
 pub const CITE_EXISTING: &str = "cite existing feedback, session or pattern IDs";
 
-/// The IDs a proposal for one skill may cite.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct KnownSources {
-    pub feedback: BTreeSet<String>,
-    pub sessions: BTreeSet<String>,
-    pub patterns: BTreeSet<String>,
-}
-
-impl KnownSources {
-    pub fn contains(&self, id: &str) -> bool {
-        self.feedback.contains(id) || self.sessions.contains(id) || self.patterns.contains(id)
-    }
-}
+pub use crate::store::revisions::KnownSources;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CitationError {

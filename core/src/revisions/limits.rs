@@ -37,6 +37,18 @@ pub const PROPOSALS: RateLimit = RateLimit {
 };
 
 impl RateLimit {
+    /// Reserves one slot of this limit for `subject` at `now`, exactly across replicas.
+    pub async fn reserve(
+        &self,
+        store: &crate::store::Store,
+        subject: &str,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Slot, crate::store::StoreError> {
+        store
+            .reserve_rate_slot(subject, (self.action, self.max, self.window), now)
+            .await
+    }
+
     /// `at most 60 `feedback_skill` calls per key per minute`.
     pub fn sentence(&self) -> String {
         format!(
@@ -62,15 +74,7 @@ pub fn key_subject(key_name: &str) -> String {
     format!("key:{key_name}")
 }
 
-/// Whether a slot was reserved.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Slot {
-    Reserved,
-    /// The window is full; its oldest slot frees in `retry_in`.
-    Refused {
-        retry_in: Duration,
-    },
-}
+pub use crate::store::revisions::Slot;
 
 /// A wait in whole seconds, rounded up and never 0: what `Retry-After` and
 /// `retry_after_secs` say.

@@ -361,9 +361,8 @@ impl Revisions {
 
     /// Takes one slot of `limit` for the agent key `agent`, or refuses saying when to retry.
     pub async fn reserve_slot(&self, agent: &str, limit: &RateLimit) -> Result<(), RevisionError> {
-        match self
-            .store
-            .reserve_rate_slot(&super::limits::key_subject(agent), limit, Utc::now())
+        match limit
+            .reserve(&self.store, &super::limits::key_subject(agent), Utc::now())
             .await?
         {
             Slot::Reserved => Ok(()),

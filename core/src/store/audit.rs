@@ -8,7 +8,19 @@ use sqlx::any::AnyRow;
 use sqlx::{Any, AnyConnection, FromRow, Row, Transaction};
 
 use super::{Store, StoreError};
-use crate::audit::checkpoint::PrunedRange;
+
+/// `prev_hash` of the first event of a chain: 32 zero bytes, in hex.
+pub const GENESIS_HASH: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// The events one prune deleted: `from_seq..=through_seq`, and the hash of the last, which
+/// became the retention anchor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrunedRange {
+    pub from_seq: u64,
+    pub through_seq: u64,
+    pub anchor_hash: String,
+    pub events: u64,
+}
 
 /// One stored audit event, every field exactly as stored and hashed. `payload` is
 /// canonical JSON text.
@@ -51,7 +63,7 @@ impl Anchor {
     pub fn genesis() -> Self {
         Self {
             seq: 0,
-            hash: crate::audit::GENESIS_HASH.to_owned(),
+            hash: GENESIS_HASH.to_owned(),
         }
     }
 }

@@ -12,10 +12,9 @@ use serde::de::DeserializeOwned;
 use sqlx::{AnyConnection, Row};
 
 use super::{Store, StoreError, stamp};
-use crate::demo::catalog::{DEMO_UPSTREAM, demo_catalog};
 use crate::model::{
-    Catalog, CatalogError, CatalogTool, Role, Scope, Skill, SkillVersion, ToolSpec, Upstream,
-    UpstreamKind, quarantine_reason,
+    Catalog, CatalogDraft, CatalogError, CatalogTool, Role, Scope, Skill, SkillVersion, ToolSpec,
+    Upstream, quarantine_reason,
 };
 use crate::policy::CompiledCatalog;
 use crate::slug::Slug;
@@ -300,10 +299,14 @@ impl Store {
         Ok(list_scopes(&mut conn).await?)
     }
 
-    /// Seeds the demo catalog into a database whose catalog has no roles yet, with an
-    /// upstream `demo` that runs `command demo-upstream` (the running `skillgate` binary).
-    /// Returns whether anything was seeded; a catalog that already has roles is left alone.
-    pub async fn seed_demo(&self, command: &str) -> Result<bool, StoreError> {
+    /// Seeds `draft` with its one `upstream` into a database whose catalog has no roles
+    /// yet, its tools admitted and pinned as drafted (the trust of a seed). Returns whether
+    /// anything was seeded; a catalog that already has roles is left alone.
+    pub async fn seed_catalog(
+        &self,
+        draft: CatalogDraft,
+        upstream: &Upstream,
+    ) -> Result<bool, StoreError> {
         let mut tx = self.begin_write().await?;
         let roles: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM roles")
             .fetch_one(&mut *tx)
@@ -311,26 +314,17 @@ impl Store {
         if roles > 0 {
             return Ok(false);
         }
-        let upstream = Upstream {
-            name: Slug::parse(DEMO_UPSTREAM).expect("the demo upstream name is a slug"),
-            kind: UpstreamKind::Stdio {
-                command: command.to_owned(),
-                args: vec!["demo-upstream".to_owned()],
-            },
-        };
-        let draft = demo_catalog();
         draft
             .clone()
             .into_catalog(vec![upstream.clone()])
             .validate()?;
-        upsert_upstream(&mut tx, &upstream).await?;
+        upsert_upstream(&mut tx, upstream).await?;
         let specs: Vec<ToolSpec> = draft
             .tools
             .iter()
             .filter(|t| t.upstream == upstream.name)
             .map(|t| t.spec.clone())
             .collect();
-        // Admitted by the seed: the demo's definitions are pinned as drafted.
         seed_tools(&mut tx, &upstream.name, &specs).await?;
         for skill in &draft.skills {
             insert_skill(&mut tx, skill).await?;
@@ -348,7 +342,7 @@ impl Store {
 
 pub(crate) async fn load_catalog(conn: &mut AnyConnection) -> Result<Catalog, StoreError> {
     // The built-in curation upstream and its tools live in code, not in the database.
-    let (builtin, builtin_tools) = crate::revisions::curator::builtin_catalog_parts();
+    let (builtin, builtin_tools) = crate::model::curation::builtin_catalog_parts();
     let mut upstreams = list_upstreams(conn).await?;
     upstreams.push(builtin);
     let mut tools = list_tools(conn).await?;
@@ -1451,7 +1445,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::model::{ArgCheck, CmpOp, Limit};
+    use crate::demo::catalog::demo_catalog;
+    use crate::model::{ArgCheck, CmpOp, Limit, UpstreamKind};
     use crate::policy::{CallRequest, Decision, Outcome, SessionView, decide, value_digest};
     use crate::store::test_store;
 

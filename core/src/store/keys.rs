@@ -1,12 +1,34 @@
 //! SQL for agent keys. Rows hold the SHA-256 of a key, never the key itself.
 
 use chrono::{DateTime, Utc};
+use serde::Serialize;
 use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, Row};
 
 use super::{Store, StoreError, stamp};
-use crate::keys::AgentKeyInfo;
 use crate::slug::Slug;
+
+/// A key as listed: everything but the secret, so it may be serialized and logged.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AgentKeyInfo {
+    pub id: i64,
+    pub name: String,
+    pub scope: Slug,
+    /// The first characters of the key (`keys::DISPLAY_PREFIX_LEN`), to recognise it by.
+    pub prefix: String,
+    pub created_at: DateTime<Utc>,
+    pub created_by: Option<String>,
+    pub expires_at: Option<DateTime<Utc>>,
+    pub revoked_at: Option<DateTime<Utc>>,
+    pub last_used_at: Option<DateTime<Utc>>,
+}
+
+impl AgentKeyInfo {
+    /// True when the key may authenticate at `now`: not revoked and not expired.
+    pub fn is_active(&self, now: DateTime<Utc>) -> bool {
+        self.revoked_at.is_none() && self.expires_at.is_none_or(|expires| now < expires)
+    }
+}
 
 /// What the store needs to insert a key: everything but the clear key.
 #[derive(Debug, Clone)]

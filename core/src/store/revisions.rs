@@ -4,6 +4,9 @@
 //! Lists are paged by keyset: a page holds at most [`MAX_PAGE`] rows and names the row to
 //! continue after, so no request reads more than a page however long the list grows.
 
+use std::collections::BTreeSet;
+use std::time::Duration;
+
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::AnyConnection;
@@ -12,13 +15,35 @@ use sqlx::any::AnyRow;
 
 use super::{Store, StoreError, stamp};
 use crate::model::Resource;
-use crate::revisions::citations::KnownSources;
-use crate::revisions::limits::{RateLimit, Slot};
+
+/// The IDs a proposal for one skill may cite.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KnownSources {
+    pub feedback: BTreeSet<String>,
+    pub sessions: BTreeSet<String>,
+    pub patterns: BTreeSet<String>,
+}
+
+impl KnownSources {
+    pub fn contains(&self, id: &str) -> bool {
+        self.feedback.contains(id) || self.sessions.contains(id) || self.patterns.contains(id)
+    }
+}
+
+/// Whether a rate-limit slot was reserved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Slot {
+    Reserved,
+    /// The window is full; its oldest slot frees in `retry_in`.
+    Refused {
+        retry_in: Duration,
+    },
+}
 
 /// Rows per page when the caller does not say.
 pub const DEFAULT_PAGE: u32 = 50;
-/// The most rows one page may hold.
-pub const MAX_PAGE: u32 = 200;
+/// The most rows one page may hold (the curation tools' schemas name it too).
+pub use crate::model::curation::MAX_PAGE;
 /// The most wiki patterns a skill's readers get at once.
 pub const MAX_PATTERNS: u32 = 100;
 
@@ -473,18 +498,19 @@ impl Store {
         })
     }
 
-    /// Reserves one slot of `limit` for `subject` (an agent key) at `now`, in one
-    /// statement that counts the slots of the last `window` and inserts only when fewer
-    /// than `max` are taken. The count and the insert run under the write lock
-    /// ([`Store::begin_write`]), so the count is exact whichever process or replica asks.
+    /// Reserves one slot of the `action` rate limit (`max` per `window`) for `subject` (an
+    /// agent key) at `now`, in one statement that counts the slots of the last `window`
+    /// and inserts only when fewer than `max` are taken. The count and the insert run
+    /// under the write lock ([`Store::begin_write`]), so the count is exact whichever
+    /// process or replica asks.
     pub async fn reserve_rate_slot(
         &self,
         subject: &str,
-        limit: &RateLimit,
+        (action, max, window): (&str, u32, Duration),
         now: DateTime<Utc>,
     ) -> Result<Slot, StoreError> {
         let now_ms = now.timestamp_millis();
-        let window_ms = i64::try_from(limit.window.as_millis()).unwrap_or(i64::MAX);
+        let window_ms = i64::try_from(window.as_millis()).unwrap_or(i64::MAX);
         let since = now_ms.saturating_sub(window_ms);
         let mut tx = self.begin_write().await?;
         let reserved = sqlx::query(
@@ -493,10 +519,10 @@ impl Store {
                     WHERE subject = $1 AND action = $2 AND at_ms > $4) < $5",
         )
         .bind(subject)
-        .bind(limit.action)
+        .bind(action)
         .bind(now_ms)
         .bind(since)
-        .bind(i64::from(limit.max))
+        .bind(i64::from(max))
         .execute(&mut *tx)
         .await?
         .rows_affected()
@@ -506,7 +532,7 @@ impl Store {
             "DELETE FROM rate_limit_slots WHERE subject = $1 AND action = $2 AND at_ms <= $3",
         )
         .bind(subject)
-        .bind(limit.action)
+        .bind(action)
         .bind(since)
         .execute(&mut *tx)
         .await?;
@@ -519,7 +545,7 @@ impl Store {
             "SELECT MIN(at_ms) FROM rate_limit_slots WHERE subject = $1 AND action = $2 AND at_ms > $3",
         )
         .bind(subject)
-        .bind(limit.action)
+        .bind(action)
         .bind(since)
         .fetch_one(self.pool())
         .await?;
