@@ -43,6 +43,19 @@ async fn exec(log: &AuditLog, sql: &str) {
         .unwrap();
 }
 
+/// Makes the database refuse `feedback` events, as a full disk would, and no others.
+async fn refuse_feedback_events(log: &AuditLog) {
+    testing::add_refusing_trigger(
+        log.store().test_pool(),
+        "refuse_feedback",
+        "INSERT",
+        "audit_events",
+        Some("NEW.kind = 'feedback'"),
+        testing::Refusal::Abort("refused"),
+    )
+    .await;
+}
+
 async fn first_bad(log: &AuditLog) -> Option<BadEvent> {
     log.verify().await.unwrap().first_bad
 }
@@ -249,15 +262,7 @@ async fn a_redacted_token_never_reaches_the_stored_payload() {
 async fn a_failing_event_fails_only_its_own_caller() {
     let db = Db::new();
     let log = db.log().await;
-    testing::add_refusing_trigger(
-        log.store().test_pool(),
-        "refuse_feedback",
-        "INSERT",
-        "audit_events",
-        Some("NEW.kind = 'feedback'"),
-        testing::Refusal::Abort("refused"),
-    )
-    .await;
+    refuse_feedback_events(&log).await;
     let tasks: Vec<_> = (0..20u64)
         .map(|i| {
             let log = log.clone();
@@ -460,15 +465,7 @@ fn allowed_event(
 async fn concurrent_audited_changes_each_commit_decline_or_fail_alone() {
     let db = Db::new();
     let log = db.log().await;
-    testing::add_refusing_trigger(
-        log.store().test_pool(),
-        "refuse_feedback",
-        "INSERT",
-        "audit_events",
-        Some("NEW.kind = 'feedback'"),
-        testing::Refusal::Abort("refused"),
-    )
-    .await;
+    refuse_feedback_events(&log).await;
     let tasks: Vec<_> = (0..48u64)
         .map(|i| {
             let log = log.clone();

@@ -28,20 +28,26 @@ fn refund(amount: u32) -> Value {
            "reason": "Premium support not delivered"})
 }
 
+/// A tier-1 session whose refund eligibility was checked: a governed call that ran.
+async fn eligible_session(agent: &Client) -> String {
+    let (session, _) = init(agent).await;
+    assert!(
+        !learn(agent, &session, "/roles/tier-1-support")
+            .await
+            .is_error
+    );
+    let check = json!({"customer_id": "C-1003", "order_id": "O-5005"});
+    let checked = call(agent, &session, "check_refund_eligibility", check).await;
+    assert!(!checked.is_error, "{}", checked.text);
+    session
+}
+
 /// A stopped `serve --demo` on a SQLite file, after real activity; and the secret of the
 /// key it revoked.
 async fn deployment() -> (Server, String) {
     let mut server = Server::start();
     let agent = server.connect(&server.support_key).await;
-    let (session, _) = init(&agent).await;
-    assert!(
-        !learn(&agent, &session, "/roles/tier-1-support")
-            .await
-            .is_error
-    );
-    let check = json!({"customer_id": "C-1003", "order_id": "O-5005"});
-    let checked = call(&agent, &session, "check_refund_eligibility", check).await;
-    assert!(!checked.is_error, "{}", checked.text);
+    let session = eligible_session(&agent).await;
     let held = call(&agent, &session, "process_refund", refund(300)).await;
     assert_eq!(
         held.structured["decision"], "pending_approval",
@@ -284,15 +290,7 @@ async fn a_sqlite_deployment_copied_to_postgresql_verifies_with_the_same_tip_and
     // The demo agent key works on a server on the copy, and the revoked one does not.
     let copy = CopyServer::start(&postgres, &key, server.dir());
     let agent = copy.connect(&server.support_key).await;
-    let (session, _) = init(&agent).await;
-    assert!(
-        !learn(&agent, &session, "/roles/tier-1-support")
-            .await
-            .is_error
-    );
-    let check = json!({"customer_id": "C-1003", "order_id": "O-5005"});
-    let checked = call(&agent, &session, "check_refund_eligibility", check).await;
-    assert!(!checked.is_error, "{}", checked.text);
+    eligible_session(&agent).await;
     let executed = std::fs::read_to_string(&copy.executions).unwrap_or_default();
     assert!(
         executed.contains("check_refund_eligibility"),

@@ -337,9 +337,9 @@ async fn run_writer(store: Store, mut queue: mpsc::Receiver<Job>) {
     }
 }
 
-/// Commits change jobs in one transaction, each undone alone if it fails or declines; if
-/// the transaction as a whole fails, each job is tried again on its own, so one caller's
-/// failure is theirs alone.
+/// Commits change jobs in one transaction, each undone alone (in its savepoint) if it
+/// fails, declines or has an event refused. Only a failure of the transaction itself (its
+/// commit, the connection) fails every caller of the batch.
 async fn commit_changes(store: &Store, mut jobs: Vec<Job>) {
     if jobs.len() == 1 {
         if let Some(job) = jobs.pop() {
@@ -349,30 +349,18 @@ async fn commit_changes(store: &Store, mut jobs: Vec<Job>) {
     }
     let now = Utc::now();
     let at = timestamp(now);
-    // Moved into the transaction; a job whose change is gone was answered by it.
+    // Every job of a batch has a change (`run_writer` batches only those).
     let changes: Vec<Change> = jobs
         .iter_mut()
         .filter_map(|job| job.change.take())
         .collect();
     let result = store
-        .audit_append_after_each(changes, |anchor, events: Vec<NewEvent>| {
-            let prepared: Vec<Prepared> = events.into_iter().map(prepare).collect();
-            let refs: Vec<&Prepared> = prepared.iter().collect();
-            link_all(anchor, &at, &refs)
-        })
+        .audit_append_after_each(changes, |anchor, events| link_new(anchor, &at, events))
         .await;
     match result {
         Ok(outcomes) => {
             for (job, outcome) in jobs.into_iter().zip(outcomes) {
-                let answer = match outcome {
-                    Ok(Some(rows)) => Ok(appended(rows, &at, now)),
-                    Ok(None) => Ok(Vec::new()),
-                    Err(err) => {
-                        tracing::error!(error = %err, "audited change failed");
-                        Err(err.into())
-                    }
-                };
-                let _ = job.reply.send(answer);
+                let _ = job.reply.send(answer(outcome, &at, now));
             }
         }
         // The changes ran but nothing was committed, and a change cannot run twice (it is
@@ -399,21 +387,33 @@ async fn commit_change(store: &Store, mut job: Job) {
     let now = Utc::now();
     let at = timestamp(now);
     let result = store
-        .audit_append_after(change, |anchor, events: Vec<NewEvent>| {
-            let prepared: Vec<Prepared> = events.into_iter().map(prepare).collect();
-            let refs: Vec<&Prepared> = prepared.iter().collect();
-            link_all(anchor, &at, &refs)
-        })
+        .audit_append_after(change, |anchor, events| link_new(anchor, &at, events))
         .await;
-    let answer = match result {
-        Ok(Some(rows)) => Ok(appended(rows, &at, now)),
+    let _ = job.reply.send(answer(result, &at, now));
+}
+
+/// Chains the events a change returned onto `anchor`.
+fn link_new(anchor: &Anchor, at: &str, events: Vec<NewEvent>) -> Vec<AuditRow> {
+    let prepared: Vec<Prepared> = events.into_iter().map(prepare).collect();
+    let refs: Vec<&Prepared> = prepared.iter().collect();
+    link_all(anchor, at, &refs)
+}
+
+/// What the caller of one change is told: its events as appended, nothing when it
+/// declined, or its error.
+fn answer(
+    outcome: Result<Option<Vec<AuditRow>>, StoreError>,
+    at: &str,
+    now: DateTime<Utc>,
+) -> Result<Vec<AppendedEvent>, AuditError> {
+    match outcome {
+        Ok(Some(rows)) => Ok(appended(rows, at, now)),
         Ok(None) => Ok(Vec::new()),
         Err(err) => {
             tracing::error!(error = %err, "audited change failed");
             Err(err.into())
         }
-    };
-    let _ = job.reply.send(answer);
+    }
 }
 
 async fn commit_group(store: &Store, group: Vec<Job>) {

@@ -178,7 +178,7 @@ impl Store {
             let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             let tip = {
                 let newest = |sql: &str| {
-                    tx.prepare_cached(sql)?
+                    super::direct::prepare(&tx, sql)?
                         .query_row([], |row| {
                             Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?))
                         })
@@ -192,7 +192,7 @@ impl Store {
             let tip = anchor_of(tip);
             let rows = build(&tip);
             if !rows.is_empty() {
-                let mut insert = tx.prepare_cached(INSERT_EVENT)?;
+                let mut insert = super::direct::prepare(&tx, INSERT_EVENT)?;
                 for row in &rows {
                     insert.execute(rusqlite::params![
                         seq_to_db(row.seq),

@@ -175,7 +175,7 @@ pub(crate) fn summarize_direct(
     tx: &rusqlite::Transaction<'_>,
     rows: &[AuditRow],
 ) -> Result<(), StoreError> {
-    let mut upsert = tx.prepare_cached(UPSERT_SUMMARY)?;
+    let mut upsert = super::direct::prepare(tx, UPSERT_SUMMARY)?;
     for summary in rows.iter().filter_map(summary_row) {
         let d = &summary.delta;
         upsert.execute(rusqlite::params![

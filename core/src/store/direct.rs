@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
-use rusqlite::{Connection, OpenFlags};
+use rusqlite::{CachedStatement, Connection, OpenFlags};
 
 use super::StoreError;
 
@@ -93,8 +93,50 @@ impl Direct {
     }
 }
 
+/// Prepares (and caches) a statement of the direct lane. The same text runs on sqlx too,
+/// and the two number `$N` marks differently: sqlx by their digits, rusqlite in the order
+/// the marks first appear. So a statement of both lanes must number its marks in the order
+/// they first appear, or rusqlite binds the values to the wrong marks.
+pub(crate) fn prepare<'c>(
+    conn: &'c Connection,
+    sql: &str,
+) -> rusqlite::Result<CachedStatement<'c>> {
+    debug_assert!(
+        numbered_in_order(sql),
+        "`$N` marks out of first-appearance order: {sql}"
+    );
+    conn.prepare_cached(sql)
+}
+
+/// True when each `$N` that first appears is the next number (`$1 … $2 … $1 … $3`).
+fn numbered_in_order(sql: &str) -> bool {
+    let mut next = 1u32;
+    let mut rest = sql;
+    while let Some(at) = rest.find('$') {
+        rest = &rest[at + 1..];
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        let Ok(n) = digits.parse::<u32>() else {
+            continue;
+        };
+        if n == next {
+            next += 1;
+        } else if n > next {
+            return false;
+        }
+    }
+    true
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn marks_must_first_appear_in_their_numbers_order() {
+        use super::numbered_in_order;
+        assert!(numbered_in_order("SELECT $1, $2 WHERE a = $1 AND b = $3"));
+        assert!(numbered_in_order("SELECT '$.role' FROM t WHERE x = $1"));
+        assert!(!numbered_in_order("SELECT $2 WHERE a = $1"));
+    }
+
     #[tokio::test]
     async fn a_direct_read_sees_what_sqlx_committed_a_moment_before() {
         let store = crate::store::test_store().await;

@@ -138,7 +138,7 @@ impl Store {
     ) -> Result<Option<AgentKeyInfo>, StoreError> {
         let columns = match self.direct() {
             Some(direct) => direct.with(|conn| {
-                let mut query = conn.prepare_cached(&FIND_BY_HASH)?;
+                let mut query = super::direct::prepare(conn, &FIND_BY_HASH)?;
                 let mut rows = query.query([key_hash])?;
                 Ok(rows.next()?.map(KeyColumns::from_direct).transpose()?)
             })?,

@@ -456,7 +456,7 @@ impl Store {
         );
         let columns: Option<Columns> = match self.direct() {
             Some(direct) => direct.with(|conn| {
-                let mut query = conn.prepare_cached(ACCESS)?;
+                let mut query = super::direct::prepare(conn, ACCESS)?;
                 let mut rows = query.query(rusqlite::params![stamp(now), token_hash])?;
                 let Some(row) = rows.next()? else {
                     return Ok(None);
@@ -523,8 +523,8 @@ impl Store {
 }
 
 /// The access token lookup: the token with everything that can end it, in one read.
-/// Parameters are numbered in the order they first appear: rusqlite (the direct lane)
-/// numbers `$N` marks that way, sqlx by their digits.
+/// Its marks are numbered in the order they first appear, as the direct lane needs
+/// ([`super::direct::prepare`]).
 const ACCESS: &str = "SELECT t.key_id, k.name, k.scope, g.user_name, g.client_name, g.resource,
         t.expires_at, k.last_used_at,
         CASE WHEN t.revoked_at IS NULL AND k.revoked_at IS NULL AND u.disabled = 0

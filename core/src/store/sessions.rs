@@ -138,7 +138,7 @@ impl Store {
     pub async fn load_session(&self, id: &str) -> Result<Option<StoredSession>, StoreError> {
         let columns = match self.direct() {
             Some(direct) => direct.with(|conn| {
-                let mut query = conn.prepare_cached(LOAD_SESSION)?;
+                let mut query = super::direct::prepare(conn, LOAD_SESSION)?;
                 let mut rows = query.query([id])?;
                 let Some(row) = rows.next()? else {
                     return Ok(None);
