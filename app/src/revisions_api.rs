@@ -323,8 +323,12 @@ pub async fn upload_skill_md(
         .get_skill(&skill, None)
         .await
         .map_err(ssr::error)?;
-    let proposal = Proposal::from_upload(&skill, current.version, &skill_md, Some(&provenance))
+    let mut proposal = Proposal::from_upload(&skill, current.version, &skill_md, Some(&provenance))
         .map_err(ssr::error)?;
+    // An admin may paste a skill they wrote without citing sources; a reviewer cites them.
+    if user.role.allows(ConsoleRole::Admin) {
+        proposal.authorship = skillgate_core::revisions::Authorship::Admin;
+    }
     let candidate = revisions
         .propose(proposal, Proposer::User(user.name))
         .await

@@ -1,9 +1,11 @@
 //! `POST /console/skills/{skill}/bundle`: a reviewer uploads a `SKILL.md` or an Agent Skills
 //! zip as a multipart form, with or without JavaScript, and it becomes a candidate that
-//! another reviewer decides. The console guard has checked the origin and the form token
-//! before this runs; this checks the session and the console role, proposes through the
-//! revisions service (which audits it), and redirects back to the skill's page with the
-//! outcome as a flash notice. A refused upload writes nothing.
+//! another reviewer decides. A reviewer's upload cites sources (in `provenance.json`); an
+//! admin's may cite none, and then the gate says it has no evidence to evaluate. The
+//! console guard has checked the origin and the form token before this runs; this checks
+//! the session and the console role, proposes through the revisions service (which audits
+//! it), and redirects back to the skill's page with the outcome as a flash notice. A
+//! refused upload records no candidate, only its audited refusal.
 
 use axum::extract::multipart::{Multipart, MultipartRejection};
 use axum::extract::{Path, State};
@@ -12,7 +14,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use skillgate_app::api::ssr::session_user_id;
 use skillgate_app::flash::Notice;
 use skillgate_core::revisions::bundle::MAX_UPLOAD_BYTES;
-use skillgate_core::revisions::{RevisionError, Revisions};
+use skillgate_core::revisions::{Authorship, RevisionError, Revisions};
 use skillgate_core::slug::Slug;
 use skillgate_core::store::StoreError;
 use skillgate_core::store::revisions::Proposer;
@@ -83,6 +85,7 @@ async fn propose(
     skill: &str,
     multipart: Result<Multipart, MultipartRejection>,
     user: String,
+    authorship: Authorship,
 ) -> Result<Notice, Response> {
     let refused = |message: String| Notice {
         error: true,
@@ -102,7 +105,7 @@ async fn propose(
         Err(message) => return Ok(refused(message)),
     };
     match revisions
-        .propose_file(Some(skill), &name, &bytes, Proposer::User(user))
+        .propose_file(Some(skill), &name, &bytes, Proposer::User(user), authorship)
         .await
     {
         Ok(candidate) => Ok(Notice::ok(format!(
@@ -136,15 +139,17 @@ pub async fn upload_bundle(
         Ok(_) => return StatusCode::UNAUTHORIZED.into_response(),
         Err(error) => return failed(error),
     };
+    let target = format!("skill:{skill}");
     if !user.role.allows(ConsoleRole::Reviewer) {
-        return (
-            StatusCode::FORBIDDEN,
-            format!(
-                "Uploading a skill needs the reviewer role; you are {}.\n",
-                user.role
-            ),
-        )
-            .into_response();
+        let message = format!(
+            "Uploading a skill needs the reviewer role; you are {}.\n",
+            user.role
+        );
+        if let Err(error) = audit_refusal(&state, &user.name, &target, "FORBIDDEN", &message).await
+        {
+            return failed(error);
+        }
+        return (StatusCode::FORBIDDEN, message).into_response();
     }
     let Ok(slug) = Slug::parse(&skill) else {
         return (
@@ -153,12 +158,49 @@ pub async fn upload_bundle(
         )
             .into_response();
     };
-    let notice = match propose(&state.revisions, slug.as_str(), multipart, user.name).await {
+    // An admin may upload a skill they wrote without citing sources; a reviewer's upload
+    // cites feedback, sessions or patterns like an agent's proposal.
+    let authorship = if user.role.allows(ConsoleRole::Admin) {
+        Authorship::Admin
+    } else {
+        Authorship::Cited
+    };
+    let notice = match propose(
+        &state.revisions,
+        slug.as_str(),
+        multipart,
+        user.name.clone(),
+        authorship,
+    )
+    .await
+    {
         Ok(notice) => notice,
         Err(response) => return response,
     };
+    // A refused upload changes nothing, and is on the record all the same.
+    if notice.error
+        && let Err(error) =
+            audit_refusal(&state, &user.name, &target, "REFUSED", &notice.message).await
+    {
+        return failed(error);
+    }
     if let Err(error) = skillgate_app::flash::ssr::leave(&session, &notice).await {
         return failed(error);
     }
     Redirect::to(&format!("/skills/{slug}#skill-candidates")).into_response()
+}
+
+/// Audits a refused upload (`admin_refused`, action `skill_candidate.propose`) through the
+/// admin door's audit writer, before the uploader hears of it.
+async fn audit_refusal(
+    state: &AppState,
+    user: &str,
+    target: &str,
+    code: &str,
+    reason: &str,
+) -> Result<(), skillgate_core::admin::AdminError> {
+    state
+        .admin
+        .record_refusal(user, "skill_candidate.propose", target, code, reason)
+        .await
 }

@@ -10,6 +10,7 @@ use clap::Subcommand;
 
 use skillgate_core::admin::AdminService;
 use skillgate_core::catalog_code::{self, ApplyError, ApplyOptions, CatalogFile, json_schema_text};
+use skillgate_core::limited_read::LimitedReadError;
 use skillgate_core::store::Store;
 
 use crate::key_cmd::{DEFAULT_MCP_URL, render_created};
@@ -38,6 +39,15 @@ pub enum CatalogCommand {
         /// The MCP endpoint to put into the client configuration printed for a new key.
         #[arg(long, default_value = DEFAULT_MCP_URL)]
         mcp_url: String,
+        /// The largest FILE read; a bigger one is refused before it is read.
+        #[arg(
+            long,
+            env = "SKILLGATE_MAX_CATALOG_BYTES",
+            value_name = "BYTES",
+            default_value_t = catalog_code::DEFAULT_MAX_CATALOG_BYTES,
+            value_parser = clap::value_parser!(u64).range(1..)
+        )]
+        max_catalog_bytes: u64,
     },
 }
 
@@ -61,9 +71,20 @@ pub async fn run(database_url: &str, command: CatalogCommand) -> anyhow::Result<
             dry_run,
             prune,
             mcp_url,
+            max_catalog_bytes,
         } => {
-            let bytes =
-                std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
+            let bytes = match catalog_code::read_catalog_file(&file, max_catalog_bytes) {
+                Ok(bytes) => bytes,
+                Err(error @ LimitedReadError::TooBig { .. }) => {
+                    eprintln!("{error}");
+                    if !dry_run {
+                        audit_refusal(database_url, &file, None, "TOO_LARGE", &error.to_string())
+                            .await?;
+                    }
+                    return Ok(ExitCode::FAILURE);
+                }
+                Err(error) => return Err(error.into()),
+            };
             let options = ApplyOptions { prune, dry_run };
             let parsed = CatalogFile::parse(&bytes);
             let result = match parsed {
@@ -81,6 +102,11 @@ pub async fn run(database_url: &str, command: CatalogCommand) -> anyhow::Result<
                 Ok(report) => report,
                 Err(error @ ApplyError::Invalid(_)) => {
                     eprintln!("{}: {error}", file.display());
+                    if !dry_run {
+                        let reason = error.to_string();
+                        audit_refusal(database_url, &file, Some(&bytes), "INVALID", &reason)
+                            .await?;
+                    }
                     return Ok(ExitCode::FAILURE);
                 }
                 Err(error) => return Err(error.into()),
@@ -102,4 +128,38 @@ pub async fn run(database_url: &str, command: CatalogCommand) -> anyhow::Result<
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Audits a refused `catalog apply` (`admin_refused`, action `catalog.apply`); a dry run
+/// changes nothing and asks for nothing, so it is not audited. The actor names the refused
+/// contents as an apply's actor would (`catalog-apply:<digest>`) when there are any.
+async fn audit_refusal(
+    database_url: &str,
+    file: &std::path::Path,
+    bytes: Option<&[u8]>,
+    code: &str,
+    reason: &str,
+) -> anyhow::Result<()> {
+    use sha2::Digest as _;
+    let actor = match bytes {
+        Some(bytes) => format!(
+            "catalog-apply:{}",
+            &hex::encode(sha2::Sha256::digest(bytes))[..12]
+        ),
+        None => "catalog-apply".to_owned(),
+    };
+    let store = Store::open(database_url).await?;
+    AdminService::open(store)
+        .await
+        .context("reading the catalog")?
+        .record_refusal(
+            &actor,
+            "catalog.apply",
+            &format!("catalog-file:{}", file.display()),
+            code,
+            reason,
+        )
+        .await
+        .context("auditing the refused catalog file")?;
+    Ok(())
 }

@@ -30,6 +30,8 @@ pub struct Cli {
     pub command: Option<Command>,
 }
 
+// Parsed once at start: the size of the serve flags costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve the console and the MCP endpoint (the default command).
@@ -72,6 +74,16 @@ pub struct ServeArgs {
     /// read-only. See `skillgate catalog export`.
     #[arg(long, env = "SKILLGATE_CATALOG", value_name = "FILE")]
     pub catalog: Option<std::path::PathBuf>,
+    /// The largest `--catalog` file read; a bigger one is refused (at start: the start
+    /// fails; later: the catalog stays as it was).
+    #[arg(
+        long,
+        env = "SKILLGATE_MAX_CATALOG_BYTES",
+        value_name = "BYTES",
+        default_value_t = skillgate_core::catalog_code::DEFAULT_MAX_CATALOG_BYTES,
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub max_catalog_bytes: u64,
 
     /// Admit MCP requests without a key into this scope (loopback binds only; off by default).
     #[arg(long, env = "SKILLGATE_ANONYMOUS_SCOPE")]
@@ -187,6 +199,51 @@ pub struct ServeArgs {
     )]
     pub oauth_refresh_token_ttl: u64,
 
+    /// OAuth client registrations (/oauth/register) allowed per client address per hour,
+    /// across replicas; more are answered 429 with Retry-After.
+    #[arg(
+        long,
+        env = "SKILLGATE_OAUTH_REGISTER_LIMIT",
+        value_name = "COUNT",
+        default_value_t = crate::oauth_http::DEFAULT_REGISTER_LIMIT,
+        value_parser = clap::value_parser!(u32).range(1..)
+    )]
+    pub oauth_register_limit: u32,
+
+    /// OAuth authorization, token and revocation requests allowed per client address per
+    /// minute, across replicas; more are answered 429 with Retry-After.
+    #[arg(
+        long,
+        env = "SKILLGATE_OAUTH_REQUEST_LIMIT",
+        value_name = "COUNT",
+        default_value_t = crate::oauth_http::DEFAULT_REQUEST_LIMIT,
+        value_parser = clap::value_parser!(u32).range(1..)
+    )]
+    pub oauth_request_limit: u32,
+
+    /// Proxies whose X-Forwarded-For is believed: addresses or CIDR networks, repeatable or
+    /// comma-separated. A request from one of them is the client's at the rightmost
+    /// forwarded address that is not a trusted proxy; from anyone else, the peer's. Default:
+    /// none (the header is ignored).
+    #[arg(
+        long = "trusted-proxies",
+        env = "SKILLGATE_TRUSTED_PROXIES",
+        value_name = "CIDR",
+        value_delimiter = ','
+    )]
+    pub trusted_proxies: Vec<String>,
+
+    /// A console session ends after this long without a request (counted from the last
+    /// one, not from sign-in).
+    #[arg(
+        long,
+        env = "SKILLGATE_CONSOLE_IDLE_TIMEOUT",
+        value_name = "SECONDS",
+        default_value_t = 28_800,
+        value_parser = clap::value_parser!(u64).range(1..=2_592_000)
+    )]
+    pub console_idle_timeout: u64,
+
     /// Directory holding the built console assets (`pkg/` with wasm, JS and CSS).
     #[arg(long, env = "SKILLGATE_SITE_ROOT", default_value = "target/site")]
     pub site_root: PathBuf,
@@ -205,6 +262,41 @@ pub struct ServeArgs {
         value_parser = clap::value_parser!(u64).range(1..)
     )]
     pub audit_checkpoint_interval: u64,
+
+    /// How long a client has to send a request's headers, counted from their first byte; a
+    /// slower client is disconnected.
+    #[arg(
+        long,
+        env = "SKILLGATE_HEADER_READ_TIMEOUT_MS",
+        value_name = "MILLISECONDS",
+        default_value_t = 10_000,
+        value_parser = clap::value_parser!(u64).range(10..=600_000)
+    )]
+    pub header_read_timeout_ms: u64,
+
+    /// How long a connection may stay open with no request in progress (just opened, or
+    /// between keep-alive requests) before it is closed. A response being written is never
+    /// cut (an SSE stream of /mcp runs as long as it needs).
+    #[arg(
+        long,
+        env = "SKILLGATE_IDLE_TIMEOUT_MS",
+        value_name = "MILLISECONDS",
+        default_value_t = 60_000,
+        value_parser = clap::value_parser!(u64).range(10..=3_600_000)
+    )]
+    pub idle_timeout_ms: u64,
+
+    /// Most client connections open at once; lowered at start to keep file descriptors free
+    /// below the process's file limit (which is raised to its hard limit). A connection
+    /// past the cap is answered 503 and closed.
+    #[arg(
+        long,
+        env = "SKILLGATE_MAX_CONNECTIONS",
+        value_name = "COUNT",
+        default_value_t = 10_000,
+        value_parser = clap::value_parser!(u64).range(1..=1_000_000)
+    )]
+    pub max_connections: u64,
 }
 
 impl ServeArgs {

@@ -5,10 +5,10 @@
 //! response leaves. Like every console post, it first passes `console_guard` (origin and
 //! form token).
 
-use std::net::SocketAddr;
+use std::time::Duration;
 
 use axum::Form;
-use axum::extract::{ConnectInfo, Request, State};
+use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
@@ -17,6 +17,7 @@ use skillgate_app::api::ssr::{USER_ID_KEY, session_user_id};
 use skillgate_core::users::{Password, UserError};
 use tower_sessions::Session;
 
+use crate::client_addr::ClientAddr;
 use crate::console_guard;
 use crate::serve::AppState;
 
@@ -59,7 +60,7 @@ fn login_then(path_and_query: &str) -> String {
 #[tracing::instrument(skip_all, fields(user = %form.name, %address))]
 pub async fn login(
     State(state): State<AppState>,
-    ConnectInfo(address): ConnectInfo<SocketAddr>,
+    ClientAddr(address): ClientAddr,
     session: Session,
     Form(form): Form<LoginForm>,
 ) -> Response {
@@ -68,7 +69,7 @@ pub async fn login(
         .login(
             form.name.trim(),
             Password::new(form.password),
-            &address.ip().to_string(),
+            &address.to_string(),
             chrono::Utc::now(),
         )
         .await;
@@ -137,6 +138,67 @@ pub(crate) fn is_public(path: &str) -> bool {
             .rsplit('/')
             .next()
             .is_some_and(|last| last.contains('.'))
+}
+
+/// When a signed-in session last had its expiry pushed back (milliseconds since the epoch).
+const TOUCHED_KEY: &str = "touched_at_ms";
+
+/// The console's inactivity timeout, and how often a session in use is saved to push its
+/// expiry back.
+#[derive(Clone, Copy, Debug)]
+pub struct IdleTimeout {
+    every: Duration,
+}
+
+impl IdleTimeout {
+    /// Saving at most once a minute (a quarter of the timeout when that is shorter) keeps
+    /// the database out of most requests; the session then ends between the timeout less
+    /// that interval and the timeout after its last use.
+    pub fn new(idle: Duration) -> Self {
+        Self {
+            every: (idle / 4).min(Duration::from_secs(60)),
+        }
+    }
+}
+
+/// Keeps a signed-in console session alive while it is used. tower-sessions saves a
+/// session, and so pushes back its inactivity expiry, only when the request changed it; a
+/// session only read would end the timeout after sign-in however busy its user was. So a
+/// request of a signed-in user (a page, a server function, an upload; not a built asset)
+/// writes the time of use whenever the last write is older than the interval. It runs
+/// before the handler, so a sign-out's flush still empties the session.
+pub async fn keep_alive(
+    State(idle): State<IdleTimeout>,
+    session: Session,
+    request: Request,
+    next: Next,
+) -> Response {
+    let path = request.uri().path();
+    let used = !is_public(path) || path.starts_with("/console/api/");
+    if used && let Err(error) = touch(&session, idle).await {
+        tracing::error!(%error, "cannot extend the console session");
+        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    }
+    next.run(request).await
+}
+
+async fn touch(session: &Session, idle: IdleTimeout) -> Result<(), tower_sessions::session::Error> {
+    if session_user_id(session).await?.is_none() {
+        return Ok(());
+    }
+    let now = chrono::Utc::now().timestamp_millis();
+    // Kept as text: a JSON number does not survive the store's MessagePack encoding while
+    // serde_json's arbitrary precision is on in the workspace.
+    let last = session
+        .get::<String>(TOUCHED_KEY)
+        .await?
+        .and_then(|ms| ms.parse::<i64>().ok())
+        .unwrap_or(0);
+    let every = i64::try_from(idle.every.as_millis()).unwrap_or(i64::MAX);
+    if now.saturating_sub(last) >= every {
+        session.insert(TOUCHED_KEY, now.to_string()).await?;
+    }
+    Ok(())
 }
 
 /// Sends browsers without a console session to `/login`. The account is looked up on

@@ -38,7 +38,7 @@ use crate::console_auth::is_public;
 const PRE_LOGIN_LIFETIME: time::Duration = time::Duration::hours(1);
 
 /// The largest form body the guard reads to find the token.
-const MAX_FORM_BYTES: usize = 8 * 1024 * 1024;
+pub(crate) const MAX_FORM_BYTES: usize = 8 * 1024 * 1024;
 
 const TOKEN_HEADER: &str = "x-csrf-token";
 

@@ -6,9 +6,18 @@
 //! cookie, and browser-based MCP clients must be able to reach them. The consent post is a
 //! console form like sign-in: it passes the console guard (origin and form token) and
 //! needs a signed-in user.
+//!
+//! The endpoints that act for anyone who asks (registration, authorization, token,
+//! revocation) are rate-limited per client address ([`RateLimits`]; the address as
+//! `--trusted-proxies` decides it, see `client_addr`). The slots live in the database, so
+//! the budget is one across replicas. The metadata documents are not limited: they are
+//! constant, read nothing and cost less to serve than a slot would to take.
 
-use axum::extract::{Query, State};
+use std::time::Duration;
+
+use axum::extract::{Query, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::Next;
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::{Form, Json, Router};
@@ -21,17 +30,142 @@ use skillgate_core::oauth::{
     AuthorizeError, AuthorizeRequest, ClientAuth, ConsentDecision, OAuthError, OAuthService,
     TokenRequest,
 };
+use skillgate_core::revisions::limits::{Slot, retry_after_secs};
 use skillgate_core::slug::Slug;
+use skillgate_core::store::Store;
 use tower_http::cors::{Any, CorsLayer};
 use tower_sessions::Session;
 
+use crate::client_addr::ClientAddr;
 use crate::serve::AppState;
 
 /// The largest registration or token request body read.
 const MAX_BODY_BYTES: usize = 64 * 1024;
 
+/// Default budget of client registrations per client address (`--oauth-register-limit`),
+/// per [`REGISTER_WINDOW`]: a client registers once per installation, so an office behind
+/// one address stays far below it, and a loop filling the database stops at it.
+pub const DEFAULT_REGISTER_LIMIT: u32 = 20;
+pub const REGISTER_WINDOW: Duration = Duration::from_secs(3600);
+/// Default budget of authorization, token and revocation requests per client address
+/// (`--oauth-request-limit`), per [`REQUEST_WINDOW`]: a sign-in is one authorization and
+/// one token request, and a client refreshes its token every few minutes.
+pub const DEFAULT_REQUEST_LIMIT: u32 = 120;
+pub const REQUEST_WINDOW: Duration = Duration::from_secs(60);
+
+/// One per-address budget: at most `max` requests per `window` (sliding).
+#[derive(Clone, Copy, Debug)]
+struct AddressLimit {
+    /// The stored name of the slots (`rate_limit_slots.action`).
+    action: &'static str,
+    /// What the refusal says was asked too often.
+    what: &'static str,
+    max: u32,
+    window: Duration,
+}
+
+/// The per-address rate limits of the OAuth endpoints, kept in `store`.
+#[derive(Clone, Debug)]
+pub struct RateLimits {
+    store: Store,
+    register: AddressLimit,
+    requests: AddressLimit,
+}
+
+impl RateLimits {
+    /// `register` registrations an hour and `requests` authorization, token and revocation
+    /// requests a minute, per client address.
+    pub fn new(store: Store, register: u32, requests: u32) -> Self {
+        Self {
+            store,
+            register: AddressLimit {
+                action: "oauth_register",
+                what: "client registrations",
+                max: register,
+                window: REGISTER_WINDOW,
+            },
+            requests: AddressLimit {
+                action: "oauth_request",
+                what: "authorization, token and revocation requests",
+                max: requests,
+                window: REQUEST_WINDOW,
+            },
+        }
+    }
+}
+
+/// What the slots of `ip` are counted under: the address itself for IPv4; for IPv6 its
+/// /64, the block one subscriber or host is usually given, so a client cannot take a
+/// fresh budget from each of its 2^64 addresses.
+fn subject(ip: std::net::IpAddr) -> String {
+    match ip {
+        std::net::IpAddr::V4(v4) => format!("addr:{v4}"),
+        std::net::IpAddr::V6(v6) => {
+            let net = ipnet::Ipv6Net::new(v6, 64).map_or(v6, |net| net.network());
+            format!("addr:{net}/64")
+        }
+    }
+}
+
+/// Takes a slot of `limit` for the client's address before the endpoint runs; a client
+/// whose budget is spent gets 429 with `Retry-After`, and the endpoint does not run.
+async fn limited(
+    State((store, limit)): State<(Store, AddressLimit)>,
+    ClientAddr(ip): ClientAddr,
+    request: Request,
+    next: Next,
+) -> Response {
+    let slot = store
+        .reserve_rate_slot(
+            &subject(ip),
+            (limit.action, limit.max, limit.window),
+            chrono::Utc::now(),
+        )
+        .await;
+    match slot {
+        Ok(Slot::Reserved) => next.run(request).await,
+        Ok(Slot::Refused { retry_in }) => {
+            let secs = retry_after_secs(retry_in);
+            tracing::warn!(
+                client = %ip,
+                action = limit.action,
+                retry_after = secs,
+                "oauth rate limit reached"
+            );
+            let description = format!(
+                "too many {} from this address: at most {} per {} s; retry in {secs} s",
+                limit.what,
+                limit.max,
+                limit.window.as_secs()
+            );
+            let mut response = if request.uri().path() == "/oauth/authorize" {
+                page(StatusCode::TOO_MANY_REQUESTS, &description, "rate_limited")
+            } else {
+                let body = serde_json::json!({
+                    "error": "rate_limited",
+                    "error_description": description,
+                });
+                (StatusCode::TOO_MANY_REQUESTS, Json(body)).into_response()
+            };
+            no_store(response.headers_mut());
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+            response
+        }
+        Err(error) => {
+            tracing::error!(%error, "cannot take an oauth rate limit slot");
+            let body = serde_json::json!({
+                "error": "temporarily_unavailable",
+                "error_description": "the server cannot take this request right now; retry later",
+            });
+            (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response()
+        }
+    }
+}
+
 /// The public endpoints, on their own state.
-pub fn router(oauth: OAuthService) -> Router {
+pub fn router(oauth: OAuthService, limits: RateLimits) -> Router {
     let cors = CorsLayer::new()
         .allow_origin(Any)
         .allow_methods([http::Method::GET, http::Method::POST])
@@ -40,6 +174,9 @@ pub fn router(oauth: OAuthService) -> Router {
             header::AUTHORIZATION,
             "mcp-protocol-version".parse().expect("a header name"),
         ]);
+    let limit = |limit: AddressLimit| {
+        axum::middleware::from_fn_with_state((limits.store.clone(), limit), limited)
+    };
     Router::new()
         .route(
             "/.well-known/oauth-authorization-server",
@@ -53,11 +190,17 @@ pub fn router(oauth: OAuthService) -> Router {
             "/.well-known/oauth-protected-resource/mcp",
             get(protected_resource_metadata),
         )
-        .route("/oauth/register", post(register))
-        .route("/oauth/token", post(token))
-        .route("/oauth/revoke", post(revoke))
+        .route(
+            "/oauth/register",
+            post(register).layer(limit(limits.register)),
+        )
+        .route("/oauth/token", post(token).layer(limit(limits.requests)))
+        .route("/oauth/revoke", post(revoke).layer(limit(limits.requests)))
         .layer(cors)
-        .route("/oauth/authorize", get(authorize))
+        .route(
+            "/oauth/authorize",
+            get(authorize).layer(limit(limits.requests)),
+        )
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(oauth)
 }
@@ -145,8 +288,13 @@ fn refusal_page(error: &OAuthError) -> Response {
     } else {
         StatusCode::BAD_REQUEST
     };
+    page(status, &error.description(), error.code())
+}
+
+/// The page the browser is shown instead of the authorization it asked for.
+fn page(status: StatusCode, description: &str, code: &str) -> Response {
     // Rendered by Leptos, which escapes the two values like every console page's text.
-    let (description, code) = (error.description(), error.code());
+    let (description, code) = (description.to_owned(), code.to_owned());
     let body = view! {
         <main class="login">
             <div class="card login-card">
@@ -334,5 +482,20 @@ async fn consent(
             tracing::info!(code = error.code(), %error, "oauth consent refused");
             back(&error.description())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::subject;
+
+    #[test]
+    fn an_ipv6_client_is_counted_by_its_64_and_an_ipv4_client_by_its_address() {
+        let v6 = |text: &str| subject(text.parse().unwrap());
+        assert_eq!(v6("2001:db8:1:2:aaaa::1"), v6("2001:db8:1:2:ffff::9"));
+        assert_eq!(v6("2001:db8:1:2::1"), "addr:2001:db8:1:2::/64");
+        assert_ne!(v6("2001:db8:1:3::1"), v6("2001:db8:1:2::1"));
+        assert_eq!(v6("192.0.2.1"), "addr:192.0.2.1");
+        assert_ne!(v6("192.0.2.1"), v6("192.0.2.2"));
     }
 }

@@ -1,6 +1,5 @@
 //! `skillgate serve`: one axum server with the console, `/healthz` and (later) `/mcp`.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -8,7 +7,6 @@ use anyhow::Context;
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, FromRef};
 use axum::routing::{get, post};
-use axum::serve::ListenerExt;
 use leptos::prelude::*;
 use leptos_axum::{LeptosRoutes, generate_route_list};
 use skillgate_app::api::ssr::ConsoleContext;
@@ -39,9 +37,6 @@ use crate::{
     api, audit_cmd, bundle_upload, catalog_watch, compliance_http, console_auth, console_guard,
     export, health, key_cmd, mcp, metrics_http, oauth_http, upstream_sync,
 };
-
-/// Console sessions end after this long without a request.
-const CONSOLE_IDLE_TIMEOUT: time::Duration = time::Duration::hours(8);
 
 #[derive(Clone, FromRef)]
 pub struct AppState {
@@ -77,6 +72,8 @@ pub async fn build(
     database_url: &str,
     args: &ServeArgs,
 ) -> anyhow::Result<(Router, AuditCheckpoints)> {
+    let trusted_proxies = crate::client_addr::TrustedProxies::parse(&args.trusted_proxies)
+        .map_err(anyhow::Error::msg)?;
     let store = Store::open(database_url).await?;
     // One registry for the gateway's calls and the console's password checks.
     let metrics = Arc::new(Metrics::new());
@@ -96,15 +93,25 @@ pub async fn build(
     }
 
     let oauth = OAuthService::new(store.clone(), authoring.clone(), args.oauth_settings()?);
+    let oauth_limits = oauth_http::RateLimits::new(
+        store.clone(),
+        args.oauth_register_limit,
+        args.oauth_request_limit,
+    );
 
     // What a printed key's client configuration names.
     let mcp_url = format!("http://{}/mcp", args.bind);
     if args.demo {
         seed_demo(&authoring, &mcp_url).await?;
     }
-    if let Some(file) = &args.catalog {
-        catalog_watch::apply_file(&authoring, file, &mcp_url).await?;
-    }
+    let catalog_file = match &args.catalog {
+        Some(file) => {
+            let source = catalog_watch::CatalogSource::new(file, args.max_catalog_bytes)?;
+            let started = source.apply_at_start(&authoring, &mcp_url).await?;
+            Some((source, started))
+        }
+        None => None,
+    };
 
     let sessions = store.console_sessions();
     sessions
@@ -134,7 +141,10 @@ pub async fn build(
         .with_http_only(true)
         .with_same_site(SameSite::Strict)
         .with_secure(secure)
-        .with_expiry(Expiry::OnInactivity(CONSOLE_IDLE_TIMEOUT));
+        .with_expiry(Expiry::OnInactivity(time::Duration::seconds(
+            i64::try_from(args.console_idle_timeout).unwrap_or(i64::MAX),
+        )));
+    let idle = console_auth::IdleTimeout::new(Duration::from_secs(args.console_idle_timeout));
     let origin_guard = ConsoleGuard::new(&args.public_origins)?;
 
     let signer = Arc::new(audit_cmd::load_signer(
@@ -165,11 +175,12 @@ pub async fn build(
         pool: upstreams.clone(),
         last: Default::default(),
     });
-    if let Some(file) = &args.catalog {
+    if let Some((source, started)) = catalog_file {
         catalog_watch::watch(
             authoring.clone(),
             console_upstreams.clone(),
-            file.clone(),
+            source,
+            started,
             mcp_url,
         )?;
     }
@@ -288,10 +299,17 @@ pub async fn build(
             AppState,
             _,
         >(provide, shell))
+        // Innermost: a server function's body is bounded before Leptos reads it.
+        .layer(axum::middleware::from_fn(crate::console_body::limit))
         .layer(static_asset_compression())
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             console_auth::require_console_login,
+        ))
+        // After the guard: a refused request does not keep a session alive.
+        .layer(axum::middleware::from_fn_with_state(
+            idle,
+            console_auth::keep_alive,
         ))
         // Before the login check, so posts to public paths (/login, server functions) pass it.
         .layer(axum::middleware::from_fn_with_state(
@@ -299,16 +317,25 @@ pub async fn build(
             console_guard::guard,
         ))
         .layer(session_layer)
+        // Outermost: a body declared past the console's limit costs no session lookup.
+        .layer(axum::middleware::from_fn(
+            crate::console_body::declared_limit,
+        ))
         .with_state(state)
         // Merged after the console layers: /mcp authenticates agent keys, not cookies.
         .merge(mcp_router)
         .merge(if args.oauth {
-            oauth_http::router(oauth)
+            oauth_http::router(oauth, oauth_limits)
         } else {
             Router::new()
         })
         .merge(api_router)
         .merge(metrics_http::router(metrics))
+        // Outermost: every handler reads the client's address it decided.
+        .layer(axum::middleware::from_fn_with_state(
+            trusted_proxies,
+            crate::client_addr::resolve,
+        ))
         .layer(TraceLayer::new_for_http());
     Ok((router, checkpoints))
 }
@@ -359,20 +386,18 @@ pub async fn run(database_url: &str, mut args: ServeArgs) -> anyhow::Result<()> 
     // a printed key's URL) is the address it really listens on.
     args.bind = local;
     let (router, checkpoints) = build(database_url, &args).await?;
-    // Small MCP responses must not wait on Nagle's algorithm behind a delayed ACK.
-    let listener = listener.tap_io(|tcp| {
-        if let Err(error) = tcp.set_nodelay(true) {
-            tracing::warn!(%error, "cannot set TCP_NODELAY");
-        }
-    });
-    tracing::info!(address = %local, "serving the console and /mcp");
+    let limits = crate::listen::Limits {
+        header_read_timeout: Duration::from_millis(args.header_read_timeout_ms),
+        idle_timeout: Duration::from_millis(args.idle_timeout_ms),
+        max_connections: crate::listen::connection_cap(args.max_connections),
+    };
+    tracing::info!(
+        address = %local,
+        max_connections = limits.max_connections,
+        "serving the console and /mcp"
+    );
     println!("Skillgate is listening on http://{local}");
-    axum::serve(
-        listener,
-        router.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(shutdown_signal())
-    .await?;
+    crate::listen::serve(listener, router, limits, shutdown_signal()).await;
     checkpoints.sign_final().await;
     Ok(())
 }

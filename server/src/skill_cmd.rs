@@ -3,17 +3,19 @@
 //! `import` proposes a file as a candidate through the same revisions service as the
 //! console's upload (so it is audited the same way, as `skill_candidate.propose`), and
 //! another reviewer decides it in the console: a command line with database access is no
-//! reason to skip the review. `export` writes a version as the zip the console exports.
+//! reason to skip the review. The operator (no `--as`) and admins may import a skill that
+//! cites no sources; a reviewer's import cites them. `export` writes a version as the zip
+//! the console exports.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Subcommand;
 use skillgate_core::admin::AdminService;
-use skillgate_core::revisions::Revisions;
 use skillgate_core::revisions::bundle::{MAX_UPLOAD_BYTES, zip_archive};
+use skillgate_core::revisions::{Authorship, Revisions};
 use skillgate_core::store::Store;
 use skillgate_core::store::revisions::Proposer;
 use skillgate_core::users::{ConsoleRole, Users};
@@ -49,7 +51,7 @@ pub async fn run(database_url: &str, command: SkillCommand) -> anyhow::Result<()
     let store = Store::open(database_url).await?;
     match command {
         SkillCommand::Import { file, as_user } => {
-            let proposer = proposer(&store, as_user.as_deref()).await?;
+            let (proposer, authorship) = proposer(&store, as_user.as_deref()).await?;
             let bytes = read_upload(&file)?;
             let name = file
                 .file_name()
@@ -60,7 +62,7 @@ pub async fn run(database_url: &str, command: SkillCommand) -> anyhow::Result<()
                 .context("reading the catalog")?;
             let revisions = Revisions::new(Arc::new(admin));
             let candidate = revisions
-                .propose_file(None, &name, &bytes, proposer)
+                .propose_file(None, &name, &bytes, proposer, authorship)
                 .await?;
             println!(
                 "candidate {} of skill `{}` (on version {}) recorded with verdict {}; another \
@@ -100,25 +102,42 @@ pub async fn run(database_url: &str, command: SkillCommand) -> anyhow::Result<()
     Ok(())
 }
 
-/// The file, refused before reading when it is larger than an upload may be.
+/// The file, refused before reading when it is larger than an upload may be. The read
+/// itself stops one byte past the limit too, for what has no size (a pipe, a device).
 fn read_upload(path: &Path) -> anyhow::Result<Vec<u8>> {
-    let size = std::fs::metadata(path)
-        .with_context(|| format!("reading {}", path.display()))?
-        .len();
-    anyhow::ensure!(
-        size <= MAX_UPLOAD_BYTES as u64,
-        "{}: the file is {size} bytes; at most {MAX_UPLOAD_BYTES} bytes are accepted",
-        path.display()
-    );
-    std::fs::read(path).with_context(|| format!("reading {}", path.display()))
+    let reading = || format!("reading {}", path.display());
+    let too_large = |size: u64| {
+        anyhow::anyhow!(
+            "{}: the file is {size} bytes; at most {MAX_UPLOAD_BYTES} bytes (2 MiB) are accepted",
+            path.display()
+        )
+    };
+    let file = std::fs::File::open(path).with_context(reading)?;
+    let size = file.metadata().with_context(reading)?.len();
+    if size > MAX_UPLOAD_BYTES as u64 {
+        return Err(too_large(size));
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_UPLOAD_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .with_context(reading)?;
+    if bytes.len() > MAX_UPLOAD_BYTES {
+        return Err(anyhow::anyhow!(
+            "{}: more than {MAX_UPLOAD_BYTES} bytes; at most {MAX_UPLOAD_BYTES} bytes (2 MiB) are \
+             accepted",
+            path.display()
+        ));
+    }
+    Ok(bytes)
 }
 
 /// `--as` must be an enabled console user who may upload in the console (a reviewer or
 /// admin), so the review rule "never your own proposal" holds for them; without it the
-/// proposer is the local account.
-async fn proposer(store: &Store, as_user: Option<&str>) -> anyhow::Result<Proposer> {
+/// proposer is the local account. The operator and an admin author a skill as an admin
+/// (sources optional); a reviewer cites sources.
+async fn proposer(store: &Store, as_user: Option<&str>) -> anyhow::Result<(Proposer, Authorship)> {
     let Some(name) = as_user else {
-        return Ok(Proposer::User(crate::cli::local_actor()));
+        return Ok((Proposer::User(crate::cli::local_actor()), Authorship::Admin));
     };
     let user = Users::new(store.clone())
         .list()
@@ -135,5 +154,10 @@ async fn proposer(store: &Store, as_user: Option<&str>) -> anyhow::Result<Propos
         "--as `{name}`: proposing a skill needs the reviewer role; `{name}` is {}",
         user.role
     );
-    Ok(Proposer::User(user.name))
+    let authorship = if user.role.allows(ConsoleRole::Admin) {
+        Authorship::Admin
+    } else {
+        Authorship::Cited
+    };
+    Ok((Proposer::User(user.name), authorship))
 }

@@ -1,6 +1,6 @@
 //! `skillgate user …`: console users from the command line.
 
-use std::io::BufRead;
+use std::io::{BufRead, Read};
 
 use anyhow::Context;
 use skillgate_core::admin::AdminService;
@@ -13,11 +13,18 @@ use crate::cli::UserCommand;
 /// Reads one line from stdin as the password, so scripts can pipe it in and it never
 /// appears in the process list or shell history.
 fn read_password() -> anyhow::Result<Password> {
+    // A line, not all of stdin: `< /dev/zero` or a wrong file must not fill the memory.
+    const MAX_LINE: u64 = 4096;
     let mut line = String::new();
     std::io::stdin()
         .lock()
+        .take(MAX_LINE + 1)
         .read_line(&mut line)
         .context("reading the password from standard input")?;
+    anyhow::ensure!(
+        line.len() as u64 <= MAX_LINE,
+        "the password line on standard input is longer than {MAX_LINE} bytes"
+    );
     let password = line.trim_end_matches(['\n', '\r']);
     anyhow::ensure!(!password.is_empty(), "no password on standard input");
     Ok(Password::new(password))

@@ -419,10 +419,15 @@ fn an_invalid_file_is_refused_naming_every_problem_by_its_path_and_nothing_is_wr
     ] {
         assert!(errors.contains(&path), "missing {path:?} in:\n{errors}");
     }
+    // Nothing changed: the refusal is on the record (one `admin_refused`), nothing else.
     assert_eq!(
         server.audit_events().len(),
-        events_before,
-        "nothing written"
+        events_before + 1,
+        "nothing written but the refusal"
+    );
+    assert_eq!(
+        server.audit_events().last().unwrap()["kind"],
+        "admin_refused"
     );
     assert_eq!(export(&server.database_url()), exported);
 
@@ -465,7 +470,13 @@ fn an_invalid_file_is_refused_naming_every_problem_by_its_path_and_nothing_is_wr
         "{}",
         stderr(&refused)
     );
-    assert_eq!(server.audit_events().len(), events_before);
+    // Three refused applies, three `admin_refused` events, no change.
+    assert_eq!(server.audit_events().len(), events_before + 3);
+    assert!(
+        server.audit_events()[events_before..]
+            .iter()
+            .all(|e| e["kind"] == "admin_refused")
+    );
 }
 
 #[test]
@@ -486,4 +497,55 @@ fn catalog_schema_prints_the_committed_json_schema() {
         "unknown fields are an error"
     );
     assert!(schema["$defs"]["LimitDoc"]["properties"]["max"].is_object());
+}
+
+#[test]
+fn apply_refuses_a_file_over_the_size_limit_or_with_a_repeated_key_naming_why_and_writes_nothing() {
+    let server = Server::start();
+    let exported = export(&server.database_url());
+    let changes_before = admin_changes(&server).len();
+
+    // Over the limit (here lowered to below the demo's size): refused before it is read,
+    // a dry run too.
+    let file = write(server.dir(), "catalog.yaml", &exported);
+    for flags in [
+        &["--max-catalog-bytes", "1000"][..],
+        &["--max-catalog-bytes", "1000", "--dry-run"],
+    ] {
+        let refused = apply(&server.database_url(), &file, flags);
+        assert!(!refused.status.success(), "{refused:?}");
+        assert!(
+            stderr(&refused).contains(&format!(
+                "catalog.yaml is {} bytes, over the catalog size limit (--max-catalog-bytes) of 1000 bytes",
+                exported.len()
+            )),
+            "{}",
+            stderr(&refused)
+        );
+    }
+
+    // A key written twice in a tool's schema: the last value would have won.
+    let at = exported
+        .find("        type: number\n")
+        .expect("a numeric argument in the demo");
+    let mut repeated = exported.clone();
+    repeated.insert_str(at, "        type: string\n");
+    let file = write(server.dir(), "repeated.yaml", &repeated);
+    let refused = apply(&server.database_url(), &file, &[]);
+    assert!(!refused.status.success(), "{refused:?}");
+    let text = stderr(&refused);
+    assert!(
+        text.contains(".input_schema.properties.") && text.contains(r#": duplicate key "type""#),
+        "{text}"
+    );
+    assert_eq!(
+        export(&server.database_url()),
+        exported,
+        "nothing was changed"
+    );
+    assert_eq!(
+        admin_changes(&server).len(),
+        changes_before,
+        "no admin change was written"
+    );
 }

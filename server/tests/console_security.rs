@@ -479,3 +479,53 @@ async fn the_sessions_list_answers_a_hydrated_page_that_sets_no_filter() {
     assert_eq!(status, StatusCode::OK, "{body}");
     assert!(body.contains("\"rows\""), "{body}");
 }
+
+#[tokio::test]
+async fn a_console_session_ends_after_the_idle_timeout_counted_from_its_last_use() {
+    use std::time::{Duration, Instant};
+    const IDLE: Duration = Duration::from_secs(4);
+    let server = Server::start_with(&["--console-idle-timeout", "4"]);
+    let admin = console::sign_in_admin(&server).await;
+    let signed_in = Instant::now();
+    let home = |cookie: String| {
+        let url = format!("{}/", server.base);
+        async move { http().get(url).header(COOKIE, cookie).send().await.unwrap() }
+    };
+
+    // In use for three timeouts, as a hydrated console is: page loads and server functions.
+    let mut uses = 0;
+    while signed_in.elapsed() < IDLE * 3 {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let status = if uses % 2 == 0 {
+            home(admin.cookie.clone()).await.status()
+        } else {
+            http()
+                .post(format!("{}/console/api/list_sessions", server.base))
+                .headers(background_fetch(&server.base, "same-origin", &admin.cookie))
+                .body("")
+                .send()
+                .await
+                .unwrap()
+                .status()
+        };
+        assert_eq!(
+            status,
+            StatusCode::OK,
+            "use {uses}, {:?} after sign-in",
+            signed_in.elapsed()
+        );
+        uses += 1;
+    }
+
+    // Then left alone for longer than the timeout: the session is over.
+    let last_use = Instant::now();
+    tokio::time::sleep(IDLE + Duration::from_secs(1)).await;
+    let response = home(admin.cookie.clone()).await;
+    assert_eq!(
+        response.status(),
+        StatusCode::SEE_OTHER,
+        "{:?} after the last use",
+        last_use.elapsed()
+    );
+    assert_eq!(response.headers()[LOCATION], "/login");
+}

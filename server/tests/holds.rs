@@ -152,7 +152,11 @@ async fn an_approved_hold_runs_exactly_once_and_a_second_resume_runs_nothing() {
         .filter(|e| e["payload"]["hold_id"] == hold.as_str())
         .map(|e| e["kind"].as_str().unwrap())
         .collect();
-    assert_eq!(kinds, ["call_held", "hold_approved", "call_allowed"]);
+    // The replay is refused and audited as such, naming the hold.
+    assert_eq!(
+        kinds,
+        ["call_held", "hold_approved", "call_allowed", "call_denied"]
+    );
     let approved = events
         .iter()
         .find(|e| e["kind"] == "hold_approved")

@@ -653,7 +653,8 @@ async fn without_a_session_id_each_connection_of_a_shared_key_uses_its_own_newes
 }
 
 #[tokio::test]
-async fn a_malformed_connection_label_is_a_bad_request_and_delete_frees_nothing() {
+async fn a_malformed_connection_label_is_a_bad_request_and_delete_is_not_allowed_and_frees_nothing()
+{
     let server = Server::start();
     let key = server.support_key.clone();
     let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}});
@@ -669,7 +670,16 @@ async fn a_malformed_connection_label_is_a_bad_request_and_delete_frees_nothing(
         .send()
         .await
         .unwrap();
-    assert_eq!(delete.status(), StatusCode::ACCEPTED);
+    // No session to end: 405 with `Allow`, which the official SDKs accept on close (a 202
+    // made the Python SDK log a warning).
+    assert_eq!(delete.status(), StatusCode::METHOD_NOT_ALLOWED);
+    assert_eq!(
+        delete
+            .headers()
+            .get(reqwest::header::ALLOW)
+            .map(|v| v.as_bytes()),
+        Some(&b"POST"[..])
+    );
     // The governance session lives on in the database, usable from any connection.
     let again = server.connect(&key).await;
     assert_allowed(&learn(&again, &session, "/roles/tier-1-support").await);

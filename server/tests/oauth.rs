@@ -478,3 +478,132 @@ async fn an_access_token_is_refused_at_mcp_once_it_expired() {
             .is_some_and(|t| t.starts_with("sga_"))
     );
 }
+
+/// `POST /oauth/register` of a public client, with `X-Forwarded-For: forwarded` when
+/// given; the status, the `Retry-After` seconds and the body.
+async fn register_from(
+    server: &Server,
+    forwarded: Option<&str>,
+) -> (StatusCode, Option<u64>, Value) {
+    let mut request = http()
+        .post(format!("{}/oauth/register", server.base))
+        .json(&json!({
+            "client_name": "Rate Limited",
+            "redirect_uris": ["http://127.0.0.1/callback"],
+            "token_endpoint_auth_method": "none",
+        }));
+    if let Some(forwarded) = forwarded {
+        request = request.header("x-forwarded-for", forwarded);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status();
+    let retry_after = response
+        .headers()
+        .get(reqwest::header::RETRY_AFTER)
+        .map(|v| v.to_str().unwrap().parse().unwrap());
+    (
+        status,
+        retry_after,
+        response.json().await.unwrap_or(Value::Null),
+    )
+}
+
+/// The OAuth clients registered so far, from the database.
+async fn registered_clients(server: &Server) -> i64 {
+    let pool = skillgate_core::store::testing::raw_pool(&server.database_url()).await;
+    sqlx::query_scalar("SELECT COUNT(*) FROM oauth_clients")
+        .fetch_one(&pool)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_registration_past_the_per_address_budget_is_answered_429_with_retry_after_and_stores_nothing()
+ {
+    let server = Server::start_with(&["--oauth-register-limit", "3"]);
+    for _ in 0..3 {
+        let (status, _, body) = register_from(&server, None).await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+    }
+    let (status, retry_after, body) = register_from(&server, None).await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{body}");
+    assert_eq!(body["error"], "rate_limited");
+    let retry_after = retry_after.expect("a Retry-After header");
+    assert!(
+        (3000..=3600).contains(&retry_after),
+        "Retry-After: {retry_after}"
+    );
+    assert_eq!(
+        registered_clients(&server).await,
+        3,
+        "the refused registration stored a client"
+    );
+
+    // The authorization endpoint has its own budget, refused on a page.
+    let server = Server::start_with(&["--oauth-request-limit", "2"]);
+    let client_id = register(&server).await;
+    let url = authorize_url(&server, &client_id, &callback(40010), &server.mcp_url());
+    for _ in 0..2 {
+        let response = http().get(&url).send().await.unwrap();
+        assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    }
+    let response = http().get(&url).send().await.unwrap();
+    assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert!(
+        response
+            .headers()
+            .contains_key(reqwest::header::RETRY_AFTER)
+    );
+    let html = response.text().await.unwrap();
+    assert!(html.contains("too many"), "{html}");
+}
+
+#[tokio::test]
+async fn behind_a_trusted_proxy_each_client_is_limited_by_its_forwarded_address() {
+    let server = Server::start_with(&[
+        "--trusted-proxies",
+        "127.0.0.1/32,10.0.0.0/8",
+        "--oauth-register-limit",
+        "2",
+    ]);
+    // Two clients behind the proxy (a chain of two proxies for the second).
+    for forwarded in ["203.0.113.1", "203.0.113.2, 10.1.1.1"] {
+        for _ in 0..2 {
+            let (status, _, body) = register_from(&server, Some(forwarded)).await;
+            assert_eq!(status, StatusCode::CREATED, "{forwarded}: {body}");
+        }
+    }
+    let (status, _, _) = register_from(&server, Some("203.0.113.1")).await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
+    // The first client forges a leftmost entry; the proxy appended its real address.
+    let (status, _, _) = register_from(&server, Some("198.51.100.77, 203.0.113.1")).await;
+    assert_eq!(
+        status,
+        StatusCode::TOO_MANY_REQUESTS,
+        "a forged entry was believed"
+    );
+    // A third client still has its whole budget.
+    let (status, _, body) = register_from(&server, Some("203.0.113.3")).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+}
+
+#[tokio::test]
+async fn a_forwarded_for_header_from_an_untrusted_peer_is_ignored() {
+    // The test's own connections come from 127.0.0.1, which is not trusted here.
+    let server = Server::start_with(&[
+        "--trusted-proxies",
+        "10.0.0.0/8",
+        "--oauth-register-limit",
+        "2",
+    ]);
+    for forwarded in ["203.0.113.1", "203.0.113.2"] {
+        let (status, _, body) = register_from(&server, Some(forwarded)).await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+    }
+    let (status, _, _) = register_from(&server, Some("203.0.113.3")).await;
+    assert_eq!(
+        status,
+        StatusCode::TOO_MANY_REQUESTS,
+        "each forged address got a budget of its own"
+    );
+}

@@ -16,6 +16,10 @@
 //! and not the server directly: the shutdown always goes through the pipe.
 //! Dropping a [`TempPostgres`] closes the pipe the same way and waits for the server to stop.
 //!
+//! [`TempPostgres::start_with_tls`] starts one that speaks TLS with a certificate the test
+//! made (say, signed by a CA generated in the test), and accepts TCP connections only over
+//! TLS, so a client that connected at all connected over TLS.
+//!
 //! The binaries come from `$SKILLGATE_PG_BIN` or else the newest `/usr/lib/postgresql/*/bin`
 //! (Debian's `postgresql` package; `make deps-postgres` installs it). `initdb` refuses to run
 //! as root, so as root the server and `initdb` run as the `postgres` user, which owns the
@@ -92,6 +96,28 @@ kill "$watch_pid" 2>/dev/null
 if [ -e "$root/owner-gone" ]; then rm -rf "$root"; fi
 exit "$status"
 "#;
+
+/// The server's TLS certificate and key for [`TempPostgres::start_with_tls`], both PEM: the
+/// certificate first, then any intermediates; the key PKCS#8, PKCS#1 or SEC1.
+#[derive(Clone)]
+pub struct ServerTls {
+    pub cert_chain_pem: String,
+    pub key_pem: String,
+}
+
+impl std::fmt::Debug for ServerTls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerTls").finish_non_exhaustive()
+    }
+}
+
+/// The names of the certificate and key files in the data directory (settings read paths
+/// relative to it).
+const TLS_CERT_FILE: &str = "server.crt";
+const TLS_KEY_FILE: &str = "server.key";
+/// Client authentication of a TLS server: TCP only over TLS (`hostssl`); the wrapper's
+/// Unix socket stays as it was.
+const TLS_HBA: &str = "local all all trust\nhostssl all all 127.0.0.1/32 trust\n";
 
 /// Numbers the databases [`TempPostgres::fresh_database`] creates.
 static DATABASES: AtomicU64 = AtomicU64::new(0);
@@ -283,6 +309,17 @@ impl TempPostgres {
     /// Creates a cluster in a temporary directory and starts a server on a free port,
     /// returning once it accepts connections (within 30 s, else an error with its log).
     pub fn start() -> io::Result<TempPostgres> {
+        Self::start_inner(None)
+    }
+
+    /// [`Self::start`] with `ssl=on` and `tls` as the server's certificate and key. TCP
+    /// connections are accepted only over TLS; what a client verifies (`sslmode`,
+    /// `sslrootcert`) is up to the client.
+    pub fn start_with_tls(tls: &ServerTls) -> io::Result<TempPostgres> {
+        Self::start_inner(Some(tls))
+    }
+
+    fn start_inner(tls: Option<&ServerTls>) -> io::Result<TempPostgres> {
         let bin = bin_dir().ok_or_else(|| {
             io::Error::new(
                 io::ErrorKind::NotFound,
@@ -335,11 +372,28 @@ impl TempPostgres {
             .stdin(Stdio::null())
             .output()?;
         check("initdb", initdb)?;
+        let mut settings: Vec<String> = SETTINGS.iter().map(|s| (*s).to_owned()).collect();
+        if let Some(tls) = tls {
+            // The key must belong to the server's user and be private to it, or the server
+            // refuses to start.
+            for (name, text, mode) in [
+                (TLS_CERT_FILE, &tls.cert_chain_pem, 0o644),
+                (TLS_KEY_FILE, &tls.key_pem, 0o600),
+            ] {
+                write_private(&data.join(name), text.as_bytes(), mode, user)?;
+            }
+            write_private(&data.join("pg_hba.conf"), TLS_HBA.as_bytes(), 0o600, user)?;
+            settings.extend([
+                "ssl=on".to_owned(),
+                format!("ssl_cert_file={TLS_CERT_FILE}"),
+                format!("ssl_key_file={TLS_KEY_FILE}"),
+            ]);
+        }
 
         let mut last = None;
         for _ in 0..PORT_ATTEMPTS {
             let port = free_port()?;
-            match Self::launch(&bin, user, &root, &data, &sock, &log, port) {
+            match Self::launch(&bin, user, &root, &data, &sock, &log, port, &settings) {
                 Ok((wrapper, lifeline)) => {
                     return Ok(TempPostgres {
                         port,
@@ -360,6 +414,7 @@ impl TempPostgres {
     }
 
     /// Starts the wrapper and the server on `port` and waits until it accepts connections.
+    #[allow(clippy::too_many_arguments)]
     fn launch(
         bin: &Path,
         user: Option<RunAs>,
@@ -368,6 +423,7 @@ impl TempPostgres {
         sock: &Path,
         log: &Path,
         port: u16,
+        settings: &[String],
     ) -> Result<(Child, ChildStdin), StartFailure> {
         let other = StartFailure::Other;
         let log_offset = std::fs::metadata(log).map_err(other)?.len();
@@ -380,7 +436,7 @@ impl TempPostgres {
             sock.into(),
             root.into(),
         ];
-        for setting in SETTINGS {
+        for setting in settings {
             args.push("-c".into());
             args.push(setting.into());
         }
@@ -499,6 +555,26 @@ impl TempPostgres {
             .output()?;
         Ok(check("psql", output)?.trim().to_owned())
     }
+}
+
+/// Writes `bytes` to the file at `path` (created or replaced) with `mode`, owned by the
+/// server's user.
+fn write_private(path: &Path, bytes: &[u8], mode: u32, user: Option<RunAs>) -> io::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+    let mut file = File::options()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(mode)
+        .open(path)?;
+    file.write_all(bytes)?;
+    // The mode of an existing file (pg_hba.conf) is not changed by `open`.
+    file.set_permissions(std::fs::Permissions::from_mode(mode))?;
+    if let Some(user) = user {
+        std::os::unix::fs::chown(path, Some(user.uid), Some(user.gid))?;
+    }
+    Ok(())
 }
 
 /// Waits for `child` to exit, up to `timeout`; whether it did.

@@ -277,6 +277,41 @@ impl AdminService {
     pub async fn history(&self, target: &str) -> Result<Vec<AuditEvent>, AdminError> {
         Ok(self.audit.admin_changes(target, HISTORY_LIMIT).await?)
     }
+
+    /// Audits an admin-side request that was refused and changed nothing (an
+    /// `admin_refused` event by `actor` through the process's audit writer), so refusals are
+    /// on the record like changes. `code` is a short class (`TOO_LARGE`, `INVALID`, …),
+    /// `reason` what the requester was told; both are shortened to a bounded size. Call it
+    /// before answering the refusal: if it fails, answer a server error instead.
+    pub async fn record_refusal(
+        &self,
+        actor: &str,
+        action: &str,
+        target: &str,
+        code: &str,
+        reason: &str,
+    ) -> Result<(), AdminError> {
+        let event = NewEvent::admin_refused(
+            &bounded(actor, 200),
+            &bounded(action, 200),
+            &bounded(target, 1000),
+            &bounded(code, 100),
+            &bounded(reason, 2000),
+        );
+        self.audit.append(event).await.map_err(from_audit)?;
+        Ok(())
+    }
+}
+
+/// `text`, cut to `max` characters (marked with `…`) so an outsider's input cannot grow
+/// an audit event without bound.
+fn bounded(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let mut head: String = text.chars().take(max).collect();
+    head.push('…');
+    head
 }
 
 /// A change of one entity as a [`ChangeFn`] reporting that entity's [`Changed`].

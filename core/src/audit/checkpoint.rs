@@ -206,13 +206,18 @@ impl CheckpointSigner {
 
     /// Reads a key file: the 32-byte seed as 64 hex digits (surrounding whitespace allowed).
     pub fn from_file(path: &Path) -> Result<Self, KeyError> {
-        let text =
-            Zeroizing::new(
-                std::fs::read_to_string(path).map_err(|source| KeyError::Read {
+        // A key file is 64 hex digits: a path to anything big is refused before it is read.
+        let text = Zeroizing::new(
+            crate::limited_read::read_limited_to_string(path, 4096, "the key file limit").map_err(
+                |error| KeyError::Read {
                     path: path.to_owned(),
-                    source,
-                })?,
-            );
+                    source: match error {
+                        crate::limited_read::LimitedReadError::Io { source, .. } => source,
+                        too_big => std::io::Error::other(too_big.to_string()),
+                    },
+                },
+            )?,
+        );
         let mut seed = Zeroizing::new([0u8; 32]);
         hex::decode_to_slice(text.trim(), seed.as_mut()).map_err(|_| KeyError::Malformed {
             path: path.to_owned(),
@@ -236,22 +241,26 @@ impl CheckpointSigner {
             std::fs::create_dir_all(dir).map_err(create)?;
         }
         let signer = Self::generate();
-        let mut options = std::fs::OpenOptions::new();
-        // `create_new`: two processes starting at once must not each write their own key.
-        options.write(true).create_new(true);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-        match options.open(path) {
-            Ok(mut file) => {
-                let text = Zeroizing::new(format!("{}\n", hex::encode(signer.key.to_bytes())));
-                file.write_all(text.as_bytes()).map_err(create)?;
-                file.sync_all().map_err(create)?;
-                Ok((signer, KeyOrigin::Created))
-            }
-            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {
+        // The key is written in full to a temporary file beside it (created mode 0600),
+        // then linked into place only if no file is there yet: replicas starting at once
+        // on one machine must neither each write their own key nor read one half written.
+        let dir = match path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir,
+            _ => Path::new("."),
+        };
+        let mut file = tempfile::Builder::new()
+            .prefix(".audit-signing-key-")
+            .tempfile_in(dir)
+            .map_err(create)?;
+        let text = Zeroizing::new(format!("{}\n", hex::encode(signer.key.to_bytes())));
+        file.write_all(text.as_bytes()).map_err(create)?;
+        file.as_file().sync_all().map_err(create)?;
+        match file.persist_noclobber(path) {
+            Ok(_) => Ok((signer, KeyOrigin::Created)),
+            Err(err) if err.error.kind() == std::io::ErrorKind::AlreadyExists => {
                 Ok((Self::from_file(path)?, KeyOrigin::Loaded))
             }
-            Err(err) => Err(create(err)),
+            Err(err) => Err(create(err.error)),
         }
     }
 
@@ -740,6 +749,43 @@ mod tests {
         Anchor {
             seq,
             hash: format!("{seq:064x}"),
+        }
+    }
+
+    #[test]
+    fn processes_creating_the_key_file_at_once_all_end_up_with_the_one_key_written() {
+        // Threads stand in for replicas starting together on one machine: each must read
+        // the key whoever wrote it, never a file that is still being written.
+        for round in 0..50 {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("keys/audit-signing.key");
+            let barrier = std::sync::Barrier::new(8);
+            let outcomes: Vec<_> = std::thread::scope(|scope| {
+                let starts: Vec<_> = (0..8)
+                    .map(|_| {
+                        scope.spawn(|| {
+                            barrier.wait();
+                            CheckpointSigner::load_or_create(&path)
+                        })
+                    })
+                    .collect();
+                starts.into_iter().map(|t| t.join().unwrap()).collect()
+            });
+            let mut created = 0;
+            for outcome in &outcomes {
+                let (signer, origin) = outcome
+                    .as_ref()
+                    .unwrap_or_else(|e| panic!("round {round}: {e}"));
+                created += usize::from(*origin == KeyOrigin::Created);
+                assert_eq!(
+                    signer.public_key(),
+                    CheckpointSigner::from_file(&path).unwrap().public_key(),
+                    "round {round}: a process signs with a key that is not the file's"
+                );
+            }
+            assert_eq!(created, 1, "round {round}");
+            let leftovers = std::fs::read_dir(path.parent().unwrap()).unwrap().count();
+            assert_eq!(leftovers, 1, "round {round}: temporary files left behind");
         }
     }
 

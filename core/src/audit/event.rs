@@ -35,10 +35,14 @@ pub enum EventKind {
     /// A key read a skill file through the MCP Skills extension (outside any session:
     /// reading unlocks nothing).
     SkillRead,
+    /// An admin-side request that was refused and changed nothing (a catalog file or a
+    /// skill bundle that is too big, malformed or not allowed): who tried what, and why.
+    /// Not an `admin_change`, so an entity's change log lists only changes.
+    AdminRefused,
 }
 
 impl EventKind {
-    pub const ALL: [EventKind; 14] = [
+    pub const ALL: [EventKind; 15] = [
         EventKind::SessionStarted,
         EventKind::LearnGranted,
         EventKind::LearnDenied,
@@ -53,6 +57,7 @@ impl EventKind {
         EventKind::HoldDenied,
         EventKind::HoldExpired,
         EventKind::SkillRead,
+        EventKind::AdminRefused,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -71,6 +76,7 @@ impl EventKind {
             EventKind::HoldDenied => "hold_denied",
             EventKind::HoldExpired => "hold_expired",
             EventKind::SkillRead => "skill_read",
+            EventKind::AdminRefused => "admin_refused",
         }
     }
 }
@@ -368,6 +374,29 @@ impl NewEvent {
         Self::new(
             EventKind::AdminChange,
             json!({ "action": action, "target": target, "before": before, "after": after }),
+        )
+        .by(actor)
+    }
+
+    /// An admin-side request refused before it changed anything: `action` and `target` as
+    /// an [`Self::admin_change`] would name them, `code` a short upper-case class of the
+    /// refusal (e.g. `TOO_LARGE`, `INVALID`), `reason` what the requester was told.
+    pub fn admin_refused(
+        actor: &str,
+        action: &str,
+        target: &str,
+        code: &str,
+        reason: &str,
+    ) -> Self {
+        Self::new(
+            EventKind::AdminRefused,
+            json!({
+                "action": action,
+                "target": target,
+                "decision": "refused",
+                "code": code,
+                "reason": reason,
+            }),
         )
         .by(actor)
     }

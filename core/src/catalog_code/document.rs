@@ -411,6 +411,11 @@ impl<'de> Visitor<'de> for JsonVisitor {
     fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<JsonValue, A::Error> {
         let mut object = Map::new();
         while let Some((key, JsonValue(value))) = map.next_entry::<String, JsonValue>()? {
+            // `shape::check` refuses this first, with the path; kept so that no other
+            // reader of a document can let the last value win.
+            if object.contains_key(&key) {
+                return Err(de::Error::custom(format!("duplicate key {key:?}")));
+            }
             object.insert(key, value);
         }
         Ok(JsonValue(Value::Object(object)))

@@ -369,3 +369,116 @@ fn a_ca_bundle_that_is_not_pem_certificates_is_an_issue_of_its_field() {
         "{issues:?}"
     );
 }
+
+/// A document with one tool whose `input_schema` is `schema` (YAML, indented for the
+/// field).
+fn tool_doc(schema: &str) -> String {
+    format!(
+        "version: 1\ntools:\n- name: refund\n  upstream: demo\n  description: Refunds.\n  input_schema:\n{schema}"
+    )
+}
+
+fn only_issue(text: &str) -> Issue {
+    let issues = parse(text.as_bytes()).expect_err("the document is refused");
+    assert_eq!(issues.len(), 1, "{issues:?}");
+    issues.into_iter().next().unwrap()
+}
+
+#[test]
+fn a_key_repeated_inside_a_schema_is_an_error_naming_its_path() {
+    let text = tool_doc(
+        "    type: object\n    properties:\n      amount:\n        type: number\n        maximum: 10\n        maximum: 1000000\n",
+    );
+    let issue = only_issue(&text);
+    assert_eq!(
+        issue.to_string(),
+        r#"tools[0].input_schema.properties.amount: duplicate key "maximum""#
+    );
+}
+
+#[test]
+fn a_key_repeated_in_a_json_document_is_an_error_naming_its_path() {
+    let text = r#"{"version": 1, "tools": [{"name": "refund", "upstream": "demo",
+        "description": "Refunds.",
+        "input_schema": {"type": "object", "required": ["amount"], "type": "array"}}]}"#;
+    let issue = only_issue(text);
+    assert_eq!(issue.path, "tools[0].input_schema");
+    assert_eq!(issue.message, r#"duplicate key "type""#);
+}
+
+#[test]
+fn a_key_repeated_at_the_top_in_frontmatter_or_quoted_differently_is_an_error() {
+    let top = only_issue("version: 1\nroles: []\nversion: 1\n");
+    assert_eq!(top.to_string(), r#".: duplicate key "version""#);
+
+    let mut yaml = demo_yaml();
+    let at = yaml.find("instructions:").expect("the demo has a skill");
+    yaml.insert_str(at, "frontmatter:\n    license: MIT\n    'license': GPL\n  ");
+    let issue = only_issue(&yaml);
+    assert!(issue.path.ends_with("].frontmatter"), "{issue}");
+    assert_eq!(issue.message, r#"duplicate key "license""#);
+
+    // `1` and `"1"` are one key once read.
+    let issue = only_issue(&tool_doc(
+        "    enum_labels:\n      1: one\n      \"1\": uno\n",
+    ));
+    assert_eq!(
+        issue.to_string(),
+        r#"tools[0].input_schema.enum_labels: duplicate key "1""#
+    );
+}
+
+#[test]
+fn the_same_key_in_sibling_mappings_is_not_a_duplicate() {
+    let text = tool_doc(
+        "    type: object\n    properties:\n      a: {type: number, maximum: 1}\n      b: {type: number, maximum: 2}\n",
+    );
+    assert!(parse(text.as_bytes()).is_ok());
+}
+
+#[test]
+fn a_schema_shared_through_a_yaml_alias_still_reads() {
+    let text = tool_doc(
+        "    type: object\n    properties:\n      from: &money {type: number, minimum: 0}\n      to: *money\n",
+    );
+    let doc = parse(text.as_bytes()).unwrap();
+    let schema = &doc.tools[0].input_schema.0;
+    assert_eq!(schema["properties"]["from"], schema["properties"]["to"]);
+}
+
+#[test]
+fn a_document_that_aliases_blow_up_is_refused_before_it_is_expanded() {
+    // "Billion laughs": ten levels of ten aliases, 10^10 strings once expanded.
+    let mut schema = String::from(
+        "    l0: &l0 [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n",
+    );
+    for level in 1..10 {
+        let prev = format!("*l{}", level - 1);
+        schema.push_str(&format!(
+            "    l{level}: &l{level} [{}]\n",
+            [prev.as_str(); 10].join(",")
+        ));
+    }
+    let started = std::time::Instant::now();
+    let issue = only_issue(&tool_doc(&schema));
+    assert!(issue.message.contains("YAML aliases"), "{issue}");
+    assert!(issue.path.starts_with("tools[0].input_schema.l"), "{issue}");
+
+    // Wide rather than deep: one anchored list of 20,000 strings, aliased 20,000 times,
+    // is well inside the parser's own guard (100 alias jumps per event) but would be
+    // 400 million strings.
+    let strings = vec!["\"0123456789\""; 20_000].join(",");
+    let aliases = vec!["*wide"; 20_000].join(",");
+    let schema = format!("    a: &wide [{strings}]\n    b: [{aliases}]\n");
+    let issue = only_issue(&tool_doc(&schema));
+    assert!(issue.message.contains("YAML aliases"), "{issue}");
+    assert!(
+        issue.path.starts_with("tools[0].input_schema.b["),
+        "{issue}"
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "refused early, not after expanding: {:?}",
+        started.elapsed()
+    );
+}

@@ -43,11 +43,13 @@ impl fmt::Display for Issue {
     }
 }
 
-/// Parses a catalog file. A YAML or type error stops the parse, so it is the only issue;
-/// its path is the field's (serde reports the first error it meets).
+/// Parses a catalog file. A YAML or type error, a key written twice in one mapping or
+/// object (at any depth), or a document that YAML aliases blow up stops the parse, so it
+/// is the only issue; its path is the field's (serde reports the first error it meets).
 pub fn parse(bytes: &[u8]) -> Result<CatalogDocument, Vec<Issue>> {
     let text = std::str::from_utf8(bytes)
         .map_err(|e| vec![Issue::new(".", format!("the file is not UTF-8 text: {e}"))])?;
+    super::shape::check(text).map_err(|issue| vec![issue])?;
     let deserializer = serde_norway::Deserializer::from_str(text);
     let doc: CatalogDocument = serde_path_to_error::deserialize(deserializer).map_err(|e| {
         let path = e.path().to_string();

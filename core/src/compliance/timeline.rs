@@ -189,9 +189,15 @@ pub fn decode_entries_after(rows: &[AuditRow], learned_before: Vec<String>) -> V
                     };
                     entry.headline = format!("Call {tool} refused: {code}");
                     if let Some(hold) = hold_id {
-                        entry.headline = format!(
-                            "Approved call {tool} refused when it came back: {code} (hold {hold})"
-                        );
+                        entry.headline = match code.as_str() {
+                            // A resume of a hold that will never run (again).
+                            "HOLD_USED" | "APPROVAL_DENIED" | "HOLD_EXPIRED" | "HOLD_REFUSED" => {
+                                format!("Resume of hold {hold} for {tool} refused: {code}")
+                            }
+                            _ => format!(
+                                "Approved call {tool} refused when it came back: {code} (hold {hold})"
+                            ),
+                        };
                     }
                     entry.badge = code;
                 }
@@ -495,5 +501,19 @@ mod tests {
         );
         assert_eq!(entries[1].tone, Tone::Violation);
         assert_eq!(entries[2].headline, "Call process_refund allowed");
+    }
+
+    #[test]
+    fn a_refused_resume_of_a_settled_hold_reads_as_that_not_as_a_policy_change() {
+        let entries = decode_entries(&[row(
+            9,
+            "call_denied",
+            r#"{"tool":"process_refund","code":"HOLD_USED","rule":"ran","hold_id":"hold_1"}"#,
+        )]);
+        assert_eq!(
+            entries[0].headline,
+            "Resume of hold hold_1 for process_refund refused: HOLD_USED"
+        );
+        assert_eq!(entries[0].badge, "HOLD_USED");
     }
 }

@@ -182,7 +182,7 @@ impl Gateway {
         if hold.is_due(now) {
             expire(&self.audit, &hold, now).await?;
             let settled = self.store.hold(hold_id).await?.unwrap_or(hold);
-            return Ok(settled_reply(&settled));
+            return self.settled(agent, &settled, poll).await;
         }
         match hold.state {
             HoldState::Approved if !poll => {
@@ -192,8 +192,51 @@ impl Gateway {
             }
             HoldState::Approved => Ok(approved_reply(&hold)),
             HoldState::Pending => Ok(pending_reply(&hold, false)),
-            _ => Ok(settled_reply(&hold)),
+            _ => self.settled(agent, &hold, poll).await,
         }
+    }
+
+    /// The answer for a hold that will never run (again). A resume of it is refused, and
+    /// the refusal is audited like any refused call, once per attempt, in the hold's
+    /// session and naming the hold, before the agent hears it; a `poll` only asks where
+    /// the hold stands and writes nothing.
+    async fn settled(
+        &self,
+        agent: &AgentIdentity,
+        hold: &HoldRow,
+        poll: bool,
+    ) -> Result<ToolReply, GatewayError> {
+        let (code, text) = settled_text(hold);
+        if !poll {
+            self.audit_resume_refusal(agent, hold, code, DenyCode::AccessDenied, &text)
+                .await?;
+        }
+        Ok(settled_reply(hold))
+    }
+
+    /// Counts and audits a refused resume of `hold` as a `call_denied` of its tool, in the
+    /// hold's session (the hold is the caller's: `resume` checked) and naming the hold.
+    /// `code` is what the agent reads (`HOLD_USED`, …); `metric` the class it is counted as.
+    async fn audit_resume_refusal(
+        &self,
+        agent: &AgentIdentity,
+        hold: &HoldRow,
+        code: &str,
+        metric: DenyCode,
+        rule: &str,
+    ) -> Result<(), GatewayError> {
+        self.metrics.count_decision(Outcome::Denied(metric));
+        let event = NewEvent::call_denied(
+            &agent.key_name,
+            &hold.tool,
+            Value::Null,
+            code,
+            Some(&bounds::audited_rule(rule)),
+        )
+        .in_session(hold.session_id.clone())
+        .of_hold(&hold.id);
+        self.audit.append(event).await?;
+        Ok(())
     }
 
     /// Runs an approved hold: decided again under the current catalog with the approval as
@@ -206,11 +249,11 @@ impl Gateway {
         now: DateTime<Utc>,
     ) -> Result<ToolReply, GatewayError> {
         let Value::Object(held_arguments) = hold.arguments.clone() else {
-            return Ok(denial(
-                DenyCode::InternalError,
-                "the held call's arguments are unreadable".to_owned(),
-                Vec::new(),
-            ));
+            let rule = "the held call's arguments are unreadable";
+            let code = DenyCode::InternalError;
+            self.audit_resume_refusal(agent, &hold, code.as_str(), code, rule)
+                .await?;
+            return Ok(denial(code, rule.to_owned(), Vec::new()));
         };
         let sensitive = catalog
             .tool(&hold.tool)
@@ -323,16 +366,16 @@ impl Gateway {
             // Either the session moved (decide again) or the hold did (someone ran it).
             match self.store.hold(&hold.id).await? {
                 Some(now_state) if now_state.state != HoldState::Approved => {
-                    return Ok(settled_reply(&now_state));
+                    return self.settled(agent, &now_state, false).await;
                 }
                 _ => continue,
             }
         }
-        Ok(denial(
-            DenyCode::AccessDenied,
-            "The session is too busy to run this approved call safely; try again.".to_owned(),
-            Vec::new(),
-        ))
+        let rule = "The session is too busy to run this approved call safely; try again.";
+        let code = DenyCode::AccessDenied;
+        self.audit_resume_refusal(agent, &hold, code.as_str(), code, rule)
+            .await?;
+        Ok(denial(code, rule.to_owned(), Vec::new()))
     }
 }
 
@@ -409,7 +452,24 @@ fn approved_reply(hold: &HoldRow) -> ToolReply {
 
 /// The answer for a hold that will never run (again): denied, expired, refused, or run.
 fn settled_reply(hold: &HoldRow) -> ToolReply {
-    let (code, text) = match hold.state {
+    let (code, text) = settled_text(hold);
+    ToolReply::Gateway {
+        text,
+        structured: json!({
+            "decision": "denied",
+            "code": code,
+            "hold_id": hold.id,
+            "state": hold.state.as_str(),
+            "tool": hold.tool,
+            "reason": hold.reason,
+        }),
+        is_error: true,
+    }
+}
+
+/// The code and text of [`settled_reply`]: what the agent reads and the audit records.
+fn settled_text(hold: &HoldRow) -> (&'static str, String) {
+    match hold.state {
         HoldState::Denied => (
             "APPROVAL_DENIED",
             format!(
@@ -441,17 +501,5 @@ fn settled_reply(hold: &HoldRow) -> ToolReply {
                 hold.id
             ),
         ),
-    };
-    ToolReply::Gateway {
-        text,
-        structured: json!({
-            "decision": "denied",
-            "code": code,
-            "hold_id": hold.id,
-            "state": hold.state.as_str(),
-            "tool": hold.tool,
-            "reason": hold.reason,
-        }),
-        is_error: true,
     }
 }

@@ -358,23 +358,49 @@ impl Gateway {
         Ok(Some((served, file)))
     }
 
-    /// Audits a refused extension request as a denied learn of `uri`, under the caller.
-    #[tracing::instrument(skip_all, fields(key = %agent.key_name, method = method.as_str()))]
+    /// Audits a refused extension request as a denied learn of `uri` (`ACCESS_DENIED`:
+    /// out of scope and unknown alike), see [`Self::refuse_skill_request`].
     pub async fn refuse_skill(
         &self,
         agent: &AgentIdentity,
         uri: &str,
         method: SkillMethod,
     ) -> Result<(), GatewayError> {
+        self.refuse_skill_request(agent, uri, method, DenyCode::AccessDenied, None)
+            .await
+    }
+
+    /// Audits a refused extension request as a denied learn of `uri` naming `code`, the
+    /// method and, when given, why (`rule`: what the agent was told, e.g. the MCP
+    /// library's own refusal of a malformed request). The extension names no governance
+    /// session, so the event goes where a `call_tool` without `session_id` would: the
+    /// newest session of the caller's connection and key; without one it stays with the
+    /// caller alone (actor, URI, method and code: who tried what).
+    #[tracing::instrument(skip_all, fields(key = %agent.key_name, method = method.as_str()))]
+    pub async fn refuse_skill_request(
+        &self,
+        agent: &AgentIdentity,
+        uri: &str,
+        method: SkillMethod,
+        code: DenyCode,
+        rule: Option<&str>,
+    ) -> Result<(), GatewayError> {
         self.metrics
-            .count_decision(crate::metrics::Outcome::Denied(DenyCode::AccessDenied));
-        let mut event = NewEvent::learn_denied(
-            &agent.key_name,
-            &bounds::audited_path(uri),
-            DenyCode::AccessDenied.as_str(),
-        );
+            .count_decision(crate::metrics::Outcome::Denied(code));
+        let mut event =
+            NewEvent::learn_denied(&agent.key_name, &bounds::audited_path(uri), code.as_str());
         if let Value::Object(payload) = &mut event.payload {
             payload.insert("via".into(), json!(method.as_str()));
+            if let Some(rule) = rule {
+                payload.insert("rule".into(), json!(bounds::audited_rule(rule)));
+            }
+        }
+        let session = self
+            .store
+            .newest_session_id(agent.key_id, agent.connection.as_deref())
+            .await?;
+        if let Some(session) = session {
+            event = event.in_session(session);
         }
         self.audit.append(event).await?;
         Ok(())

@@ -12,7 +12,7 @@ use std::io::{Cursor, Read, Write};
 use zip::write::SimpleFileOptions;
 use zip::{CompressionMethod, ZipArchive, ZipWriter};
 
-use super::skill_md::{SkillMd, SkillMdError};
+use super::skill_md::{MAX_SKILL_MD_BYTES, SkillMd, SkillMdError};
 use crate::model::Resource;
 use crate::slug::Slug;
 
@@ -75,6 +75,12 @@ impl Bundle {
         if file_name.to_ascii_lowercase().ends_with(".zip") {
             return Err(file_error(file_name, "is not a zip archive"));
         }
+        if bytes.len() > MAX_SKILL_MD_BYTES {
+            return Err(file_error(
+                file_name,
+                SkillMdError::TooLarge(bytes.len()).to_string(),
+            ));
+        }
         let text = utf8(file_name, bytes)?;
         let skill_md =
             SkillMd::parse_any(&text).map_err(|e| file_error(file_name, e.to_string()))?;
@@ -134,6 +140,14 @@ fn read_zip(file_name: &str, bytes: &[u8]) -> Result<Bundle, BundleError> {
     let unreadable = |e: zip::result::ZipError| {
         BundleError::Upload(format!("{file_name}: {e}; nothing was read"))
     };
+    // The directory's declared count is refused before the zip crate reads the directory.
+    if let Some(declared) = declared_entries(bytes)
+        && declared > MAX_ENTRIES
+    {
+        return Err(BundleError::Upload(format!(
+            "{file_name}: the zip holds {declared} entries; at most {MAX_ENTRIES} are accepted"
+        )));
+    }
     let mut archive = ZipArchive::new(Cursor::new(bytes)).map_err(unreadable)?;
     // The zip crate indexes entries by name and keeps the last of two with the same name,
     // so a duplicate shows only as fewer entries than the archive's directory declares.
@@ -189,11 +203,26 @@ fn read_zip(file_name: &str, bytes: &[u8]) -> Result<Bundle, BundleError> {
             return Err(file_error(&name, "appears twice in the zip"));
         }
         let room = MAX_UNPACKED_BYTES - unpacked;
+        // A SKILL.md has its own, smaller limit, checked on the bytes unpacked too.
+        let skill_md_limit = (name.rsplit('/').next() == Some("SKILL.md"))
+            .then_some(MAX_SKILL_MD_BYTES as u64)
+            .filter(|limit| *limit < room);
         let mut content = Vec::new();
         (&mut entry)
-            .take(room + 1)
+            .take(skill_md_limit.unwrap_or(room) + 1)
             .read_to_end(&mut content)
             .map_err(|e| file_error(&name, format!("cannot be unpacked ({e})")))?;
+        if let Some(limit) = skill_md_limit
+            && content.len() as u64 > limit
+        {
+            return Err(file_error(
+                &name,
+                format!(
+                    "unpacks to more than {MAX_SKILL_MD_BYTES} bytes; a SKILL.md may be at most \
+                     {MAX_SKILL_MD_BYTES} bytes (256 KiB)"
+                ),
+            ));
+        }
         if content.len() as u64 > room {
             return Err(BundleError::Upload(format!(
                 "{file_name}: the zip unpacks to more than {MAX_UNPACKED_BYTES} bytes; nothing was read"
@@ -681,6 +710,27 @@ mod tests {
                 .unwrap_err()
                 .to_string(),
             "skill.zip: is not a zip archive"
+        );
+    }
+
+    #[test]
+    fn a_skill_md_over_its_limit_is_refused_before_it_is_parsed_plain_or_zipped() {
+        let big = format!("{SKILL_MD}{}", "y".repeat(MAX_SKILL_MD_BYTES));
+        let err = Bundle::read("SKILL.md", big.as_bytes())
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            format!(
+                "SKILL.md: is {} bytes; a SKILL.md may be at most 262144 bytes (256 KiB)",
+                big.len()
+            )
+        );
+        let zip = zip_of(&[("refund-handling/SKILL.md", big.as_bytes())]);
+        assert_eq!(
+            refusal(&zip),
+            "refund-handling/SKILL.md: unpacks to more than 262144 bytes; a SKILL.md may be at \
+             most 262144 bytes (256 KiB)"
         );
     }
 

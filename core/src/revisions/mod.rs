@@ -18,5 +18,7 @@ pub use citations::{CITE_EXISTING, CitationError, KnownSources, check_citations}
 pub use evidence::{Evidence, EvidenceError};
 pub use gate::{GateOutcome, GateRule, Verdict, evaluate};
 pub use limits::{RateLimit, Slot};
-pub use service::{CandidateView, Proposal, RevisionError, Revisions};
+pub use service::{
+    ADMIN_WITHOUT_EVIDENCE, Authorship, CandidateView, Proposal, RevisionError, Revisions,
+};
 pub use skill_md::{SkillMd, SkillMdError};

@@ -33,9 +33,29 @@ const MAX_NOTE: usize = 4000;
 const MAX_SOURCES: usize = 100;
 const MAX_PATTERN: usize = 16 * 1024;
 
+/// Who stands behind a proposal, which decides whether it must cite sources.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Authorship {
+    /// Agents and reviewers: a proposal cites existing feedback, session or pattern IDs.
+    #[default]
+    Cited,
+    /// A console admin, or the operator at the command line, writing the skill themself:
+    /// sources are optional (any cited must still exist). Without evidence the gate says
+    /// it cannot evaluate, and a reviewer other than the proposer decides as for any
+    /// candidate.
+    Admin,
+}
+
+/// What the gate says of an admin-authored candidate without evidence.
+pub const ADMIN_WITHOUT_EVIDENCE: &str = "no evidence: an admin authored this candidate without evaluation \
+     evidence, so the gate cannot evaluate it; the reviewer decides";
+
 /// A proposed new version of a skill, as the curator tool, the HTTP API and the upload send it.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Proposal {
+    /// Whether sources are required; the caller decides from the proposer's role, never
+    /// from what the proposal says.
+    pub authorship: Authorship,
     pub skill: String,
     pub base_version: u32,
     /// `None` keeps the base version's description.
@@ -129,6 +149,7 @@ impl Proposal {
             frontmatter_extra: Some(md.extra),
             resources: None,
             skill_md: Some(skill_md.to_owned()),
+            authorship: Authorship::Cited,
         })
     }
 
@@ -165,6 +186,7 @@ impl Proposal {
             frontmatter_extra: Some(bundle.skill_md.extra),
             resources: bundle.resources,
             skill_md: Some(bundle.skill_md_text),
+            authorship: Authorship::Cited,
         })
     }
 }
@@ -383,11 +405,19 @@ impl Revisions {
         file_name: &str,
         bytes: &[u8],
         proposer: Proposer,
+        authorship: Authorship,
     ) -> Result<CandidateRecord, RevisionError> {
         let bundle = Bundle::read(file_name, bytes)?;
         let skill = skill.unwrap_or(bundle.skill_md.name.as_str()).to_owned();
-        let (current, _) = self.head(&skill).await?;
-        let proposal = Proposal::from_bundle(&skill, current.version, bundle)?;
+        let (current, _) = self.head(&skill).await.map_err(|e| match e {
+            RevisionError::NotFound(_) => RevisionError::Invalid(format!(
+                "there is no skill `{skill}`: an upload proposes a new version of an existing \
+                 skill; create the skill in the catalog first (`skillgate catalog apply`)"
+            )),
+            other => other,
+        })?;
+        let mut proposal = Proposal::from_bundle(&skill, current.version, bundle)?;
+        proposal.authorship = authorship;
         self.propose(proposal, proposer).await
     }
 
@@ -439,12 +469,19 @@ impl Revisions {
             .chain(evidence.requirement_sources().into_iter().map(str::trim))
             .collect();
         let known = self.store.known_sources(&proposal.skill, &cited).await?;
-        check_citations(&proposal.skill, cited.iter().copied(), &known)?;
+        let admin = proposal.authorship == Authorship::Admin;
+        match check_citations(&proposal.skill, cited.iter().copied(), &known) {
+            Err(CitationError::None) if admin => {}
+            checked => checked?,
+        }
         let pending = self
             .store
             .pending_requirements(&proposal.skill, proposal.base_version)
             .await?;
-        let outcome = evaluate(&evidence, &pending);
+        let mut outcome = evaluate(&evidence, &pending);
+        if admin && matches!(evidence, Evidence::None) {
+            outcome.summary = ADMIN_WITHOUT_EVIDENCE.to_owned();
+        }
         let candidate = CandidateRecord {
             id: format!("cand_{}", Uuid::new_v4().simple()),
             skill: proposal.skill.clone(),
@@ -473,6 +510,7 @@ impl Revisions {
             "base_version": candidate.base_version,
             "verdict": candidate.verdict,
             "sources": candidate.sources,
+            "admin_authored": admin,
         });
         let changed = Changed::new(
             "skill_candidate.propose",
@@ -1029,6 +1067,51 @@ mod tests {
                 .version,
             2
         );
+    }
+
+    #[tokio::test]
+    async fn an_admin_authored_proposal_may_cite_nothing_and_the_gate_says_the_reviewer_decides() {
+        let revisions = service().await;
+        let admin_authored = |sources: Vec<String>| Proposal {
+            authorship: Authorship::Admin,
+            ..proposal(sources, Value::Null)
+        };
+        let candidate = revisions
+            .propose(admin_authored(Vec::new()), Proposer::User("ada".into()))
+            .await
+            .unwrap();
+        assert_eq!(candidate.verdict, "UNEVALUATED");
+        assert_eq!(
+            candidate.verdict_explanation["summary"],
+            json!(ADMIN_WITHOUT_EVIDENCE)
+        );
+        assert!(matches!(
+            revisions.approve(&candidate.id, "ada", "mine").await,
+            Err(RevisionError::OwnProposal)
+        ));
+        revisions
+            .approve(&candidate.id, "rita", "Reads right.")
+            .await
+            .unwrap();
+        // An admin's citations must still exist; everyone else must cite.
+        assert!(matches!(
+            revisions
+                .propose(
+                    admin_authored(vec!["fb_nope".into()]),
+                    Proposer::User("ada".into())
+                )
+                .await,
+            Err(RevisionError::Citation(CitationError::Unknown { .. }))
+        ));
+        assert!(matches!(
+            revisions
+                .propose(
+                    proposal(Vec::new(), Value::Null),
+                    Proposer::User("rita".into())
+                )
+                .await,
+            Err(RevisionError::Citation(CitationError::None))
+        ));
     }
 
     #[tokio::test]

@@ -8,10 +8,22 @@ use crate::model::Skill;
 use crate::slug::Slug;
 
 pub const MAX_DESCRIPTION: usize = 1024;
+/// The largest `SKILL.md` read: 256 KiB (a frontmatter at its limit, instructions at the
+/// 64 KiB a proposal may hold, and room for markup).
+pub const MAX_SKILL_MD_BYTES: usize = 256 * 1024;
+/// The largest frontmatter read: 64 KiB, far above what `name`, `description`, `license`,
+/// `metadata` and `allowed-tools` take, and refused before the YAML is parsed.
+pub const MAX_FRONTMATTER_BYTES: usize = 64 * 1024;
 
 /// What is wrong with a `SKILL.md`, naming the part (the caller names the file).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SkillMdError {
+    #[error("is {0} bytes; a SKILL.md may be at most {MAX_SKILL_MD_BYTES} bytes (256 KiB)")]
+    TooLarge(usize),
+    #[error(
+        "frontmatter is more than {MAX_FRONTMATTER_BYTES} bytes; at most {MAX_FRONTMATTER_BYTES} bytes (64 KiB) are accepted"
+    )]
+    FrontmatterTooLarge,
     #[error("must start with a `---` line that opens its YAML frontmatter")]
     NoFrontmatter,
     #[error("frontmatter is not closed by a `---` line")]
@@ -65,6 +77,9 @@ impl SkillMd {
 
     /// Parses and validates `text` as a `SKILL.md` of whichever skill it names.
     pub fn parse_any(text: &str) -> Result<Self, SkillMdError> {
+        if text.len() > MAX_SKILL_MD_BYTES {
+            return Err(SkillMdError::TooLarge(text.len()));
+        }
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let mut lines = text.split_inclusive('\n');
         if lines.next().map(str::trim_end) != Some("---") {
@@ -78,6 +93,9 @@ impl SkillMd {
                 break;
             }
             yaml.push_str(line);
+            if yaml.len() > MAX_FRONTMATTER_BYTES {
+                return Err(SkillMdError::FrontmatterTooLarge);
+            }
         }
         if !closed {
             return Err(SkillMdError::Unclosed);
@@ -260,6 +278,53 @@ mod tests {
         );
         let max = GOOD.replace("Issue refunds within policy.", &"é".repeat(1024));
         assert!(SkillMd::parse(&max, "refund-handling").is_ok());
+    }
+
+    #[test]
+    fn a_frontmatter_or_file_over_its_limit_is_refused_naming_the_limit() {
+        let padding = format!(
+            "metadata:\n  notes: \"{}\"\n",
+            "x".repeat(MAX_FRONTMATTER_BYTES)
+        );
+        let big = GOOD.replacen("---\n", &format!("---\n{padding}"), 1);
+        let err = SkillMd::parse(&big, "refund-handling").unwrap_err();
+        assert_eq!(err, SkillMdError::FrontmatterTooLarge);
+        assert!(
+            err.to_string().contains("at most 65536 bytes (64 KiB)"),
+            "{err}"
+        );
+        let near = GOOD.replacen(
+            "---\n",
+            &format!(
+                "---\nnotes: \"{}\"\n",
+                "x".repeat(MAX_FRONTMATTER_BYTES - 200)
+            ),
+            1,
+        );
+        assert!(SkillMd::parse(&near, "refund-handling").is_ok());
+        let long = format!("{GOOD}{}", "y".repeat(MAX_SKILL_MD_BYTES));
+        let err = SkillMd::parse(&long, "refund-handling").unwrap_err();
+        assert_eq!(err, SkillMdError::TooLarge(long.len()));
+        assert!(
+            err.to_string().ends_with("at most 262144 bytes (256 KiB)"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_frontmatter_whose_aliases_expand_without_bound_is_refused_within_its_limit() {
+        let mut yaml = String::from("a: &a [x, x, x, x, x, x, x, x, x, x]\n");
+        for (from, to) in ('a'..'j').zip('b'..='j') {
+            yaml.push_str(&format!(
+                "{to}: &{to} [*{from}, *{from}, *{from}, *{from}, *{from}, *{from}, *{from}, *{from}, *{from}, *{from}]\n"
+            ));
+        }
+        let text = format!("---\nname: x\ndescription: d\n{yaml}---\nBody.\n");
+        assert!(text.len() < MAX_FRONTMATTER_BYTES);
+        assert!(matches!(
+            SkillMd::parse_any(&text),
+            Err(SkillMdError::Yaml(_))
+        ));
     }
 
     #[test]

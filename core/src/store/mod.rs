@@ -45,6 +45,12 @@ pub enum StoreError {
     },
     #[error("cannot open the database {target}")]
     Open { target: String, source: sqlx::Error },
+    #[error("cannot read the file {parameter}={path} of the database URL")]
+    TlsFile {
+        parameter: String,
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("database migration failed: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error("cannot open the database file {path}")]
@@ -203,7 +209,10 @@ impl Store {
 
     async fn open_postgres(url: &str) -> Result<Self, StoreError> {
         let unsupported = || StoreError::UnsupportedUrl(url.to_owned());
+        // Both pools below read `sslmode`, `sslrootcert`, `sslcert` and `sslkey` from the
+        // URL (TLS through rustls; `PGSSLMODE`/`PGSSLROOTCERT` when the URL is silent).
         let options = PgConnectOptions::from_str(url).map_err(|_| unsupported())?;
+        check_tls_files(url)?;
         // The database named in a URL, without its password, for messages.
         let target = format!(
             "{}:{}/{}",
@@ -352,6 +361,51 @@ pub(crate) fn numbered(sql: &str) -> String {
 pub(crate) fn flag(row: &AnyRow, column: &str) -> Result<bool, sqlx::Error> {
     use sqlx::Row as _;
     Ok(row.try_get::<i64, _>(column)? != 0)
+}
+
+/// The URL parameters naming a certificate or key file, as sqlx reads them.
+const TLS_FILE_PARAMETERS: [&str; 7] = [
+    "sslrootcert",
+    "ssl-root-cert",
+    "ssl-ca",
+    "sslcert",
+    "ssl-cert",
+    "sslkey",
+    "ssl-key",
+];
+
+/// Checks that the certificate and key files a PostgreSQL URL names (and `PGSSLROOTCERT`
+/// when the URL names no CA) can be read: sqlx reads them at each connection and reports a
+/// missing one as "No such file or directory", without saying which.
+fn check_tls_files(url: &str) -> Result<(), StoreError> {
+    let Ok(parsed) = url::Url::parse(url) else {
+        return Ok(());
+    };
+    let mut files: Vec<(String, String)> = parsed
+        .query_pairs()
+        .filter(|(name, _)| TLS_FILE_PARAMETERS.contains(&name.as_ref()))
+        .map(|(name, value)| (name.into_owned(), value.into_owned()))
+        .collect();
+    let names_ca = files
+        .iter()
+        .any(|(name, _)| matches!(name.as_str(), "sslrootcert" | "ssl-root-cert" | "ssl-ca"));
+    if !names_ca && let Ok(path) = std::env::var("PGSSLROOTCERT") {
+        files.push(("PGSSLROOTCERT".to_owned(), path));
+    }
+    for (parameter, path) in files {
+        // sqlx takes a value that is itself PEM as the certificate, not a path.
+        if path.trim_start().starts_with("-----BEGIN") {
+            continue;
+        }
+        if let Err(source) = std::fs::File::open(&path) {
+            return Err(StoreError::TlsFile {
+                parameter,
+                path: PathBuf::from(path),
+                source,
+            });
+        }
+    }
+    Ok(())
 }
 
 fn sqlite_options(url: &str) -> Result<(SqliteConnectOptions, Option<PathBuf>), StoreError> {

@@ -11,7 +11,10 @@
 //! `Mcp-Session-Id` at `initialize` and clients echo it on every request. (Revision
 //! 2026-07-28 has no `initialize` and no sessions: its clients start with `server/discover`,
 //! get no label, and should pass `session_id`.) The id is a label, not server state: the
-//! handler reads it from the request headers, and a `DELETE` of it has nothing to free.
+//! handler reads it from the request headers, and there is nothing for a `DELETE` to end:
+//! rmcp answers it `405 Method Not Allowed` (`Allow: POST`), which the transport spec and the
+//! official SDKs read as "this server does not let clients terminate sessions" (a `202`
+//! made every Python SDK client log a warning on close).
 //! Labels are not secrets: the fallback only ever looks at sessions of the caller's own key.
 
 use axum::body::Body;
@@ -30,7 +33,7 @@ const MCP_METHOD: &str = "mcp-method";
 /// The spec allows visible ASCII only; the bound keeps the label column small.
 const MAX_LABEL_LEN: usize = 128;
 
-/// Issues connection labels at `initialize`, checks echoed ones, and answers `DELETE`.
+/// Issues connection labels at `initialize` and checks echoed ones.
 ///
 /// `max_body_bytes` bounds the buffering of an unlabelled POST, which is read once here to
 /// see whether it is an `initialize` request (unless its `Mcp-Method` header says not).
@@ -46,8 +49,6 @@ pub async fn label(State(max_body_bytes): State<usize>, request: Request, next: 
             .into_response();
     }
     match (request.method(), echoed) {
-        // Nothing is held per connection, so ending one frees nothing and always succeeds.
-        (&Method::DELETE, Some(_)) => StatusCode::ACCEPTED.into_response(),
         // Revision 2026-07-28 names the method in a header (checked against the body by
         // rmcp): a request that says it is not an `initialize` is passed on unread.
         (&Method::POST, None) if names_other_method(request.headers()) => next.run(request).await,

@@ -20,9 +20,9 @@ use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
 use super::auth::AgentCaller;
 use super::connection::MCP_SESSION_ID;
-use super::skills;
 use super::tools::{self, ParseError, PlatformCall};
 use super::trace::RequestSpan;
+use super::{refusals, skills};
 
 const INSTRUCTIONS: &str = "Skillgate governs which tools you may use. Call init_skilder first: \
 it returns a session_id and the roles your key may learn. Learn the role your task needs with \
@@ -228,6 +228,7 @@ impl ServerHandler for McpHandler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        refusals::take(context.extensions.get::<http::request::Parts>());
         let agent = identity(&context)?;
         let span = tracing::Span::current();
         span.record("key", agent.key_name.as_str());
@@ -318,6 +319,7 @@ impl ServerHandler for McpHandler {
         request: GetSkillRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetSkillResult, McpError> {
+        refusals::take(context.extensions.get::<http::request::Parts>());
         let agent = identity(&context)?;
         tracing::Span::current().record("key", agent.key_name.as_str());
         let found = self.gateway.skill_for(&agent, &request.uri);
@@ -349,6 +351,7 @@ impl ServerHandler for McpHandler {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
+        refusals::take(context.extensions.get::<http::request::Parts>());
         let agent = identity(&context)?;
         tracing::Span::current().record("key", agent.key_name.as_str());
         match self
@@ -368,6 +371,7 @@ impl ServerHandler for McpHandler {
         request: ReadResourceDirectoryRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceDirectoryResult, McpError> {
+        refusals::take(context.extensions.get::<http::request::Parts>());
         let agent = identity(&context)?;
         tracing::Span::current().record("key", agent.key_name.as_str());
         if let Some(skill) = self.gateway.skill_for(&agent, &request.uri) {

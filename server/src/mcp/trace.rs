@@ -26,6 +26,7 @@ use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
 use super::connection::{MCP_SESSION_ID, unreadable_body};
 use super::tools;
+use crate::client_addr::ClientAddr;
 
 /// The request header that names the MCP revision of a request.
 const MCP_PROTOCOL_VERSION: &str = "mcp-protocol-version";
@@ -120,8 +121,14 @@ fn open(
         span.set_attribute("mcp.protocol.version", version);
     }
     if let Some(ConnectInfo(peer)) = extensions.get::<ConnectInfo<SocketAddr>>() {
-        span.set_attribute("client.address", peer.ip().to_string());
-        span.set_attribute("client.port", i64::from(peer.port()));
+        // Behind a trusted proxy, the client it forwarded for; the port is the peer's.
+        let client = extensions
+            .get::<ClientAddr>()
+            .map_or(peer.ip(), |client| client.0);
+        span.set_attribute("client.address", client.to_string());
+        if client == peer.ip().to_canonical() {
+            span.set_attribute("client.port", i64::from(peer.port()));
+        }
     }
     set_parent(&span, params.and_then(|p| p.meta.as_ref()), headers);
     span

@@ -1,0 +1,319 @@
+//! Client connections of the real binary on a real socket: slow and idle clients are
+//! disconnected after their timeouts while `/healthz` keeps answering, a connection past
+//! `--max-connections` is shed without taking the service down, and a request in progress is
+//! never cut by those timeouts.
+
+mod common;
+
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::time::{Instant, timeout};
+
+use common::Server;
+
+const SLOW_CLIENTS: usize = 2_000;
+const IDLE_CLIENTS: usize = 200;
+const HEALTH_PROBES: usize = 200;
+
+/// The test opens thousands of sockets; the hard limit allows it, the soft one may not.
+fn raise_file_limit() {
+    let soft = rlimit::increase_nofile_limit(u64::MAX).expect("the file limit can be raised");
+    assert!(
+        soft >= (SLOW_CLIENTS + IDLE_CLIENTS + 500) as u64,
+        "the test needs more open files than the hard limit allows ({soft})"
+    );
+}
+
+async fn connect(port: u16) -> TcpStream {
+    TcpStream::connect(("127.0.0.1", port))
+        .await
+        .expect("the server accepts TCP connections")
+}
+
+/// One `GET /healthz` on a fresh connection, as a monitoring probe sends it; its latency.
+async fn healthz(port: u16) -> Duration {
+    let started = Instant::now();
+    let answer = timeout(Duration::from_secs(5), async {
+        let mut stream = connect(port).await;
+        stream
+            .write_all(b"GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n")
+            .await
+            .expect("the probe is sent");
+        let mut answer = Vec::new();
+        stream
+            .read_to_end(&mut answer)
+            .await
+            .expect("the answer is read");
+        answer
+    })
+    .await
+    .expect("/healthz answered within 5 s");
+    assert!(
+        answer.starts_with(b"HTTP/1.1 200"),
+        "/healthz answered {}",
+        String::from_utf8_lossy(&answer)
+    );
+    started.elapsed()
+}
+
+/// Waits until the server closes `stream` (EOF or reset); false if it is still open at
+/// `deadline`.
+async fn closed_by(stream: &mut TcpStream, deadline: Instant) -> bool {
+    let mut buffer = [0u8; 1024];
+    loop {
+        match tokio::time::timeout_at(deadline, stream.read(&mut buffer)).await {
+            Err(_) => return false,
+            Ok(Ok(0) | Err(_)) => return true,
+            Ok(Ok(_)) => {}
+        }
+    }
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let index = ((sorted.len() - 1) as f64 * p).round() as usize;
+    sorted[index]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn healthz_keeps_answering_with_2000_slow_clients_and_they_are_cut_after_the_header_read_timeout()
+ {
+    raise_file_limit();
+    const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(8);
+    const IDLE_TIMEOUT: Duration = Duration::from_secs(10);
+    let server = Server::start_with(&[
+        "--header-read-timeout-ms",
+        &HEADER_READ_TIMEOUT.as_millis().to_string(),
+        "--idle-timeout-ms",
+        &IDLE_TIMEOUT.as_millis().to_string(),
+    ]);
+    let port = server.port;
+    let before = healthz(port).await;
+
+    // Slow clients: a partial header, then one more byte a second (slowloris). Each task
+    // reports how long after its first byte the server closed it, or None if it never did.
+    let connected_all = std::sync::Arc::new(tokio::sync::Barrier::new(SLOW_CLIENTS + 1));
+    let mut slow = Vec::with_capacity(SLOW_CLIENTS);
+    for _ in 0..SLOW_CLIENTS {
+        let stream = connect(port).await;
+        let connected_all = connected_all.clone();
+        slow.push(tokio::spawn(async move {
+            let (mut reader, mut writer) = stream.into_split();
+            let first_byte = Instant::now();
+            let _ = writer
+                .write_all(b"GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\nx-slow: ")
+                .await;
+            connected_all.wait().await;
+            let deadline = first_byte + HEADER_READ_TIMEOUT + Duration::from_secs(10);
+            let trickle = async {
+                loop {
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    if writer.write_all(b"a").await.is_err() {
+                        break;
+                    }
+                }
+                std::future::pending::<()>().await
+            };
+            let closed = async {
+                let mut buffer = [0u8; 256];
+                loop {
+                    match reader.read(&mut buffer).await {
+                        Ok(0) | Err(_) => return first_byte.elapsed(),
+                        Ok(_) => {}
+                    }
+                }
+            };
+            tokio::select! {
+                () = trickle => None,
+                elapsed = closed => Some(elapsed),
+                () = tokio::time::sleep_until(deadline) => None,
+            }
+        }));
+    }
+    // Idle clients: connected, never a byte.
+    let mut idle = Vec::with_capacity(IDLE_CLIENTS);
+    for _ in 0..IDLE_CLIENTS {
+        idle.push((connect(port).await, Instant::now()));
+    }
+    connected_all.wait().await;
+
+    let mut latencies = Vec::with_capacity(HEALTH_PROBES);
+    for _ in 0..HEALTH_PROBES {
+        latencies.push(healthz(port).await);
+    }
+    latencies.sort();
+    let (p50, max) = (percentile(&latencies, 0.5), latencies[latencies.len() - 1]);
+    println!(
+        "/healthz with {SLOW_CLIENTS} slow and {IDLE_CLIENTS} idle clients connected: \
+         p50 {p50:?}, p99 {:?}, max {max:?} over {HEALTH_PROBES} probes (alone: {before:?})",
+        percentile(&latencies, 0.99)
+    );
+    assert!(
+        max < Duration::from_secs(2),
+        "/healthz slowed to {max:?} with slow clients connected"
+    );
+
+    let mut cut_after = Vec::with_capacity(SLOW_CLIENTS);
+    for client in slow {
+        cut_after.push(client.await.expect("a slow client task"));
+    }
+    let kept = cut_after.iter().filter(|cut| cut.is_none()).count();
+    assert_eq!(
+        kept, 0,
+        "{kept} of {SLOW_CLIENTS} slow clients were still connected 10 s past the header-read timeout"
+    );
+    let earliest = cut_after.iter().flatten().min().expect("slow clients");
+    let latest = cut_after.iter().flatten().max().expect("slow clients");
+    println!("slow clients were cut {earliest:?} to {latest:?} after their first byte");
+    assert!(
+        *earliest >= HEADER_READ_TIMEOUT - Duration::from_millis(200),
+        "a slow client was cut after {earliest:?}, before the header-read timeout"
+    );
+    for (mut stream, connected) in idle {
+        assert!(
+            closed_by(
+                &mut stream,
+                connected + IDLE_TIMEOUT + Duration::from_secs(10)
+            )
+            .await,
+            "an idle client was still connected 10 s past the idle timeout"
+        );
+        assert!(
+            connected.elapsed() >= IDLE_TIMEOUT - Duration::from_millis(200),
+            "an idle client was closed before the idle timeout"
+        );
+    }
+    healthz(port).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_past_max_connections_is_shed_with_503_and_the_service_stays_up() {
+    raise_file_limit();
+    const CAP: usize = 50;
+    let server = Server::start_with(&[
+        "--max-connections",
+        &CAP.to_string(),
+        "--idle-timeout-ms",
+        "1500",
+    ]);
+    let log = std::fs::read_to_string(server.dir().join("server.log")).unwrap_or_default();
+    assert!(
+        log.contains(&format!("max_connections={CAP}")),
+        "the effective cap is logged at start:\n{log}"
+    );
+
+    let mut held = Vec::with_capacity(CAP);
+    for _ in 0..CAP {
+        held.push(connect(server.port).await);
+    }
+    // Past the cap: answered 503 and closed at once, not queued.
+    for _ in 0..20 {
+        let mut extra = connect(server.port).await;
+        let mut answer = Vec::new();
+        timeout(Duration::from_secs(2), extra.read_to_end(&mut answer))
+            .await
+            .expect("a connection past the cap is closed at once")
+            .expect("the shed answer is read");
+        assert!(
+            answer.starts_with(b"HTTP/1.1 503"),
+            "a connection past the cap read {}",
+            String::from_utf8_lossy(&answer)
+        );
+    }
+    // The held connections time out as idle, which frees their places: the service answers.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    for stream in &mut held {
+        assert!(
+            closed_by(stream, deadline).await,
+            "an idle connection was kept past its timeout"
+        );
+    }
+    healthz(server.port).await;
+    let log = std::fs::read_to_string(server.dir().join("server.log")).unwrap_or_default();
+    assert!(
+        log.contains("too many open connections"),
+        "shedding is logged:\n{log}"
+    );
+}
+
+/// Reads one HTTP/1.1 response with a `content-length` body off a kept-alive connection.
+async fn read_response(stream: &mut TcpStream) -> String {
+    let mut received = Vec::new();
+    let mut buffer = [0u8; 4096];
+    loop {
+        let read = timeout(Duration::from_secs(10), stream.read(&mut buffer))
+            .await
+            .expect("a response within 10 s")
+            .expect("the response is read");
+        assert!(read > 0, "the connection closed mid-response: {received:?}");
+        received.extend_from_slice(&buffer[..read]);
+        let text = String::from_utf8_lossy(&received).into_owned();
+        if let Some(end) = text.find("\r\n\r\n") {
+            let length = text[..end]
+                .lines()
+                .find_map(|line| {
+                    let (name, value) = line.split_once(':')?;
+                    name.eq_ignore_ascii_case("content-length")
+                        .then(|| value.trim().parse::<usize>().ok())?
+                })
+                .expect("a content-length");
+            if received.len() >= end + 4 + length {
+                return text;
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_keep_alive_connection_is_closed_but_a_slow_request_in_progress_is_not() {
+    const TIMEOUT: Duration = Duration::from_millis(1000);
+    let millis = TIMEOUT.as_millis().to_string();
+    let server = Server::start_with(&[
+        "--idle-timeout-ms",
+        &millis,
+        "--header-read-timeout-ms",
+        &millis,
+    ]);
+
+    // A kept-alive connection: two requests, then nothing; closed one timeout after the last.
+    let mut stream = connect(server.port).await;
+    for _ in 0..2 {
+        stream
+            .write_all(b"GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n")
+            .await
+            .unwrap();
+        let response = read_response(&mut stream).await;
+        assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    }
+    let answered = Instant::now();
+    assert!(
+        closed_by(&mut stream, answered + TIMEOUT + Duration::from_secs(5)).await,
+        "an idle kept-alive connection stayed open past the idle timeout"
+    );
+    assert!(answered.elapsed() >= TIMEOUT - Duration::from_millis(100));
+
+    // A request whose headers are complete is in progress: its body may take longer than
+    // either timeout (here 3 s, trickled), and it is answered.
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}})
+        .to_string();
+    let mut stream = connect(server.port).await;
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer {}\r\n\
+         content-type: application/json\r\naccept: application/json, text/event-stream\r\n\
+         mcp-protocol-version: 2025-06-18\r\ncontent-length: {}\r\n\r\n",
+        server.support_key,
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let third = body.len() / 3;
+    for piece in [&body[..third], &body[third..2 * third], &body[2 * third..]] {
+        tokio::time::sleep(TIMEOUT).await;
+        stream.write_all(piece.as_bytes()).await.unwrap();
+    }
+    let response = read_response(&mut stream).await;
+    assert!(
+        response.starts_with("HTTP/1.1 200"),
+        "a slow request in progress was not answered: {response}"
+    );
+}
