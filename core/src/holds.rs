@@ -11,6 +11,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Duration, Utc};
 use sqlx::AnyConnection;
 
+use crate::admin::{refusal_event, target};
 use crate::audit::{AuditError, AuditLog, NewEvent};
 use crate::policy::CatalogHandle;
 use crate::store::holds::{self, HoldRow, HoldState};
@@ -43,7 +44,18 @@ pub enum HoldError {
 impl HoldError {
     /// Whether the reviewer can fix this (as opposed to a server fault).
     pub fn is_user_error(&self) -> bool {
-        !matches!(self, Self::Store(_) | Self::Audit(_))
+        self.refusal_code().is_some()
+    }
+
+    /// The class an audited refusal of this error records; `None` for a server fault.
+    fn refusal_code(&self) -> Option<&'static str> {
+        match self {
+            Self::NotFound(_) => Some("NOT_FOUND"),
+            Self::Reason => Some("INVALID"),
+            Self::OwnHold(_) => Some("OWN_HOLD"),
+            Self::Settled { .. } => Some("SETTLED"),
+            Self::Store(_) | Self::Audit(_) => None,
+        }
     }
 }
 
@@ -104,7 +116,34 @@ impl Holds {
         self.decide(reviewer, id, false, reason, now).await
     }
 
+    /// Decides the hold; a decision the reviewer is refused (no reason, their own agent's
+    /// hold, a settled or unknown hold) is audited as `admin_refused` before they hear it.
     async fn decide(
+        &self,
+        reviewer: &str,
+        id: &str,
+        approve: bool,
+        reason: &str,
+        now: DateTime<Utc>,
+    ) -> Result<(), HoldError> {
+        let result = self.try_decide(reviewer, id, approve, reason, now).await;
+        if let Err(refused) = &result
+            && let Some(code) = refused.refusal_code()
+        {
+            let action = if approve { "hold.approve" } else { "hold.deny" };
+            let event = refusal_event(
+                reviewer,
+                action,
+                &target("hold", id),
+                code,
+                &refused.to_string(),
+            );
+            self.audit.append(event).await?;
+        }
+        result
+    }
+
+    async fn try_decide(
         &self,
         reviewer: &str,
         id: &str,

@@ -689,3 +689,58 @@ async fn a_refused_catalog_apply_is_audited_and_a_dry_run_is_not() {
     );
     assert_eq!(event["actor"], "catalog-apply", "{event}");
 }
+
+/// The reviewer's side: a hold decision the service refuses (no reason, an unknown hold, a
+/// hold already decided) changes nothing and is an `admin_refused` event naming the
+/// reviewer, the hold and why, before the reviewer hears it.
+#[tokio::test]
+async fn a_refused_hold_decision_is_audited_and_changes_nothing() {
+    let server = Server::start();
+    let client = server.connect(&server.support_key).await;
+    let (session, _) = init(&client).await;
+    assert!(
+        !learn(&client, &session, "/roles/tier-1-support")
+            .await
+            .is_error
+    );
+    let check = json!({"customer_id": "C-1003", "order_id": "O-5005"});
+    assert!(
+        !call(&client, &session, "check_refund_eligibility", check)
+            .await
+            .is_error
+    );
+    let hold = held(&client, &session).await;
+    let (holds, _) = reviewer(&server).await;
+    let mut audit = Audit::new(&server);
+
+    let blank = holds.approve("rita", &hold, "   ", Utc::now()).await;
+    assert!(blank.is_err(), "{blank:?}");
+    let event = audit.one(
+        "a decision without a reason",
+        "admin_refused",
+        "INVALID",
+        None,
+    );
+    assert_eq!(event["actor"], "rita", "{event}");
+    assert_eq!(event["payload"]["action"], "hold.approve", "{event}");
+    assert_eq!(
+        event["payload"]["target"],
+        format!("hold:{hold}"),
+        "{event}"
+    );
+    assert_eq!(holds.get(&hold).await.unwrap().state.as_str(), "pending");
+
+    let unknown = holds.deny("rita", "hold_nope", "no", Utc::now()).await;
+    assert!(unknown.is_err(), "{unknown:?}");
+    let event = audit.one("an unknown hold", "admin_refused", "NOT_FOUND", None);
+    assert_eq!(event["payload"]["action"], "hold.deny", "{event}");
+    assert_eq!(event["payload"]["target"], "hold:hold_nope", "{event}");
+
+    holds.deny("rita", &hold, "no", Utc::now()).await.unwrap();
+    audit.new_events();
+    let again = holds.approve("sam", &hold, "yes", Utc::now()).await;
+    assert!(again.is_err(), "{again:?}");
+    let event = audit.one("a hold already decided", "admin_refused", "SETTLED", None);
+    assert_eq!(event["actor"], "sam", "{event}");
+    assert_eq!(holds.get(&hold).await.unwrap().state.as_str(), "denied");
+}

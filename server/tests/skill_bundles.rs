@@ -479,6 +479,20 @@ async fn an_upload_without_the_form_token_from_another_origin_or_by_a_viewer_is_
             .unwrap()
             .contains("needs the reviewer role")
     );
+    // The viewer's refusal is on the record (the token and origin refusals happen before
+    // anyone is known, in the console's guard).
+    let refusals: Vec<_> = server
+        .audit_events()
+        .into_iter()
+        .filter(|e| e["kind"] == "admin_refused")
+        .collect();
+    let [refusal] = refusals.as_slice() else {
+        panic!("expected one admin_refused event, got {refusals:#?}");
+    };
+    assert_eq!(refusal["actor"], "vera", "{refusal}");
+    assert_eq!(refusal["payload"]["code"], "FORBIDDEN", "{refusal}");
+    assert_eq!(refusal["payload"]["action"], "skill_candidate.propose");
+    assert_eq!(refusal["payload"]["target"], format!("skill:{SKILL}"));
 
     let section = candidates_section(&server, &rita).await;
     assert!(

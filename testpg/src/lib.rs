@@ -26,6 +26,8 @@
 //! temporary directory. Clients (`pg_isready`, `createdb`, `psql`) connect over TCP as the
 //! `postgres` role and run as the calling user.
 
+pub mod tls;
+
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};

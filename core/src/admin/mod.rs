@@ -291,16 +291,29 @@ impl AdminService {
         code: &str,
         reason: &str,
     ) -> Result<(), AdminError> {
-        let event = NewEvent::admin_refused(
-            &bounded(actor, 200),
-            &bounded(action, 200),
-            &bounded(target, 1000),
-            &bounded(code, 100),
-            &bounded(reason, 2000),
-        );
+        let event = refusal_event(actor, action, target, code, reason);
         self.audit.append(event).await.map_err(from_audit)?;
         Ok(())
     }
+}
+
+/// The `admin_refused` event of a refused admin-side request, every field shortened to a
+/// bounded size: the one way such an event is built, by this service and by the other
+/// reviewer-side services (holds).
+pub(crate) fn refusal_event(
+    actor: &str,
+    action: &str,
+    target: &str,
+    code: &str,
+    reason: &str,
+) -> NewEvent {
+    NewEvent::admin_refused(
+        &bounded(actor, 200),
+        &bounded(action, 200),
+        &bounded(target, 1000),
+        &bounded(code, 100),
+        &bounded(reason, 2000),
+    )
 }
 
 /// `text`, cut to `max` characters (marked with `…`) so an outsider's input cannot grow
