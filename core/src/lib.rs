@@ -16,6 +16,7 @@ pub mod keys;
 pub mod limited_read;
 pub mod metrics;
 pub mod model;
+pub mod names;
 pub mod oauth;
 pub mod policy;
 pub mod revisions;

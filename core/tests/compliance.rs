@@ -631,3 +631,56 @@ fn allowed_event(
     .in_session(session_id)
     .by(actor)
 }
+
+#[tokio::test]
+async fn the_overview_counts_refusals_and_names_the_most_refused_tools_and_rules() {
+    let fx = fixture().await;
+    four_sessions(&fx.log).await;
+    fx.log
+        .append(
+            NewEvent::learn_denied("billing-agent", "/roles/security-fraud", "ACCESS_DENIED")
+                .in_session("s-denied"),
+        )
+        .await
+        .unwrap();
+    let overview = fx.compliance.overview(Utc::now()).await.unwrap();
+    let totals = |series: &[(String, u64, u64, u64)]| {
+        series.iter().fold((0, 0, 0), |(s, d, v), (_, bs, bd, bv)| {
+            (s + bs, d + bd, v + bv)
+        })
+    };
+    // Denials: the refused call to delete_account and the refused learn; one violation.
+    assert_eq!(totals(&overview.last_24h), (4, 2, 1));
+    assert_eq!(totals(&overview.last_7d), (4, 2, 1));
+    assert_eq!(
+        overview.top_denied_tools,
+        [("delete_account".to_owned(), 1)]
+    );
+    assert_eq!(
+        overview.top_violated_rules,
+        [("max_refund_per_call".to_owned(), 1)]
+    );
+}
+
+#[tokio::test]
+async fn a_later_timeline_page_still_marks_where_the_scope_grew() {
+    let fx = fixture().await;
+    four_sessions(&fx.log).await;
+    let first = fx
+        .compliance
+        .timeline_page("s-grew", None, 2)
+        .await
+        .unwrap()
+        .unwrap();
+    let after = first.next_after.expect("a second page");
+    let second = fx
+        .compliance
+        .timeline_page("s-grew", Some(after), 2)
+        .await
+        .unwrap()
+        .unwrap();
+    let kinds: Vec<_> = second.entries.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(kinds, ["learn_granted"]);
+    assert_eq!(second.entries[0].role.as_deref(), Some("tier-1-support"));
+    assert!(second.entries[0].scope_grew);
+}

@@ -35,7 +35,7 @@ impl AdminService {
         let hash = new_password_hash("admin", Password::new(password.expose())).await?;
         let created = self
             .record(
-                "bootstrap",
+                &crate::names::Actor::Bootstrap.to_string(),
                 Box::new(move |conn| {
                     Box::pin(async move {
                         // Another replica may have bootstrapped first: then do nothing.

@@ -286,7 +286,7 @@ pub fn verify<'a>(start: Anchor, rows: impl IntoIterator<Item = &'a AuditRow>) -
 }
 
 /// Builds the next stored row of a chain whose tip is `tip`. `payload` must be canonical.
-/// Public for bulk generators (`skillgate dev seed-audit`); the log is the normal writer.
+/// Public for bulk generators (`skillgate-dev seed-audit`); the log is the normal writer.
 pub fn link(
     tip: &Anchor,
     at: String,

@@ -2,105 +2,15 @@
 //! ([`AuditEvent`]).
 
 use std::collections::BTreeMap;
-use std::fmt;
-use std::str::FromStr;
 
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+use crate::names::{Actor, EventKind};
 use crate::policy::{Hold, Permit};
-
-/// What happened. Serialized (and stored) in snake_case, e.g. `call_allowed`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EventKind {
-    SessionStarted,
-    LearnGranted,
-    LearnDenied,
-    CallAllowed,
-    CallDenied,
-    CallResult,
-    Feedback,
-    AdminChange,
-    /// Retention deleted a range of older events (see [`NewEvent::audit_pruned`]).
-    AuditPruned,
-    /// A call every limit allowed but that waits for a reviewer's approval.
-    CallHeld,
-    HoldApproved,
-    HoldDenied,
-    /// A hold that was not decided, or not run once approved, in time; its usage is released.
-    HoldExpired,
-    /// A key read a skill file through the MCP Skills extension (outside any session:
-    /// reading unlocks nothing).
-    SkillRead,
-    /// An admin-side request that was refused and changed nothing (a catalog file or a
-    /// skill bundle that is too big, malformed or not allowed): who tried what, and why.
-    /// Not an `admin_change`, so an entity's change log lists only changes.
-    AdminRefused,
-}
-
-impl EventKind {
-    pub const ALL: [EventKind; 15] = [
-        EventKind::SessionStarted,
-        EventKind::LearnGranted,
-        EventKind::LearnDenied,
-        EventKind::CallAllowed,
-        EventKind::CallDenied,
-        EventKind::CallResult,
-        EventKind::Feedback,
-        EventKind::AdminChange,
-        EventKind::AuditPruned,
-        EventKind::CallHeld,
-        EventKind::HoldApproved,
-        EventKind::HoldDenied,
-        EventKind::HoldExpired,
-        EventKind::SkillRead,
-        EventKind::AdminRefused,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventKind::SessionStarted => "session_started",
-            EventKind::LearnGranted => "learn_granted",
-            EventKind::LearnDenied => "learn_denied",
-            EventKind::CallAllowed => "call_allowed",
-            EventKind::CallDenied => "call_denied",
-            EventKind::CallResult => "call_result",
-            EventKind::Feedback => "feedback",
-            EventKind::AdminChange => "admin_change",
-            EventKind::AuditPruned => "audit_pruned",
-            EventKind::CallHeld => "call_held",
-            EventKind::HoldApproved => "hold_approved",
-            EventKind::HoldDenied => "hold_denied",
-            EventKind::HoldExpired => "hold_expired",
-            EventKind::SkillRead => "skill_read",
-            EventKind::AdminRefused => "admin_refused",
-        }
-    }
-}
-
-impl fmt::Display for EventKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown audit event kind `{0}`")]
-pub struct UnknownKind(pub String);
-
-impl FromStr for EventKind {
-    type Err = UnknownKind;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        EventKind::ALL
-            .into_iter()
-            .find(|kind| kind.as_str() == s)
-            .ok_or_else(|| UnknownKind(s.to_owned()))
-    }
-}
+use crate::store::audit::PrunedRange;
 
 /// An event to append. The log assigns `seq`, `at` and the hashes.
 #[derive(Debug, Clone, PartialEq)]
@@ -271,7 +181,7 @@ impl NewEvent {
             json!({ "hold_id": hold_id, "tool": tool, "was": was }),
         )
         .in_session(session_id)
-        .by("skillgate")
+        .by(Actor::System)
     }
 
     /// Marks a call event as the run (or refusal) of an approved hold.
@@ -405,11 +315,11 @@ impl NewEvent {
 impl NewEvent {
     /// Events `from_seq..=through_seq` were deleted, leaving `anchor_hash` (the hash of
     /// event `through_seq`) as the anchor verification starts from. `signature` is the
-    /// audit key's signature of the range ([`super::checkpoint::prune_message`]), so a
+    /// audit key's signature of the range (the checkpoint module's `prune_message`), so a
     /// verifier can tell a deliberate prune from a forged anchor.
     pub fn audit_pruned(
         actor: &str,
-        range: &super::checkpoint::PrunedRange,
+        range: &PrunedRange,
         public_key: &str,
         signature: &str,
     ) -> Self {
@@ -452,15 +362,6 @@ pub struct AppendedEvent {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn every_kind_round_trips_through_its_snake_case_name() {
-        for kind in EventKind::ALL {
-            assert_eq!(kind.as_str().parse::<EventKind>().unwrap(), kind);
-            assert_eq!(serde_json::to_value(kind).unwrap(), json!(kind.as_str()));
-        }
-        assert!("CallAllowed".parse::<EventKind>().is_err());
-    }
 
     #[test]
     fn a_denied_call_records_its_code_and_rule() {

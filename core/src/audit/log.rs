@@ -9,8 +9,9 @@ use sqlx::AnyConnection;
 use tokio::sync::{mpsc, oneshot};
 
 use super::chain::{self, ChainVerifier, VerifyReport, canonical_json};
-use super::event::{AppendedEvent, AuditEvent, EventKind, NewEvent};
+use super::event::{AppendedEvent, AuditEvent, NewEvent};
 use super::export::{ExportError, ExportFilter, ExportFormat, ExportWriter};
+use crate::names::EventKind;
 use crate::store::audit::{Anchor, AuditRow};
 use crate::store::{Store, StoreError};
 

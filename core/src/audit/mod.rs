@@ -48,9 +48,10 @@ pub use checkpoint::{
     CheckpointProblem, CheckpointReport, CheckpointSigner, IntegrityReport, KeyError, KeyOrigin,
     PruneError, PrunedRange, PublicKey, TrustedKeys, verify_integrity,
 };
-pub use event::{AppendedEvent, AuditEvent, CallOutcome, EventKind, NewEvent, UnknownKind};
+pub use event::{AppendedEvent, AuditEvent, CallOutcome, NewEvent};
 pub use export::{ExportFilter, ExportFormat, verify_exported_jsonl, verify_exported_jsonl_from};
 pub use log::{AuditError, AuditLog, Change};
 pub use redact::redact_sensitive;
 
+pub use crate::names::{EventKind, UnknownKind};
 pub use crate::store::audit::{Anchor, AuditRow, Checkpoint, Pruned, TipCheckpoint};

@@ -23,9 +23,6 @@ use crate::store::catalog_code::{
 };
 use crate::store::keys::revoke_agent_key_on;
 
-/// How many hex digits of the file's SHA-256 name it in the actor.
-const ACTOR_DIGEST: usize = 12;
-
 /// A parsed catalog file and the digest of its bytes.
 #[derive(Debug, Clone)]
 pub struct CatalogFile {
@@ -54,7 +51,7 @@ impl CatalogFile {
 
     /// Who the audit says made the changes: `catalog-apply:<first 12 hex digits>`.
     pub fn actor(&self) -> String {
-        format!("catalog-apply:{}", &self.digest[..ACTOR_DIGEST])
+        crate::names::Actor::catalog_apply(&self.digest).to_string()
     }
 }
 

@@ -207,20 +207,8 @@ pub enum CheckDoc {
     MaxLength,
 }
 
-/// A comparison.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub enum OpDoc {
-    #[serde(rename = "<")]
-    Lt,
-    #[serde(rename = "<=")]
-    Le,
-    #[serde(rename = ">")]
-    Gt,
-    #[serde(rename = ">=")]
-    Ge,
-    #[serde(rename = "==")]
-    Eq,
-}
+/// A comparison: the model's own, the shapes match.
+pub use crate::model::CmpOp as OpDoc;
 
 /// One limit, flat: `kind` says which of the other fields it uses.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
@@ -611,15 +599,7 @@ impl From<&Skill> for SkillDoc {
             description: skill.description.clone(),
             instructions: skill.instructions.clone(),
             tools: skill.tools.clone(),
-            resources: skill
-                .resources
-                .iter()
-                .map(|r| ResourceDoc {
-                    name: r.name.clone(),
-                    title: r.title.clone(),
-                    content: r.content.clone(),
-                })
-                .collect(),
+            resources: skill.resources.iter().map(ResourceDoc::from).collect(),
             frontmatter: skill
                 .frontmatter_extra
                 .iter()
@@ -636,20 +616,34 @@ impl From<&SkillDoc> for Skill {
             description: doc.description.clone(),
             instructions: doc.instructions.clone(),
             tools: doc.tools.clone(),
-            resources: doc
-                .resources
-                .iter()
-                .map(|r| Resource {
-                    name: r.name.clone(),
-                    title: r.title.clone(),
-                    content: r.content.clone(),
-                })
-                .collect(),
+            resources: doc.resources.iter().map(Resource::from).collect(),
             frontmatter_extra: doc
                 .frontmatter
                 .iter()
                 .map(|(k, v)| (k.clone(), v.0.clone()))
                 .collect(),
+        }
+    }
+}
+
+impl From<&Resource> for ResourceDoc {
+    fn from(r: &Resource) -> Self {
+        let (name, title, content) = (r.name.clone(), r.title.clone(), r.content.clone());
+        ResourceDoc {
+            name,
+            title,
+            content,
+        }
+    }
+}
+
+impl From<&ResourceDoc> for Resource {
+    fn from(r: &ResourceDoc) -> Self {
+        let (name, title, content) = (r.name.clone(), r.title.clone(), r.content.clone());
+        Resource {
+            name,
+            title,
+            content,
         }
     }
 }
@@ -678,26 +672,40 @@ impl From<&Scope> for ScopeDoc {
     }
 }
 
-impl From<CmpOp> for OpDoc {
-    fn from(op: CmpOp) -> Self {
-        match op {
-            CmpOp::Lt => Self::Lt,
-            CmpOp::Le => Self::Le,
-            CmpOp::Gt => Self::Gt,
-            CmpOp::Ge => Self::Ge,
-            CmpOp::Eq => Self::Eq,
+impl From<&ResultCheck> for ResultDoc {
+    fn from(check: &ResultCheck) -> Self {
+        ResultDoc {
+            pointer: check.pointer.clone(),
+            equals: JsonValue(check.equals.clone()),
         }
     }
 }
 
-impl From<OpDoc> for CmpOp {
-    fn from(op: OpDoc) -> Self {
-        match op {
-            OpDoc::Lt => Self::Lt,
-            OpDoc::Le => Self::Le,
-            OpDoc::Gt => Self::Gt,
-            OpDoc::Ge => Self::Ge,
-            OpDoc::Eq => Self::Eq,
+impl From<&ResultDoc> for ResultCheck {
+    fn from(doc: &ResultDoc) -> Self {
+        ResultCheck {
+            pointer: doc.pointer.clone(),
+            equals: doc.equals.0.clone(),
+        }
+    }
+}
+
+impl From<&ApprovalCondition> for WhenDoc {
+    fn from(when: &ApprovalCondition) -> Self {
+        WhenDoc {
+            arg: when.arg.clone(),
+            op: when.op,
+            value: DecimalDoc(when.value),
+        }
+    }
+}
+
+impl From<&WhenDoc> for ApprovalCondition {
+    fn from(doc: &WhenDoc) -> Self {
+        ApprovalCondition {
+            arg: doc.arg.clone(),
+            op: doc.op,
+            value: doc.value.0,
         }
     }
 }
@@ -715,7 +723,7 @@ impl From<&Limit> for LimitDoc {
                 match check {
                     ArgCheck::Compare { op, value } => {
                         doc.check = Some(CheckDoc::Compare);
-                        doc.op = Some((*op).into());
+                        doc.op = Some(*op);
                         doc.value = Some(DecimalDoc(*value));
                     }
                     ArgCheck::OneOf { values } => {
@@ -746,10 +754,7 @@ impl From<&Limit> for LimitDoc {
                 doc.kind = LimitKind::Requires;
                 doc.after = Some(after.clone());
                 doc.same_args = (!same_args.is_empty()).then(|| same_args.clone());
-                doc.result = result.as_ref().map(|r| ResultDoc {
-                    pointer: r.pointer.clone(),
-                    equals: JsonValue(r.equals.clone()),
-                });
+                doc.result = result.as_ref().map(ResultDoc::from);
             }
             Limit::RequiresApproval {
                 when,
@@ -757,11 +762,7 @@ impl From<&Limit> for LimitDoc {
                 ..
             } => {
                 doc.kind = LimitKind::RequiresApproval;
-                doc.when = when.as_ref().map(|w| WhenDoc {
-                    arg: w.arg.clone(),
-                    op: w.op.into(),
-                    value: DecimalDoc(w.value),
-                });
+                doc.when = when.as_ref().map(WhenDoc::from);
                 doc.expires_in_minutes = *expires_in_minutes;
             }
         }
@@ -785,10 +786,77 @@ fn field_error(field: &'static str, message: impl Into<String>) -> FieldError {
     }
 }
 
+/// The model's limits of `docs`: those that convert, and the errors of the others with
+/// their index (a role with a bad limit still names a role, so the rest of the file is
+/// checked against it).
+pub fn to_limits(docs: &[LimitDoc]) -> (Vec<Limit>, Vec<(usize, FieldError)>) {
+    let mut errors = Vec::new();
+    let limits = docs
+        .iter()
+        .enumerate()
+        .filter_map(|(j, doc)| match doc.to_limit() {
+            Ok(limit) => Some(limit),
+            Err(wrong) => {
+                errors.extend(wrong.into_iter().map(|e| (j, e)));
+                None
+            }
+        })
+        .collect();
+    (limits, errors)
+}
+
+impl RoleDoc {
+    /// The model's role, with the limits that convert (see [`to_limits`]).
+    pub fn to_role(&self) -> (Role, Vec<(usize, FieldError)>) {
+        let (limits, errors) = to_limits(&self.limits);
+        let role = Role {
+            slug: self.slug.clone(),
+            title: self.title.clone(),
+            description: self.description.clone(),
+            instructions: self.instructions.clone(),
+            skills: self.skills.clone(),
+            limits,
+        };
+        (role, errors)
+    }
+}
+
+impl ScopeDoc {
+    /// The model's scope, with the guardrails that convert (see [`to_limits`]).
+    pub fn to_scope(&self) -> (Scope, Vec<(usize, FieldError)>) {
+        let (guardrails, errors) = to_limits(&self.guardrails);
+        let scope = Scope {
+            slug: self.slug.clone(),
+            description: self.description.clone(),
+            roles: self.roles.clone(),
+            guardrails,
+        };
+        (scope, errors)
+    }
+}
+
+impl LimitKind {
+    /// The fields a limit of this kind needs (in the order their absence is reported) and
+    /// those it may have besides; an `arg_bound` limit's depend on its `check`.
+    fn fields(self, check: Option<CheckDoc>) -> (&'static [&'static str], &'static [&'static str]) {
+        match self {
+            LimitKind::ArgBound => match check {
+                Some(CheckDoc::Compare) => (&["arg", "check", "op", "value"], &[]),
+                Some(CheckDoc::OneOf) => (&["arg", "check", "values"], &[]),
+                Some(CheckDoc::MaxLength) => (&["arg", "check", "max"], &[]),
+                None => (&["arg", "check"], &["op", "value"]),
+            },
+            LimitKind::SumCap => (&["arg", "max"], &[]),
+            LimitKind::CountCap => (&["max"], &[]),
+            LimitKind::Requires => (&["after"], &["same_args", "result"]),
+            LimitKind::RequiresApproval => (&[], &["when", "expires_in_minutes"]),
+        }
+    }
+}
+
 impl LimitDoc {
     /// The model's limit, or every field that is missing or does not belong to its kind.
     pub fn to_limit(&self) -> Result<Limit, Vec<FieldError>> {
-        let mut errors = Vec::new();
         let kind = self.kind;
         let name = serde_json::to_value(kind)
             .ok()
@@ -807,55 +875,20 @@ impl LimitDoc {
             ("when", self.when.is_some()),
             ("expires_in_minutes", self.expires_in_minutes.is_some()),
         ];
-        let allowed: &[&str] = match kind {
-            LimitKind::ArgBound => match self.check {
-                Some(CheckDoc::Compare) | None => &["arg", "check", "op", "value"],
-                Some(CheckDoc::OneOf) => &["arg", "check", "values"],
-                Some(CheckDoc::MaxLength) => &["arg", "check", "max"],
-            },
-            LimitKind::SumCap => &["arg", "max"],
-            LimitKind::CountCap => &["max"],
-            LimitKind::Requires => &["after", "same_args", "result"],
-            LimitKind::RequiresApproval => &["when", "expires_in_minutes"],
-        };
-        for (field, set) in present {
-            if set && !allowed.contains(&field) {
-                errors.push(field_error(
-                    field,
-                    format!("a `{name}` limit has no `{field}`"),
-                ));
-            }
-        }
-        let mut need = |field: &'static str, set: bool| {
-            if !set {
-                errors.push(field_error(
-                    field,
-                    format!("missing: a `{name}` limit needs `{field}`"),
-                ));
-            }
-        };
-        match kind {
-            LimitKind::ArgBound => {
-                need("arg", self.arg.is_some());
-                need("check", self.check.is_some());
-                match self.check {
-                    Some(CheckDoc::Compare) => {
-                        need("op", self.op.is_some());
-                        need("value", self.value.is_some());
-                    }
-                    Some(CheckDoc::OneOf) => need("values", self.values.is_some()),
-                    Some(CheckDoc::MaxLength) => need("max", self.max.is_some()),
-                    None => {}
-                }
-            }
-            LimitKind::SumCap => {
-                need("arg", self.arg.is_some());
-                need("max", self.max.is_some());
-            }
-            LimitKind::CountCap => need("max", self.max.is_some()),
-            LimitKind::Requires => need("after", self.after.is_some()),
-            LimitKind::RequiresApproval => {}
-        }
+        let (needed, optional) = kind.fields(self.check);
+        let mut errors: Vec<FieldError> = present
+            .iter()
+            .filter(|&&(field, set)| set && !needed.contains(&field) && !optional.contains(&field))
+            .map(|&(field, _)| field_error(field, format!("a `{name}` limit has no `{field}`")))
+            .collect();
+        errors.extend(
+            needed
+                .iter()
+                .filter(|&&field| !present.contains(&(field, true)))
+                .map(|&field| {
+                    field_error(field, format!("missing: a `{name}` limit needs `{field}`"))
+                }),
+        );
         let whole = |max: DecimalDoc| -> Result<u64, FieldError> {
             let d = max.0.normalize();
             if d.fract().is_zero() && !d.is_sign_negative() {
@@ -891,7 +924,7 @@ impl LimitDoc {
                         max: usize::try_from(count(self.max)).unwrap_or(usize::MAX),
                     },
                     _ => ArgCheck::Compare {
-                        op: self.op.unwrap_or(OpDoc::Le).into(),
+                        op: self.op.unwrap_or(CmpOp::Le),
                         value: self.value.map(|v| v.0).unwrap_or_default(),
                     },
                 },
@@ -915,18 +948,11 @@ impl LimitDoc {
                 tool,
                 after: self.after.clone().unwrap_or_default(),
                 same_args: self.same_args.clone().unwrap_or_default(),
-                result: self.result.as_ref().map(|r| ResultCheck {
-                    pointer: r.pointer.clone(),
-                    equals: r.equals.0.clone(),
-                }),
+                result: self.result.as_ref().map(ResultCheck::from),
             },
             LimitKind::RequiresApproval => Limit::RequiresApproval {
                 tool,
-                when: self.when.as_ref().map(|w| ApprovalCondition {
-                    arg: w.arg.clone(),
-                    op: w.op.into(),
-                    value: w.value.0,
-                }),
+                when: self.when.as_ref().map(ApprovalCondition::from),
                 expires_in_minutes: self.expires_in_minutes,
             },
         };
@@ -1107,6 +1133,114 @@ mod tests {
             seen += 1;
         }
         assert!(seen >= 6, "the demo has limits of every kind");
+    }
+
+    #[test]
+    fn each_limit_kind_refuses_the_fields_of_others_and_names_those_it_misses() {
+        let all = |kind, check| LimitDoc {
+            kind,
+            tool: "t".into(),
+            arg: Some("a".into()),
+            check,
+            op: Some(CmpOp::Le),
+            value: Some(DecimalDoc(1.into())),
+            values: Some(Vec::new()),
+            max: Some(DecimalDoc(1.into())),
+            after: Some(Vec::new()),
+            same_args: Some(Vec::new()),
+            result: Some(ResultDoc {
+                pointer: "/ok".into(),
+                equals: JsonValue(Value::Bool(true)),
+            }),
+            when: Some(WhenDoc {
+                arg: "a".into(),
+                op: CmpOp::Le,
+                value: DecimalDoc(1.into()),
+            }),
+            expires_in_minutes: Some(5),
+        };
+        let bare = |kind, check| LimitDoc {
+            kind,
+            check,
+            tool: "t".into(),
+            ..LimitDoc::default()
+        };
+        let fields = |doc: LimitDoc| -> Vec<&'static str> {
+            doc.to_limit()
+                .err()
+                .unwrap_or_default()
+                .iter()
+                .map(|e| e.field)
+                .collect()
+        };
+        use CheckDoc::{Compare, MaxLength, OneOf};
+        use LimitKind::*;
+        // The kind and check, the fields refused when every field is set, and the fields
+        // named missing when none is.
+        let cases = [
+            (
+                ArgBound,
+                Some(Compare),
+                "values max after same_args result when expires_in_minutes",
+                "arg op value",
+            ),
+            (
+                ArgBound,
+                Some(OneOf),
+                "op value max after same_args result when expires_in_minutes",
+                "arg values",
+            ),
+            (
+                ArgBound,
+                Some(MaxLength),
+                "op value values after same_args result when expires_in_minutes",
+                "arg max",
+            ),
+            (
+                ArgBound,
+                None,
+                "values max after same_args result when expires_in_minutes check",
+                "arg check",
+            ),
+            (
+                SumCap,
+                None,
+                "op value values after same_args result when expires_in_minutes",
+                "arg max",
+            ),
+            (
+                CountCap,
+                None,
+                "arg op value values after same_args result when expires_in_minutes",
+                "max",
+            ),
+            (
+                Requires,
+                None,
+                "arg op value values max when expires_in_minutes",
+                "after",
+            ),
+            (
+                RequiresApproval,
+                None,
+                "arg op value values max after same_args result",
+                "",
+            ),
+        ];
+        for (kind, check, refused, missing) in cases {
+            let refused: Vec<&str> = refused.split_whitespace().collect();
+            let missing: Vec<&str> = missing.split_whitespace().collect();
+            assert_eq!(
+                fields(all(kind, check)),
+                refused,
+                "{kind:?} {check:?}, every field"
+            );
+            assert_eq!(
+                fields(bare(kind, check)),
+                missing,
+                "{kind:?} {check:?}, no field"
+            );
+        }
     }
 
     #[test]

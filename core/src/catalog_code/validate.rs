@@ -11,7 +11,7 @@ use std::fmt;
 
 use chrono::{DateTime, Utc};
 
-use super::document::{CATALOG_VERSION, CatalogDocument, KeyDoc, LimitDoc};
+use super::document::{CATALOG_VERSION, CatalogDocument, FieldError, KeyDoc};
 use crate::keys::{AgentKeys, KeyError};
 use crate::model::{
     Catalog, CatalogError, CatalogTool, Limit, Role, Scope, Skill, SkillVersion, ToolSpec,
@@ -184,19 +184,11 @@ fn limit_path(base: &str, limit: &Limit, error: &CatalogError) -> String {
 }
 
 /// Converts the file's limits, naming every field that is missing or foreign to its kind.
-fn limits(checker: &mut Checker<'_>, base: &str, docs: &[LimitDoc]) -> Vec<Limit> {
-    docs.iter()
-        .enumerate()
-        .filter_map(|(j, doc)| match doc.to_limit() {
-            Ok(limit) => Some(limit),
-            Err(errors) => {
-                for e in errors {
-                    checker.push(format!("{base}[{j}].{}", e.field), e.message);
-                }
-                None
-            }
-        })
-        .collect()
+/// Reports the limits of `base` that did not convert (see [`super::document::to_limits`]).
+fn limit_issues(checker: &mut Checker<'_>, base: &str, errors: Vec<(usize, FieldError)>) {
+    for (j, e) in errors {
+        checker.push(format!("{base}[{j}].{}", e.field), e.message);
+    }
 }
 
 /// Checks a whole file against the stored state: every issue, or the catalog it leads to.
@@ -292,24 +284,20 @@ pub(crate) fn resolve(
         .roles
         .iter()
         .enumerate()
-        .map(|(i, r)| Role {
-            slug: r.slug.clone(),
-            title: r.title.clone(),
-            description: r.description.clone(),
-            instructions: r.instructions.clone(),
-            skills: r.skills.clone(),
-            limits: limits(&mut c, &format!("roles[{i}].limits"), &r.limits),
+        .map(|(i, r)| {
+            let (role, errors) = r.to_role();
+            limit_issues(&mut c, &format!("roles[{i}].limits"), errors);
+            role
         })
         .collect();
     let scopes: Vec<Scope> = doc
         .scopes
         .iter()
         .enumerate()
-        .map(|(i, s)| Scope {
-            slug: s.slug.clone(),
-            description: s.description.clone(),
-            roles: s.roles.clone(),
-            guardrails: limits(&mut c, &format!("scopes[{i}].guardrails"), &s.guardrails),
+        .map(|(i, s)| {
+            let (scope, errors) = s.to_scope();
+            limit_issues(&mut c, &format!("scopes[{i}].guardrails"), errors);
+            scope
         })
         .collect();
 

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::audit::AuditRow;
+use crate::audit::{AuditRow, EventKind};
 use crate::store::audit_query::VIOLATION_CODE;
 
 /// How an entry is presented.
@@ -143,8 +143,11 @@ pub fn decode_entries_after(rows: &[AuditRow], learned_before: Vec<String>) -> V
             let tool = tool.unwrap_or_default();
             let hold_id = text(&payload, "hold_id");
             let hold_id = hold_id.as_deref();
-            match row.kind.as_str() {
-                "session_started" => {
+            let Ok(kind) = row.kind.parse::<EventKind>() else {
+                return entry;
+            };
+            match kind {
+                EventKind::SessionStarted => {
                     entry.badge = "init".into();
                     entry.headline = format!(
                         "Session started in scope {}",
@@ -152,7 +155,7 @@ pub fn decode_entries_after(rows: &[AuditRow], learned_before: Vec<String>) -> V
                     );
                     entry.detail = text(&payload, "task_summary");
                 }
-                "learn_granted" => {
+                EventKind::LearnGranted => {
                     let role = entry.role.clone().unwrap_or_default();
                     entry.tone = Tone::Granted;
                     entry.badge = "learn granted".into();
@@ -162,7 +165,7 @@ pub fn decode_entries_after(rows: &[AuditRow], learned_before: Vec<String>) -> V
                         learned.push(role);
                     }
                 }
-                "learn_denied" => {
+                EventKind::LearnDenied => {
                     entry.tone = Tone::Denied;
                     entry.badge = "learn denied".into();
                     entry.headline = format!(
@@ -171,7 +174,7 @@ pub fn decode_entries_after(rows: &[AuditRow], learned_before: Vec<String>) -> V
                     );
                     entry.rule = text(&payload, "code");
                 }
-                "call_allowed" => {
+                EventKind::CallAllowed => {
                     entry.tone = Tone::Allowed;
                     entry.badge = "allowed".into();
                     entry.headline = format!("Call {tool} allowed");
@@ -180,7 +183,7 @@ pub fn decode_entries_after(rows: &[AuditRow], learned_before: Vec<String>) -> V
                         entry.headline = format!("Approved call {tool} runs (hold {hold})");
                     }
                 }
-                "call_denied" => {
+                EventKind::CallDenied => {
                     let code = text(&payload, "code").unwrap_or_default();
                     entry.tone = if code == VIOLATION_CODE {
                         Tone::Violation
@@ -201,7 +204,7 @@ pub fn decode_entries_after(rows: &[AuditRow], learned_before: Vec<String>) -> V
                     }
                     entry.badge = code;
                 }
-                "call_held" => {
+                EventKind::CallHeld => {
                     entry.tone = Tone::Held;
                     entry.badge = "held".into();
                     entry.headline = format!("Held for approval: {tool}");
@@ -212,8 +215,8 @@ pub fn decode_entries_after(rows: &[AuditRow], learned_before: Vec<String>) -> V
                         text(&payload, "catalog_revision").unwrap_or_default()
                     ));
                 }
-                "hold_approved" | "hold_denied" => {
-                    let approved = row.kind == "hold_approved";
+                EventKind::HoldApproved | EventKind::HoldDenied => {
+                    let approved = kind == EventKind::HoldApproved;
                     let by = row.actor.clone().unwrap_or_else(|| "a reviewer".into());
                     let reason = text(&payload, "reason").unwrap_or_default();
                     (entry.tone, entry.badge) = if approved {
@@ -231,7 +234,7 @@ pub fn decode_entries_after(rows: &[AuditRow], learned_before: Vec<String>) -> V
                         text(&payload, "catalog_revision").unwrap_or_default()
                     ));
                 }
-                "hold_expired" => {
+                EventKind::HoldExpired => {
                     entry.badge = "hold expired".into();
                     entry.headline = "Hold expired".into();
                     let missed = if text(&payload, "was").as_deref() == Some("approved") {
@@ -244,7 +247,7 @@ pub fn decode_entries_after(rows: &[AuditRow], learned_before: Vec<String>) -> V
                         hold_id.unwrap_or_default(),
                     ));
                 }
-                "call_result" => {
+                EventKind::CallResult => {
                     let ok = text(&payload, "status").as_deref() == Some("ok");
                     entry.tone = if ok { Tone::Neutral } else { Tone::Error };
                     entry.badge = if ok { "result ok" } else { "result error" }.into();
@@ -259,7 +262,7 @@ pub fn decode_entries_after(rows: &[AuditRow], learned_before: Vec<String>) -> V
                         text(&payload, "error")
                     };
                 }
-                "feedback" if text(&payload, "decision").as_deref() == Some("denied") => {
+                EventKind::Feedback if text(&payload, "decision").as_deref() == Some("denied") => {
                     let code = text(&payload, "code").unwrap_or_default();
                     entry.tone = if code == VIOLATION_CODE {
                         Tone::Violation
@@ -272,8 +275,7 @@ pub fn decode_entries_after(rows: &[AuditRow], learned_before: Vec<String>) -> V
                         text(&payload, "skill").unwrap_or_else(|| "a skill".into())
                     );
                 }
-                "feedback" => {
-                    entry.badge = "feedback".into();
+                EventKind::Feedback => {
                     entry.headline = format!(
                         "Feedback on {}: {}/5",
                         text(&payload, "skill").unwrap_or_default(),
@@ -281,7 +283,7 @@ pub fn decode_entries_after(rows: &[AuditRow], learned_before: Vec<String>) -> V
                     );
                     entry.detail = text(&payload, "comment");
                 }
-                "skill_read" => {
+                EventKind::SkillRead => {
                     entry.badge = "skill read".into();
                     entry.headline = format!(
                         "Read {} through the Skills extension",
@@ -294,7 +296,7 @@ pub fn decode_entries_after(rows: &[AuditRow], learned_before: Vec<String>) -> V
                         text(&payload, "role").unwrap_or_default()
                     ));
                 }
-                "audit_pruned" => {
+                EventKind::AuditPruned => {
                     entry.badge = "pruned".into();
                     entry.headline = format!(
                         "Events {}–{} pruned by retention",

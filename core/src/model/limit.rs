@@ -9,8 +9,10 @@ use serde_json::Value;
 use super::{CatalogError, ToolSpec};
 use crate::slug::Slug;
 
-/// A comparison in a per-call argument bound.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// A comparison in a per-call argument bound. The catalog document uses it as is (its
+/// schema names it `OpDoc`, as it always has).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(rename = "OpDoc", description = "A comparison.")]
 pub enum CmpOp {
     #[serde(rename = "<")]
     Lt,

@@ -6,10 +6,12 @@ use std::collections::HashMap;
 use futures::stream::{BoxStream, StreamExt};
 use serde_json::Value;
 use sqlx::any::{AnyArguments, AnyRow};
-use sqlx::{AnyConnection, Arguments, FromRow, Row};
+use sqlx::{Arguments, FromRow, Row};
 
-use super::audit::{AuditRow, COLUMNS, seq_from_db, seq_to_db};
+use super::audit_row::{AuditRow, COLUMNS, seq_from_db, seq_to_db};
+use super::lane::{Param, Statements};
 use super::{Store, StoreError};
+use crate::names::EventKind;
 
 /// How one event changes its session's summary.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -33,24 +35,28 @@ fn str_field(payload: &Value, key: &str) -> Option<String> {
 }
 
 fn session_delta(kind: &str, payload: &str) -> SessionDelta {
+    // An unknown kind changes nothing but the event count; verification reports it.
+    let Ok(kind) = kind.parse::<EventKind>() else {
+        return SessionDelta::default();
+    };
     // An unreadable payload still counts as an event; verification reports it.
     let payload: Value = serde_json::from_str(payload).unwrap_or(Value::Null);
     let mut delta = SessionDelta::default();
     match kind {
-        "session_started" => {
+        EventKind::SessionStarted => {
             delta.scope = str_field(&payload, "scope");
             delta.task_summary = str_field(&payload, "task_summary");
         }
-        "learn_granted" => {
+        EventKind::LearnGranted => {
             delta.learns = 1;
             delta.role = str_field(&payload, "role");
         }
-        "learn_denied" => delta.denials = 1,
-        "call_allowed" => {
+        EventKind::LearnDenied => delta.denials = 1,
+        EventKind::CallAllowed => {
             delta.calls = 1;
             delta.tool = str_field(&payload, "tool");
         }
-        "call_denied" => {
+        EventKind::CallDenied => {
             delta.tool = str_field(&payload, "tool");
             if payload.get("code").and_then(Value::as_str) == Some(VIOLATION_CODE) {
                 delta.violations = 1;
@@ -60,17 +66,19 @@ fn session_delta(kind: &str, payload: &str) -> SessionDelta {
         }
         // A held call ran nothing yet: it names its tool but counts as a call only when
         // its approved run is allowed. A reviewer's denial refuses the call.
-        "call_held" | "hold_approved" | "hold_expired" => {
+        EventKind::CallHeld | EventKind::HoldApproved | EventKind::HoldExpired => {
             delta.tool = str_field(&payload, "tool");
         }
-        "hold_denied" => {
+        EventKind::HoldDenied => {
             delta.tool = str_field(&payload, "tool");
             delta.denials = 1;
         }
-        "call_result" if payload.get("status").and_then(Value::as_str) == Some("error") => {
+        EventKind::CallResult if payload.get("status").and_then(Value::as_str) == Some("error") => {
             delta.errors = 1;
         }
-        "feedback" if payload.get("decision").and_then(Value::as_str) == Some("denied") => {
+        EventKind::Feedback
+            if payload.get("decision").and_then(Value::as_str) == Some("denied") =>
+        {
             if payload.get("code").and_then(Value::as_str) == Some(VIOLATION_CODE) {
                 delta.violations = 1;
             } else {
@@ -143,56 +151,29 @@ const UPSERT_SUMMARY: &str = "INSERT INTO audit_session_summaries AS s
                          THEN s.tools ELSE s.tools || substr(excluded.tools, 2) END";
 
 /// Folds appended rows into their sessions' summaries, in order (rows without a session
-/// are skipped).
-pub(crate) async fn summarize_in(
-    conn: &mut AnyConnection,
+/// are skipped), on either lane (see [`super::lane`]): the one summary upsert.
+pub(crate) async fn summarize_on(
+    conn: &mut impl Statements,
     rows: &[AuditRow],
 ) -> Result<(), StoreError> {
     for summary in rows.iter().filter_map(summary_row) {
         let d = &summary.delta;
-        sqlx::query(UPSERT_SUMMARY)
-            .bind(summary.session_id)
-            .bind(summary.seq)
-            .bind(summary.at)
-            .bind(summary.actor)
-            .bind(d.scope.as_deref())
-            .bind(d.task_summary.as_deref())
-            .bind(d.learns)
-            .bind(d.calls)
-            .bind(d.denials)
-            .bind(d.violations)
-            .bind(d.errors)
-            .bind(&summary.roles)
-            .bind(&summary.tools)
-            .execute(&mut *conn)
-            .await?;
-    }
-    Ok(())
-}
-
-/// [`summarize_in`] inside a direct transaction (the audit writer's appends).
-pub(crate) fn summarize_direct(
-    tx: &rusqlite::Transaction<'_>,
-    rows: &[AuditRow],
-) -> Result<(), StoreError> {
-    let mut upsert = super::direct::prepare(tx, UPSERT_SUMMARY)?;
-    for summary in rows.iter().filter_map(summary_row) {
-        let d = &summary.delta;
-        upsert.execute(rusqlite::params![
-            summary.session_id,
-            summary.seq,
-            summary.at,
-            summary.actor,
-            d.scope,
-            d.task_summary,
-            d.learns,
-            d.calls,
-            d.denials,
-            d.violations,
-            d.errors,
-            summary.roles,
-            summary.tools,
-        ])?;
+        let params = [
+            Param::from(summary.session_id),
+            Param::Int(summary.seq),
+            Param::from(summary.at),
+            Param::from(summary.actor),
+            Param::from(d.scope.as_deref()),
+            Param::from(d.task_summary.as_deref()),
+            Param::Int(d.learns),
+            Param::Int(d.calls),
+            Param::Int(d.denials),
+            Param::Int(d.violations),
+            Param::Int(d.errors),
+            Param::from(summary.roles.as_str()),
+            Param::from(summary.tools.as_str()),
+        ];
+        conn.execute(UPSERT_SUMMARY, &params).await?;
     }
     Ok(())
 }
@@ -518,12 +499,13 @@ impl Store {
             "SELECT role FROM (
                SELECT json_extract(payload, '$.role') AS role, MIN(seq) AS first
                FROM audit_events
-               WHERE session_id = $1 AND kind = 'learn_granted' AND seq <= $2
+               WHERE session_id = $1 AND kind = $3 AND seq <= $2
                GROUP BY role) AS learned
              WHERE role IS NOT NULL ORDER BY first",
         )
         .bind(session_id)
         .bind(seq_to_db(seq))
+        .bind(EventKind::LearnGranted.as_str())
         .fetch_all(self.pool())
         .await?)
     }
@@ -604,18 +586,20 @@ impl Store {
     ) -> Result<Vec<(String, u64, u64)>, StoreError> {
         let rows: Vec<(String, i64, i64)> = sqlx::query_as(
             "SELECT substr(at, 1, CAST($1 AS INTEGER)) AS bucket,
-                    CAST(SUM(CASE WHEN kind = 'learn_denied'
+                    CAST(SUM(CASE WHEN kind = $4
                                     OR json_extract(payload, '$.code') IS DISTINCT FROM $3
                              THEN 1 ELSE 0 END) AS BIGINT),
-                    CAST(SUM(CASE WHEN kind = 'call_denied' AND json_extract(payload, '$.code') = $3
+                    CAST(SUM(CASE WHEN kind = $5 AND json_extract(payload, '$.code') = $3
                              THEN 1 ELSE 0 END) AS BIGINT)
              FROM audit_events
-             WHERE kind IN ('call_denied', 'learn_denied') AND at >= $2
+             WHERE kind IN ($5, $4) AND at >= $2
              GROUP BY bucket ORDER BY bucket",
         )
         .bind(i64::from(bucket_len))
         .bind(since)
         .bind(VIOLATION_CODE)
+        .bind(EventKind::LearnDenied.as_str())
+        .bind(EventKind::CallDenied.as_str())
         .fetch_all(self.pool())
         .await?;
         Ok(rows
@@ -634,12 +618,12 @@ impl Store {
     ) -> Result<Vec<(String, u64)>, StoreError> {
         let sql = if violations_only {
             "SELECT json_extract(payload, '$.rule') AS name, COUNT(*) AS n FROM audit_events
-             WHERE kind = 'call_denied' AND at >= $1 AND json_extract(payload, '$.code') = $2
+             WHERE kind = $4 AND at >= $1 AND json_extract(payload, '$.code') = $2
                AND json_extract(payload, '$.rule') IS NOT NULL
              GROUP BY name ORDER BY n DESC, name LIMIT $3"
         } else {
             "SELECT json_extract(payload, '$.tool') AS name, COUNT(*) AS n FROM audit_events
-             WHERE kind = 'call_denied' AND at >= $1
+             WHERE kind = $4 AND at >= $1
                AND json_extract(payload, '$.code') IS DISTINCT FROM $2
                AND json_extract(payload, '$.tool') IS NOT NULL
              GROUP BY name ORDER BY n DESC, name LIMIT $3"
@@ -648,6 +632,7 @@ impl Store {
             .bind(since)
             .bind(VIOLATION_CODE)
             .bind(i64::from(limit))
+            .bind(EventKind::CallDenied.as_str())
             .fetch_all(self.pool())
             .await?;
         Ok(rows.into_iter().map(|(n, c)| (n, seq_from_db(c))).collect())
