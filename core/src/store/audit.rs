@@ -3,10 +3,12 @@
 
 use futures::future::BoxFuture;
 use futures::stream::{BoxStream, StreamExt};
-use rusqlite::OptionalExtension as _;
 use sqlx::any::AnyRow;
 use sqlx::{Any, AnyConnection, FromRow, Row, Transaction};
 
+pub use super::audit_row::AuditRow;
+pub(crate) use super::audit_row::{COLUMNS, seq_from_db, seq_to_db};
+use super::lane::{Lane, LaneRow, OnDirect, Param, Statements, ready};
 use super::{Store, StoreError};
 
 /// `prev_hash` of the first event of a chain: 32 zero bytes, in hex.
@@ -20,35 +22,6 @@ pub struct PrunedRange {
     pub through_seq: u64,
     pub anchor_hash: String,
     pub events: u64,
-}
-
-/// One stored audit event, every field exactly as stored and hashed. `payload` is
-/// canonical JSON text.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AuditRow {
-    pub seq: u64,
-    pub at: String,
-    pub session_id: Option<String>,
-    pub kind: String,
-    pub actor: Option<String>,
-    pub payload: String,
-    pub prev_hash: String,
-    pub hash: String,
-}
-
-impl<'r> FromRow<'r, AnyRow> for AuditRow {
-    fn from_row(row: &'r AnyRow) -> Result<Self, sqlx::Error> {
-        Ok(Self {
-            seq: seq_from_db(row.try_get("seq")?),
-            at: row.try_get("at")?,
-            session_id: row.try_get("session_id")?,
-            kind: row.try_get("kind")?,
-            actor: row.try_get("actor")?,
-            payload: row.try_get("payload")?,
-            prev_hash: row.try_get("prev_hash")?,
-            hash: row.try_get("hash")?,
-        })
-    }
 }
 
 /// A point of the chain: an event's seq and hash. The genesis is seq 0 with 64 zeros;
@@ -144,17 +117,6 @@ pub type AuditedChange<T> = Box<
 /// it declined, or its error.
 pub type ChangeOutcome = Result<Option<Vec<AuditRow>>, StoreError>;
 
-pub(crate) const COLUMNS: &str = "seq, at, session_id, kind, actor, payload, prev_hash, hash";
-
-// SQLite integers are i64; seqs start at 1 and never approach i64::MAX.
-pub(crate) fn seq_from_db(seq: i64) -> u64 {
-    u64::try_from(seq).unwrap_or(0)
-}
-
-pub(crate) fn seq_to_db(seq: u64) -> i64 {
-    i64::try_from(seq).unwrap_or(i64::MAX)
-}
-
 impl Store {
     /// Appends rows built by `build` from the chain tip, in one `BEGIN IMMEDIATE`
     /// transaction, so that writers in several processes sharing the file chain in turn.
@@ -167,52 +129,22 @@ impl Store {
     where
         F: FnOnce(&Anchor) -> Vec<AuditRow>,
     {
-        let Some(direct) = self.direct() else {
+        match self.lane() {
+            Lane::Direct(direct) => direct.with(|conn| {
+                let tx =
+                    conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+                let rows = ready(append_on(&mut OnDirect(&tx), build))?;
+                tx.commit()?;
+                Ok(rows)
+            }),
             // PostgreSQL: the same transaction through the pool, under the write lock.
-            let rows = self
-                .audit_append_after(|_| Box::pin(async { Ok(Some(())) }), |tip, ()| build(tip))
-                .await?;
-            return Ok(rows.unwrap_or_default());
-        };
-        direct.with(|conn| {
-            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-            let tip = {
-                let newest = |sql: &str| {
-                    super::direct::prepare(&tx, sql)?
-                        .query_row([], |row| {
-                            Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?))
-                        })
-                        .optional()
-                };
-                match newest(NEWEST_EVENT)? {
-                    Some(row) => Some(row),
-                    None => newest(NEWEST_ANCHOR)?,
-                }
-            };
-            let tip = anchor_of(tip);
-            let rows = build(&tip);
-            if !rows.is_empty() {
-                let mut insert = super::direct::prepare(&tx, INSERT_EVENT)?;
-                for row in &rows {
-                    insert.execute(rusqlite::params![
-                        seq_to_db(row.seq),
-                        row.at,
-                        row.session_id,
-                        row.kind,
-                        row.actor,
-                        row.payload,
-                        row.prev_hash,
-                        row.hash,
-                    ])?;
-                }
-                drop(insert);
-                // Same transaction: the compliance summary of a session never disagrees
-                // with its events.
-                super::audit_query::summarize_direct(&tx, &rows)?;
+            Lane::Pool(_) => {
+                let rows = self
+                    .audit_append_after(|_| Box::pin(async { Ok(Some(())) }), |tip, ()| build(tip))
+                    .await?;
+                Ok(rows.unwrap_or_default())
             }
-            tx.commit()?;
-            Ok(rows)
-        })
+        }
     }
 
     /// Runs `change` and appends the rows `build` makes of what it returned, in one
@@ -232,12 +164,7 @@ impl Store {
             tx.rollback().await?;
             return Ok(None);
         };
-        let tip = audit_tip_in(&mut tx).await?;
-        let rows = build(&tip, outcome);
-        if !rows.is_empty() {
-            insert_events_in(&mut tx, &rows).await?;
-            super::audit_query::summarize_in(&mut tx, &rows).await?;
-        }
+        let rows = append_on(&mut *tx, |tip| build(tip, outcome)).await?;
         tx.commit().await?;
         Ok(Some(rows))
     }
@@ -260,7 +187,7 @@ impl Store {
     {
         use sqlx::Acquire as _;
         let mut tx = self.begin_write().await?;
-        let mut tip = audit_tip_in(&mut tx).await?;
+        let mut tip = tip_on(&mut *tx).await?;
         let mut outcomes = Vec::with_capacity(changes.len());
         for change in changes {
             let mut savepoint = (&mut tx).begin().await?;
@@ -269,12 +196,7 @@ impl Store {
             let outcome = match change(&mut savepoint).await {
                 Ok(Some(outcome)) => {
                     let rows = build(&tip, outcome);
-                    match insert_events_in(&mut savepoint, &rows).await {
-                        Ok(()) => super::audit_query::summarize_in(&mut savepoint, &rows)
-                            .await
-                            .map(|()| Some(rows)),
-                        Err(error) => Err(error),
-                    }
+                    insert_on(&mut *savepoint, &rows).await.map(|()| Some(rows))
                 }
                 other => other.map(|_| None),
             };
@@ -302,7 +224,7 @@ impl Store {
     /// The newest event, else the newest retention anchor, else the genesis.
     pub async fn audit_tip(&self) -> Result<Anchor, StoreError> {
         let mut tx = self.pool().begin().await?;
-        let tip = audit_tip_in(&mut tx).await?;
+        let tip = tip_on(&mut *tx).await?;
         tx.commit().await?;
         Ok(tip)
     }
@@ -381,7 +303,7 @@ impl Store {
         sign: impl FnOnce(&Anchor) -> Checkpoint,
     ) -> Result<TipCheckpoint, StoreError> {
         let mut tx = self.begin_write().await?;
-        let tip = audit_tip_in(&mut tx).await?;
+        let tip = tip_on(&mut *tx).await?;
         let newest = latest_checkpoint_in(&mut tx).await?;
         let outcome = match newest {
             _ if tip.seq == 0 => TipCheckpoint::Empty,
@@ -522,10 +444,9 @@ impl Store {
             anchor_hash: through_hash.to_owned(),
             events: deleted,
         };
-        let tip = audit_tip_in(&mut tx).await?;
+        let tip = tip_on(&mut *tx).await?;
         let (event, checkpoint) = build(&range, &tip);
-        insert_events_in(&mut tx, std::slice::from_ref(&event)).await?;
-        super::audit_query::summarize_in(&mut tx, std::slice::from_ref(&event)).await?;
+        insert_on(&mut *tx, std::slice::from_ref(&event)).await?;
         insert_checkpoint_in(&mut tx, &checkpoint).await?;
         tx.commit().await?;
         Ok(Pruned {
@@ -581,22 +502,40 @@ const INSERT_EVENT: &str =
     "INSERT INTO audit_events (seq, at, session_id, kind, actor, payload, prev_hash, hash)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8)";
 
-/// Inserts `rows` in order on an sqlx transaction (changes and prunes, one or a few events).
-async fn insert_events_in(conn: &mut AnyConnection, rows: &[AuditRow]) -> Result<(), StoreError> {
+/// An event's columns for [`INSERT_EVENT`], in its marks' order.
+fn event_params(row: &AuditRow) -> [Param<'_>; 8] {
+    [
+        Param::Int(seq_to_db(row.seq)),
+        Param::from(row.at.as_str()),
+        Param::from(row.session_id.as_deref()),
+        Param::from(row.kind.as_str()),
+        Param::from(row.actor.as_deref()),
+        Param::from(row.payload.as_str()),
+        Param::from(row.prev_hash.as_str()),
+        Param::from(row.hash.as_str()),
+    ]
+}
+
+/// Stores `rows` in order and folds them into their sessions' summaries, inside the
+/// caller's write transaction (so a summary never disagrees with its events), on either
+/// lane: the one way events are written.
+async fn insert_on(conn: &mut impl Statements, rows: &[AuditRow]) -> Result<(), StoreError> {
     for row in rows {
-        sqlx::query(INSERT_EVENT)
-            .bind(seq_to_db(row.seq))
-            .bind(&row.at)
-            .bind(&row.session_id)
-            .bind(&row.kind)
-            .bind(&row.actor)
-            .bind(&row.payload)
-            .bind(&row.prev_hash)
-            .bind(&row.hash)
-            .execute(&mut *conn)
-            .await?;
+        conn.execute(INSERT_EVENT, &event_params(row)).await?;
     }
-    Ok(())
+    super::audit_query::summarize_on(conn, rows).await
+}
+
+/// One append inside the caller's write transaction: the chain tip, the rows `build`
+/// makes from it, stored. Both lanes run this.
+async fn append_on(
+    conn: &mut impl Statements,
+    build: impl FnOnce(&Anchor) -> Vec<AuditRow>,
+) -> Result<Vec<AuditRow>, StoreError> {
+    let tip = tip_on(conn).await?;
+    let rows = build(&tip);
+    insert_on(conn, &rows).await?;
+    Ok(rows)
 }
 
 static SELECT_AFTER: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
@@ -617,25 +556,19 @@ static SELECT_SESSION_AFTER: std::sync::LazyLock<String> = std::sync::LazyLock::
 const NEWEST_EVENT: &str = "SELECT seq, hash FROM audit_events ORDER BY seq DESC LIMIT 1";
 const NEWEST_ANCHOR: &str = "SELECT seq, hash FROM audit_anchors ORDER BY seq DESC LIMIT 1";
 
-/// The tip from the newest event, else the newest anchor (`None`: the genesis).
-fn anchor_of(newest: Option<(i64, String)>) -> Anchor {
-    newest.map_or_else(Anchor::genesis, |(seq, hash)| Anchor {
-        seq: seq_from_db(seq),
-        hash,
-    })
-}
-
-async fn audit_tip_in(tx: &mut Transaction<'static, Any>) -> Result<Anchor, StoreError> {
-    let newest: Option<(i64, String)> = sqlx::query_as(NEWEST_EVENT)
-        .fetch_optional(&mut **tx)
-        .await?;
-    let newest = match newest {
-        Some(row) => Some(row),
-        None => {
-            sqlx::query_as(NEWEST_ANCHOR)
-                .fetch_optional(&mut **tx)
-                .await?
-        }
+/// The newest event, else the newest retention anchor, else the genesis.
+async fn tip_on(conn: &mut impl Statements) -> Result<Anchor, StoreError> {
+    let point = |row: LaneRow<'_>| -> Result<Anchor, StoreError> {
+        Ok(Anchor {
+            seq: seq_from_db(row.get("seq")?),
+            hash: row.get("hash")?,
+        })
     };
-    Ok(anchor_of(newest))
+    if let Some(tip) = conn.fetch_optional(NEWEST_EVENT, &[], point).await? {
+        return Ok(tip);
+    }
+    Ok(conn
+        .fetch_optional(NEWEST_ANCHOR, &[], point)
+        .await?
+        .unwrap_or_else(Anchor::genesis))
 }

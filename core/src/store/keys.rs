@@ -2,9 +2,10 @@
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
+use sqlx::AnyConnection;
 use sqlx::any::AnyRow;
-use sqlx::{AnyConnection, Row};
 
+use super::lane::{LaneRow, Param};
 use super::{Store, StoreError, stamp};
 use crate::slug::Slug;
 
@@ -63,21 +64,7 @@ struct KeyColumns {
 }
 
 impl KeyColumns {
-    fn from_sqlx(row: &AnyRow) -> Result<Self, sqlx::Error> {
-        Ok(Self {
-            id: row.try_get("id")?,
-            name: row.try_get("name")?,
-            scope: row.try_get("scope")?,
-            prefix: row.try_get("prefix")?,
-            created_at: row.try_get("created_at")?,
-            created_by: row.try_get("created_by")?,
-            expires_at: row.try_get("expires_at")?,
-            revoked_at: row.try_get("revoked_at")?,
-            last_used_at: row.try_get("last_used_at")?,
-        })
-    }
-
-    fn from_direct(row: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+    fn from_lane(row: &LaneRow<'_>) -> Result<Self, StoreError> {
         Ok(Self {
             id: row.get("id")?,
             name: row.get("name")?,
@@ -117,11 +104,12 @@ impl KeyColumns {
 }
 
 fn key_from_row(row: &AnyRow) -> Result<AgentKeyInfo, StoreError> {
-    KeyColumns::from_sqlx(row)?.decode()
+    KeyColumns::from_lane(&LaneRow::Pool(row))?.decode()
 }
 
 impl Store {
     /// Inserts a key; a taken name is a [`StoreError::Conflict`] and inserts nothing.
+    #[cfg(any(test, feature = "dev-tools"))]
     pub async fn insert_agent_key(
         &self,
         key: &AgentKeyRow<'_>,
@@ -136,20 +124,12 @@ impl Store {
         &self,
         key_hash: &str,
     ) -> Result<Option<AgentKeyInfo>, StoreError> {
-        let columns = match self.direct() {
-            Some(direct) => direct.with(|conn| {
-                let mut query = super::direct::prepare(conn, &FIND_BY_HASH)?;
-                let mut rows = query.query([key_hash])?;
-                Ok(rows.next()?.map(KeyColumns::from_direct).transpose()?)
-            })?,
-            None => sqlx::query(&FIND_BY_HASH)
-                .bind(key_hash)
-                .fetch_optional(self.pool())
-                .await?
-                .as_ref()
-                .map(KeyColumns::from_sqlx)
-                .transpose()?,
-        };
+        let columns = self
+            .lane()
+            .fetch_optional(&FIND_BY_HASH, &[Param::from(key_hash)], |row| {
+                KeyColumns::from_lane(&row)
+            })
+            .await?;
         columns.map(KeyColumns::decode).transpose()
     }
 
@@ -173,7 +153,7 @@ impl Store {
 
     /// Marks the key `name` revoked at `at`, unless it already is (the first revocation
     /// time stands). Returns the key as stored afterwards, `None` if there is no such key.
-    pub async fn revoke_agent_key(
+    pub(crate) async fn revoke_agent_key(
         &self,
         name: &str,
         at: DateTime<Utc>,
@@ -229,8 +209,11 @@ pub(crate) async fn insert_agent_key_on(
         Ok(row) => key_from_row(&row),
         // Only the name is worth reporting: a clash of two 256-bit keys' hashes means a
         // broken random source, which must surface as the database error it is.
+        // SQLite names the column in its message; PostgreSQL names the constraint.
         Err(sqlx::Error::Database(e))
-            if e.is_unique_violation() && e.message().contains("agent_keys.name") =>
+            if e.is_unique_violation()
+                && (e.message().contains("agent_keys.name")
+                    || e.constraint() == Some("agent_keys_name_key")) =>
         {
             Err(StoreError::Conflict(format!(
                 "an agent key named `{}` already exists",

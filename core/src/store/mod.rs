@@ -15,6 +15,7 @@ use sqlx::{Any, AnyPool, Executor as _, PgPool, SqlitePool, Transaction};
 
 pub mod audit;
 pub mod audit_query;
+mod audit_row;
 pub mod catalog;
 pub mod catalog_code;
 pub mod console_sessions;
@@ -22,6 +23,7 @@ pub mod copy;
 mod direct;
 pub mod holds;
 pub mod keys;
+mod lane;
 pub mod oauth;
 pub mod reveals;
 pub mod revisions;
@@ -97,14 +99,16 @@ const WRITE_LOCK: i64 = 0x736b_696c_6c67_6174;
 #[derive(Clone, Debug)]
 pub struct Store {
     pool: AnyPool,
-    lane: Lane,
+    pools: Pools,
+    /// The hot statements take the pool even on SQLite (see [`Store::on_pool_lane`]).
+    hot_on_pool: bool,
     /// The directory of a `sqlite::memory:` database, removed with the last clone. Declared
     /// last: fields drop in order, so the connections close before it goes.
     _ephemeral: Option<Arc<tempfile::TempDir>>,
 }
 
 #[derive(Clone, Debug)]
-enum Lane {
+enum Pools {
     Sqlite {
         typed: SqlitePool,
         /// The hot path's connections (see [`direct`]).
@@ -197,10 +201,11 @@ impl Store {
             .map_err(open_error)?;
         let store = Self {
             pool,
-            lane: Lane::Sqlite {
+            pools: Pools::Sqlite {
                 typed,
                 direct: Arc::new(direct::Direct::new(&path)),
             },
+            hot_on_pool: false,
             _ephemeral: ephemeral,
         };
         catalog::pin_tools_stored_before_pins(&store).await?;
@@ -256,7 +261,8 @@ impl Store {
             .map_err(open_error)?;
         let store = Self {
             pool,
-            lane: Lane::Postgres { typed },
+            pools: Pools::Postgres { typed },
+            hot_on_pool: false,
             _ephemeral: None,
         };
         // Replicas starting together run this at once; it is idempotent and takes the
@@ -266,9 +272,9 @@ impl Store {
     }
 
     pub fn backend(&self) -> Backend {
-        match self.lane {
-            Lane::Sqlite { .. } => Backend::Sqlite,
-            Lane::Postgres { .. } => Backend::Postgres,
+        match self.pools {
+            Pools::Sqlite { .. } => Backend::Sqlite,
+            Pools::Postgres { .. } => Backend::Postgres,
         }
     }
 
@@ -285,11 +291,22 @@ impl Store {
     }
 
     /// The direct SQLite lane of the hot path; `None` on PostgreSQL, where the same reads
-    /// go through the pool.
+    /// go through the pool. [`Store::lane`] is what the statements ask.
     pub(crate) fn direct(&self) -> Option<&direct::Direct> {
-        match &self.lane {
-            Lane::Sqlite { direct, .. } => Some(direct),
-            Lane::Postgres { .. } => None,
+        match &self.pools {
+            Pools::Sqlite { direct, .. } if !self.hot_on_pool => Some(direct),
+            _ => None,
+        }
+    }
+
+    /// A clone of this store whose hot statements (see [`lane`](self::lane)) take the pool even on
+    /// SQLite, as they do on PostgreSQL: for the contract tests, which run each rule on
+    /// both lanes. Only with the `test-support` feature.
+    #[cfg(feature = "test-support")]
+    pub fn on_pool_lane(&self) -> Self {
+        Self {
+            hot_on_pool: true,
+            ..self.clone()
         }
     }
 
@@ -300,9 +317,9 @@ impl Store {
     /// check) sees no other writer's change between its read and its write, whichever
     /// replica the other writer runs in.
     pub(crate) async fn begin_write(&self) -> Result<Transaction<'static, Any>, StoreError> {
-        match self.lane {
-            Lane::Sqlite { .. } => Ok(self.pool.begin_with("BEGIN IMMEDIATE").await?),
-            Lane::Postgres { .. } => {
+        match self.pools {
+            Pools::Sqlite { .. } => Ok(self.pool.begin_with("BEGIN IMMEDIATE").await?),
+            Pools::Postgres { .. } => {
                 let mut tx = self.pool.begin().await?;
                 // The lock's own result is `void`, a type the `Any` driver cannot read.
                 sqlx::query("SELECT 1 FROM (SELECT pg_advisory_xact_lock($1)) AS locked")
@@ -316,9 +333,9 @@ impl Store {
 
     /// The console's session store, on the same database.
     pub fn console_sessions(&self) -> ConsoleSessionStore {
-        match &self.lane {
-            Lane::Sqlite { typed, .. } => ConsoleSessionStore::sqlite(typed.clone()),
-            Lane::Postgres { typed } => ConsoleSessionStore::postgres(typed.clone()),
+        match &self.pools {
+            Pools::Sqlite { typed, .. } => ConsoleSessionStore::sqlite(typed.clone()),
+            Pools::Postgres { typed } => ConsoleSessionStore::postgres(typed.clone()),
         }
     }
 
@@ -333,9 +350,9 @@ impl Store {
     /// Closes every connection; later queries fail.
     pub async fn close(&self) {
         self.pool.close().await;
-        match &self.lane {
-            Lane::Sqlite { typed, .. } => typed.close().await,
-            Lane::Postgres { typed } => typed.close().await,
+        match &self.pools {
+            Pools::Sqlite { typed, .. } => typed.close().await,
+            Pools::Postgres { typed } => typed.close().await,
         }
     }
 }

@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, Row};
 
+use super::lane::Param;
 use super::{Store, StoreError, stamp};
 use crate::slug::Slug;
 
@@ -454,45 +455,27 @@ impl Store {
             Option<String>,
             bool,
         );
-        let columns: Option<Columns> = match self.direct() {
-            Some(direct) => direct.with(|conn| {
-                let mut query = super::direct::prepare(conn, ACCESS)?;
-                let mut rows = query.query(rusqlite::params![stamp(now), token_hash])?;
-                let Some(row) = rows.next()? else {
-                    return Ok(None);
-                };
-                Ok(Some((
-                    row.get::<_, i64>("key_id")?,
-                    row.get::<_, String>("name")?,
-                    row.get::<_, String>("scope")?,
-                    row.get::<_, String>("user_name")?,
-                    row.get::<_, String>("client_name")?,
-                    row.get::<_, String>("resource")?,
-                    row.get::<_, String>("expires_at")?,
-                    row.get::<_, Option<String>>("last_used_at")?,
-                    row.get::<_, bool>("usable")?,
-                )))
-            })?,
-            None => match sqlx::query(ACCESS)
-                .bind(stamp(now))
-                .bind(token_hash)
-                .fetch_optional(self.pool())
-                .await?
-            {
-                None => None,
-                Some(row) => Some((
-                    row.try_get("key_id")?,
-                    row.try_get("name")?,
-                    row.try_get("scope")?,
-                    row.try_get("user_name")?,
-                    row.try_get("client_name")?,
-                    row.try_get("resource")?,
-                    row.try_get("expires_at")?,
-                    row.try_get("last_used_at")?,
-                    super::flag(&row, "usable")?,
-                )),
-            },
-        };
+        let stamped = stamp(now);
+        let columns: Option<Columns> = self
+            .lane()
+            .fetch_optional(
+                ACCESS,
+                &[Param::from(stamped.as_str()), Param::from(token_hash)],
+                |row| {
+                    Ok((
+                        row.get("key_id")?,
+                        row.get("name")?,
+                        row.get("scope")?,
+                        row.get("user_name")?,
+                        row.get("client_name")?,
+                        row.get("resource")?,
+                        row.get("expires_at")?,
+                        row.get("last_used_at")?,
+                        row.get("usable")?,
+                    ))
+                },
+            )
+            .await?;
         let Some((
             key_id,
             key_name,

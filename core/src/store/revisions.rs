@@ -256,6 +256,7 @@ const CANDIDATE_COLUMNS: &str = "SELECT id, skill, base_version, description, in
      approved_version, created_at, frontmatter, resources, skill_md FROM skill_candidates";
 
 impl Store {
+    #[cfg(any(test, feature = "dev-tools"))]
     pub async fn insert_human_feedback(&self, f: &NewHumanFeedback<'_>) -> Result<(), StoreError> {
         let mut conn = self.pool().acquire().await?;
         insert_human_feedback_on(&mut conn, f).await

@@ -3,6 +3,7 @@
 use chrono::{DateTime, Utc};
 use sqlx::{AnyConnection, Row};
 
+use super::lane::Param;
 use super::{Store, StoreError, stamp};
 use crate::policy::SessionView;
 
@@ -127,6 +128,7 @@ fn state_json(view: &SessionView) -> Result<String, StoreError> {
 }
 
 impl Store {
+    #[cfg(any(test, feature = "dev-tools"))]
     pub async fn insert_session(&self, session: &NewSession<'_>) -> Result<(), StoreError> {
         let mut conn = self.pool().acquire().await?;
         insert_session_on(&mut conn, session).await
@@ -136,26 +138,16 @@ impl Store {
     /// on a direct connection (see [`super::direct`]); inside a change, use
     /// [`load_session_on`].
     pub async fn load_session(&self, id: &str) -> Result<Option<StoredSession>, StoreError> {
-        let columns = match self.direct() {
-            Some(direct) => direct.with(|conn| {
-                let mut query = super::direct::prepare(conn, LOAD_SESSION)?;
-                let mut rows = query.query([id])?;
-                let Some(row) = rows.next()? else {
-                    return Ok(None);
-                };
-                Ok(Some((
-                    row.get::<_, String>(0)?,
-                    row.get::<_, String>(1)?,
-                    row.get::<_, i64>(2)?,
-                )))
-            })?,
-            None => {
-                sqlx::query_as::<_, (String, String, i64)>(LOAD_SESSION)
-                    .bind(id)
-                    .fetch_optional(self.pool())
-                    .await?
-            }
-        };
+        let columns = self
+            .lane()
+            .fetch_optional(LOAD_SESSION, &[Param::from(id)], |row| {
+                Ok((
+                    row.get::<String>("key_name")?,
+                    row.get::<String>("state")?,
+                    row.get::<i64>("revision")?,
+                ))
+            })
+            .await?;
         columns
             .map(|(key_name, state, revision)| stored_session(id, key_name, &state, revision))
             .transpose()
@@ -180,7 +172,7 @@ impl Store {
 
     /// Stores `view` if the row is still at `expected_revision`. Returns false when another
     /// writer got there first; the caller reloads and decides again.
-    pub async fn save_session_state(
+    pub(crate) async fn save_session_state(
         &self,
         view: &SessionView,
         expected_revision: i64,
@@ -189,7 +181,10 @@ impl Store {
         save_session_state_on(&mut conn, view, expected_revision).await
     }
 
-    pub async fn insert_feedback(&self, feedback: &NewFeedback<'_>) -> Result<(), StoreError> {
+    pub(crate) async fn insert_feedback(
+        &self,
+        feedback: &NewFeedback<'_>,
+    ) -> Result<(), StoreError> {
         sqlx::query(
             "INSERT INTO skill_feedback
                (id, skill, version, rating, comment, session_id, key_id, key_name, at)

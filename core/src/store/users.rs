@@ -58,6 +58,7 @@ impl Store {
             .await?)
     }
 
+    #[cfg(any(test, feature = "dev-tools"))]
     pub async fn insert_user(
         &self,
         name: &str,
@@ -91,6 +92,7 @@ impl Store {
         Ok(rows.iter().map(user_from_row).collect::<Result<_, _>>()?)
     }
 
+    #[cfg(any(test, feature = "dev-tools"))]
     pub async fn set_user_password(
         &self,
         name: &str,
