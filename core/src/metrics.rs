@@ -6,7 +6,7 @@
 //! which one a slow gateway is slow in. Nothing here carries a key, an argument or a
 //! tool name: labels are fixed words, so the series count is bounded.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -25,9 +25,12 @@ pub enum Phase {
     Session,
     /// The pure policy decision.
     Decide,
-    /// Storing the reserved usage, for tools a cumulative limit reads.
+    /// A decision commit that stores reserved usage, for tools a cumulative limit reads.
+    /// The reservation commits with its decision event, so this is the same time as that
+    /// commit's [`Phase::AuditDecision`], observed under both.
     Reserve,
-    /// The durable decision event (`call_allowed` or `call_denied`).
+    /// The durable decision (`call_allowed`, `call_held` or `call_denied`) and the state
+    /// committed with it.
     AuditDecision,
     /// The downstream call, from send to answer.
     Upstream,
@@ -184,6 +187,19 @@ impl Metrics {
         }
     }
 
+    /// Times one stage of a governed call: the returned guard observes `phase` when it is
+    /// dropped, however the stage ends (an answer, a refusal, an error), and carries the
+    /// stage's trace span when one is given with [`Stage::traced`].
+    pub fn stage(&self, phase: Phase) -> Stage<'_> {
+        Stage {
+            metrics: self,
+            phase,
+            also: None,
+            started: Instant::now(),
+            span: tracing::Span::none(),
+        }
+    }
+
     pub fn observe(&self, phase: Phase, elapsed: Duration) {
         // `phases` was built from `Phase::ALL`, whose order is the declaration order.
         self.phases[phase as usize].observe(elapsed.as_secs_f64());
@@ -227,9 +243,83 @@ impl Metrics {
     }
 }
 
+/// The timing guard of one stage (see [`Metrics::stage`]).
+#[must_use = "a stage is timed until its guard is dropped"]
+pub struct Stage<'a> {
+    metrics: &'a Metrics,
+    phase: Phase,
+    also: Option<Phase>,
+    started: Instant,
+    span: tracing::Span,
+}
+
+impl Stage<'_> {
+    /// The stage's trace span: the guard keeps it open until the stage ends.
+    pub fn traced(mut self, span: tracing::Span) -> Self {
+        self.span = span;
+        self
+    }
+
+    /// Observes the same time under a second phase too, when `yes`: a commit that carries
+    /// a reservation is both the decision's audit and the reservation.
+    pub fn also(mut self, phase: Phase, yes: bool) -> Self {
+        if yes {
+            self.also = Some(phase);
+        }
+        self
+    }
+
+    pub fn span(&self) -> &tracing::Span {
+        &self.span
+    }
+
+    /// The time since the stage began.
+    pub fn elapsed(&self) -> Duration {
+        self.started.elapsed()
+    }
+}
+
+impl Drop for Stage<'_> {
+    fn drop(&mut self) {
+        let elapsed = self.started.elapsed();
+        self.metrics.observe(self.phase, elapsed);
+        if let Some(also) = self.also {
+            self.metrics.observe(also, elapsed);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stage_is_observed_once_when_its_guard_drops_under_each_of_its_phases() {
+        let metrics = Metrics::new();
+        let count = |text: &str, phase: &str| {
+            line_value(
+                text,
+                &format!(r#"skillgate_call_phase_seconds_count{{phase="{phase}"}}"#),
+            )
+        };
+        let decide = metrics.stage(Phase::Decide);
+        assert_eq!(count(&metrics.render(), "decide"), Some(0.0));
+        drop(decide);
+        drop(
+            metrics
+                .stage(Phase::AuditDecision)
+                .also(Phase::Reserve, true),
+        );
+        drop(
+            metrics
+                .stage(Phase::AuditDecision)
+                .also(Phase::Reserve, false),
+        );
+        let text = metrics.render();
+        assert_eq!(count(&text, "decide"), Some(1.0));
+        assert_eq!(count(&text, "audit_decision"), Some(2.0));
+        assert_eq!(count(&text, "reserve"), Some(1.0));
+    }
 
     fn line_value(text: &str, prefix: &str) -> Option<f64> {
         text.lines()

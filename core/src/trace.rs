@@ -18,6 +18,8 @@ use serde_json::{Map, Value};
 use tracing::Span;
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
+use crate::names::EventKind;
+
 /// The `tracing` target of every span meant for the trace exporter.
 pub const TARGET: &str = "otel";
 
@@ -36,7 +38,8 @@ pub fn decide_span() -> Span {
 }
 
 /// The span around one durable audit append of `event` (`call_allowed`, `call_result`, …).
-pub fn audit_span(event: &'static str) -> Span {
+pub fn audit_span(kind: EventKind) -> Span {
+    let event = kind.as_str();
     tracing::info_span!(
         target: TARGET,
         "audit append",

@@ -19,6 +19,7 @@ mod init;
 mod learn;
 mod locks;
 mod path;
+mod pipeline;
 mod relevance;
 pub mod schema_text;
 pub mod skills;
@@ -53,11 +54,11 @@ pub struct AgentIdentity {
 /// The audit actor of a console user acting through the console's try-it panel:
 /// `console:<username>`. Agent key names are letters, digits, `.`, `_` and `-`, so no key
 /// can ever be named like this.
-pub const CONSOLE_ACTOR_PREFIX: &str = "console:";
+pub use crate::names::CONSOLE_ACTOR_PREFIX;
 
 /// The audit actor of the console user `username` (see [`AgentIdentity::console_user`]).
 pub fn console_actor(username: &str) -> String {
-    format!("{CONSOLE_ACTOR_PREFIX}{username}")
+    crate::names::Actor::console(username).to_string()
 }
 
 impl AgentIdentity {

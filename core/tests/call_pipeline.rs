@@ -1,0 +1,316 @@
+//! What the governed-call pipeline promises whichever way a call enters it: a resumed hold's
+//! refusal at any stage is recorded once, by that stage, naming the hold; and an allowed
+//! call's reservation and its `call_allowed` event are one commit. No upstream is connected:
+//! a call that runs ends in an upstream error, after its `call_allowed`.
+
+use std::sync::Arc;
+
+use chrono::Utc;
+use futures::TryStreamExt;
+use rust_decimal::Decimal;
+use serde_json::{Value, json};
+use skillgate_core::admin::AdminService;
+use skillgate_core::audit::{AuditEvent, AuditLog, EventKind};
+use skillgate_core::gateway::{AgentIdentity, Gateway, GatewayOptions, ToolReply};
+use skillgate_core::holds::Holds;
+use skillgate_core::model::{ApprovalCondition, ArgCheck, CmpOp, Limit, Role, Scope};
+use skillgate_core::policy::CatalogHandle;
+use skillgate_core::slug::Slug;
+use skillgate_core::store::{Store, testing};
+use skillgate_core::upstream::UpstreamPool;
+
+struct Fixture {
+    gateway: Gateway,
+    audit: AuditLog,
+    store: Store,
+    catalog: Arc<CatalogHandle>,
+    holds: Holds,
+    admin: AdminService,
+    _dir: tempfile::TempDir,
+}
+
+fn slug(s: &str) -> Slug {
+    Slug::parse(s).unwrap()
+}
+
+/// A desk role: refunds up to `per_call` each and 1000 per session (a cumulative cap, so
+/// every refund reserves), above 200 only with a reviewer's approval; no step-order guard.
+fn desk_role(per_call: u32) -> Role {
+    Role {
+        slug: slug("refund-desk"),
+        title: "Refund desk".to_owned(),
+        description: "Refunds with approval above 200.".to_owned(),
+        instructions: "Refund within the limits.".to_owned(),
+        skills: vec![slug("refund-handling")],
+        limits: vec![
+            Limit::ArgBound {
+                tool: "process_refund".to_owned(),
+                arg: "amount".to_owned(),
+                check: ArgCheck::Compare {
+                    op: CmpOp::Le,
+                    value: Decimal::from(per_call),
+                },
+            },
+            Limit::SumCap {
+                tool: "process_refund".to_owned(),
+                arg: "amount".to_owned(),
+                max: Decimal::from(1000),
+            },
+            Limit::RequiresApproval {
+                tool: "process_refund".to_owned(),
+                when: Some(ApprovalCondition {
+                    arg: "amount".to_owned(),
+                    op: CmpOp::Gt,
+                    value: Decimal::from(200),
+                }),
+                expires_in_minutes: None,
+            },
+        ],
+    }
+}
+
+async fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&testing::database_url(dir.path(), "p.db"))
+        .await
+        .unwrap();
+    store.seed_demo("/nonexistent/skillgate").await.unwrap();
+    let catalog = Arc::new(CatalogHandle::new(store.compiled_catalog().await.unwrap()));
+    let audit = AuditLog::new(store.clone());
+    let admin = AdminService::new(store.clone(), audit.clone(), catalog.clone());
+    admin.create_role("alice", &desk_role(500)).await.unwrap();
+    admin
+        .create_scope(
+            "alice",
+            &Scope {
+                slug: slug("desk"),
+                description: String::new(),
+                roles: vec![slug("refund-desk")],
+                guardrails: Vec::new(),
+            },
+        )
+        .await
+        .unwrap();
+    catalog.replace(store.compiled_catalog().await.unwrap());
+    let gateway = Gateway::new(
+        store.clone(),
+        catalog.clone(),
+        audit.clone(),
+        Arc::new(UpstreamPool::default()),
+        GatewayOptions::default(),
+    );
+    let holds = Holds::new(store.clone(), audit.clone(), catalog.clone());
+    Fixture {
+        gateway,
+        audit,
+        store,
+        catalog,
+        holds,
+        admin,
+        _dir: dir,
+    }
+}
+
+fn agent() -> AgentIdentity {
+    AgentIdentity {
+        key_id: 1,
+        key_name: "key-1".to_owned(),
+        scope: slug("desk"),
+        connection: Some("conn-1".to_owned()),
+    }
+}
+
+fn refund(amount: u32) -> Value {
+    json!({"customer_id": "C-1003", "order_id": "O-5005", "amount": amount,
+           "reason": "Premium support not delivered"})
+}
+
+fn reply(reply: ToolReply) -> (String, Value) {
+    match reply {
+        ToolReply::Gateway {
+            text, structured, ..
+        } => (text, structured),
+        ToolReply::Downstream(result) => panic!("nothing may run downstream here: {result:?}"),
+    }
+}
+
+/// A session that learned the desk role.
+async fn desk_session(f: &Fixture) -> String {
+    let (_, started) = reply(f.gateway.init(&agent(), None).await.unwrap());
+    let sid = started["session_id"].as_str().unwrap().to_owned();
+    let (text, _) = reply(
+        f.gateway
+            .learn(&agent(), Some(sid.clone()), "/roles/refund-desk")
+            .await
+            .unwrap(),
+    );
+    assert!(text.contains("process_refund"), "{text}");
+    sid
+}
+
+/// Raises a hold for a refund of `amount` and approves it; returns its id.
+async fn approved_hold(f: &Fixture, sid: &str, amount: u32) -> String {
+    let (text, held) = reply(
+        f.gateway
+            .call(
+                &agent(),
+                Some(sid.to_owned()),
+                "process_refund",
+                refund(amount),
+            )
+            .await
+            .unwrap(),
+    );
+    assert_eq!(held["decision"], "pending_approval", "{text}");
+    let hold = held["hold_id"].as_str().unwrap().to_owned();
+    f.holds
+        .approve("rita", &hold, "checked", Utc::now())
+        .await
+        .unwrap();
+    hold
+}
+
+async fn resume(f: &Fixture, sid: &str, hold: &str) -> (String, Value) {
+    reply(
+        f.gateway
+            .resume(&agent(), Some(sid.to_owned()), hold, None, None, false)
+            .await
+            .unwrap(),
+    )
+}
+
+async fn events(f: &Fixture) -> Vec<AuditEvent> {
+    f.audit.events(None).try_collect().await.unwrap()
+}
+
+/// The `call_denied` events naming `hold` after the first `skip` events.
+fn denials_of(events: &[AuditEvent], skip: usize, hold: &str) -> Vec<AuditEvent> {
+    events[skip..]
+        .iter()
+        .filter(|e| e.kind == EventKind::CallDenied && e.payload["hold_id"] == hold)
+        .cloned()
+        .collect()
+}
+
+/// Asserts that the events after `before` hold exactly one `call_denied`, that it names
+/// `hold`, lies in `sid` and carries `code`, and that nothing was allowed meanwhile.
+async fn one_denial_naming(f: &Fixture, before: usize, hold: &str, sid: &str, code: &str) {
+    let events = events(f).await;
+    let denied: Vec<_> = events[before..]
+        .iter()
+        .filter(|e| e.kind == EventKind::CallDenied)
+        .collect();
+    assert_eq!(denied.len(), 1, "{denied:#?}");
+    assert_eq!(denials_of(&events, before, hold).len(), 1, "{denied:#?}");
+    assert_eq!(denied[0].session_id.as_deref(), Some(sid));
+    assert_eq!(denied[0].payload["code"], code, "{:#?}", denied[0]);
+    assert_eq!(denied[0].payload["tool"], "process_refund");
+    assert!(
+        !events[before..]
+            .iter()
+            .any(|e| e.kind == EventKind::CallAllowed),
+        "a refused resume allows nothing"
+    );
+}
+
+#[tokio::test]
+async fn a_resume_of_a_used_hold_is_refused_once_in_the_audit_naming_the_hold() {
+    let f = fixture().await;
+    let sid = desk_session(&f).await;
+    let hold = approved_hold(&f, &sid, 300).await;
+    let (ran, _) = resume(&f, &sid, &hold).await;
+    assert!(ran.starts_with("UPSTREAM ERROR"), "it ran: {ran}");
+    let before = events(&f).await.len();
+    let (text, structured) = resume(&f, &sid, &hold).await;
+    assert_eq!(structured["code"], "HOLD_USED", "{text}");
+    one_denial_naming(&f, before, &hold, &sid, "HOLD_USED").await;
+}
+
+#[tokio::test]
+async fn a_resume_the_policy_now_refuses_is_refused_once_in_the_audit_naming_the_hold() {
+    let f = fixture().await;
+    let sid = desk_session(&f).await;
+    let hold = approved_hold(&f, &sid, 300).await;
+    // The per-refund bound drops to 250 after the approval.
+    let stored = f.admin.role(&slug("refund-desk")).await.unwrap().unwrap();
+    f.admin
+        .update_role("alice", &desk_role(250), stored.revision)
+        .await
+        .unwrap();
+    f.catalog.replace(f.store.compiled_catalog().await.unwrap());
+    let before = events(&f).await.len();
+    let (text, structured) = resume(&f, &sid, &hold).await;
+    assert_eq!(structured["code"], "GOVERNANCE_VIOLATION", "{text}");
+    one_denial_naming(&f, before, &hold, &sid, "GOVERNANCE_VIOLATION").await;
+    let moved = f.store.hold(&hold).await.unwrap().unwrap();
+    assert_eq!(moved.state.as_str(), "refused");
+}
+
+#[tokio::test]
+async fn a_resume_in_a_session_too_busy_to_save_is_refused_once_in_the_audit_naming_the_hold() {
+    let f = fixture().await;
+    let sid = desk_session(&f).await;
+    let hold = approved_hold(&f, &sid, 300).await;
+    // Every save of the session loses its revision check, as under a racing process.
+    testing::add_refusing_trigger(
+        f.store.test_pool(),
+        "sessions_always_stale",
+        "UPDATE",
+        "governance_sessions",
+        None,
+        testing::Refusal::Skip,
+    )
+    .await;
+    let before = events(&f).await.len();
+    let (text, structured) = resume(&f, &sid, &hold).await;
+    assert_eq!(structured["code"], "ACCESS_DENIED", "{text}");
+    assert!(text.contains("too busy"), "{text}");
+    one_denial_naming(&f, before, &hold, &sid, "ACCESS_DENIED").await;
+    let kept = f.store.hold(&hold).await.unwrap().unwrap();
+    assert_eq!(kept.state.as_str(), "approved", "it may still run later");
+}
+
+#[tokio::test]
+async fn a_resume_whose_held_arguments_are_unreadable_is_refused_once_in_the_audit_naming_the_hold()
+{
+    let f = fixture().await;
+    let sid = desk_session(&f).await;
+    let hold = approved_hold(&f, &sid, 300).await;
+    sqlx::query("UPDATE holds SET arguments = '\"not an object\"' WHERE id = $1")
+        .bind(&hold)
+        .execute(f.store.test_pool())
+        .await
+        .unwrap();
+    let before = events(&f).await.len();
+    let (text, structured) = resume(&f, &sid, &hold).await;
+    assert_eq!(structured["code"], "INTERNAL_ERROR", "{text}");
+    one_denial_naming(&f, before, &hold, &sid, "INTERNAL_ERROR").await;
+}
+
+#[tokio::test]
+async fn an_allowed_calls_reservation_is_committed_with_its_call_allowed_or_not_at_all() {
+    let f = fixture().await;
+    let sid = desk_session(&f).await;
+    let session = f.store.load_session(&sid).await.unwrap().unwrap();
+    // The audit refuses `call_allowed`, as a full disk would, and nothing else.
+    testing::add_refusing_trigger(
+        f.store.test_pool(),
+        "no_call_allowed",
+        "INSERT",
+        "audit_events",
+        Some("NEW.kind = 'call_allowed'"),
+        testing::Refusal::Abort("audit unavailable"),
+    )
+    .await;
+    let failed = f
+        .gateway
+        .call(&agent(), Some(sid.clone()), "process_refund", refund(150))
+        .await;
+    assert!(failed.is_err(), "{failed:?}");
+    let after = f.store.load_session(&sid).await.unwrap().unwrap();
+    assert_eq!(
+        after.revision, session.revision,
+        "no reservation is stored without its call_allowed"
+    );
+    assert_eq!(after.view.usage, session.view.usage);
+}
