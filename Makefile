@@ -134,7 +134,9 @@ unit: deps-postgres
 	SKILLGATE_TEST_DATABASE=postgres cargo test -p skillgate-core --tests
 	SKILLGATE_TEST_DATABASE=postgres cargo test -p skillgate $(addprefix --test ,$(PG_SERVER_TESTS))
 
+# The compliance suite seeds its audit log with skillgate-dev, built beside the server.
 e2e: deps-e2e site
+	cargo build -p skillgate-dev
 	SKILLGATE_BIN=$(SERVER) end2end/run.sh
 
 conformance: deps-e2e server
@@ -149,15 +151,18 @@ cluster-check: site deps-postgres
 test: deps lint unit e2e conformance cluster-check
 
 # Each tool measures against a baseline in the same run (see BENCHMARKS.md).
+# skillgate-dev runs the skillgate binary beside it. Two builds: one would unify the core's
+# features, and the measured skillgate must be the product build (no `dev-tools`).
 bench: deps-postgres
 	cargo build --release -p skillgate
+	cargo build --release -p skillgate-dev
 	cargo bench -p skillgate-core --bench decide
 	cargo bench -p skillgate-core --bench auth
-	target/release/skillgate dev load
-	target/release/skillgate dev load --rate 500
-	target/release/skillgate dev backends
-	target/release/skillgate dev context-cost
-	target/release/skillgate dev memory
+	target/release/skillgate-dev load
+	target/release/skillgate-dev load --rate 500
+	target/release/skillgate-dev backends
+	target/release/skillgate-dev context-cost
+	target/release/skillgate-dev memory
 	python3 tools/bench/catalog_as_code.py target/release/skillgate
 
 # The side-by-side table of BENCHMARKS.md ("Peers"): the demo upstream directly, Skillgate

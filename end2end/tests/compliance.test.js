@@ -9,7 +9,8 @@ import {
   launch, newPage, signIn, screenshot, waitHydrated, REVIEWER_PASSWORD,
 } from './browser.js';
 
-const BIN = process.env.SKILLGATE_BIN;
+// The developer tools' binary beside the server's (`cargo build -p skillgate-dev`).
+const DEV_BIN = process.env.SKILLGATE_BIN.replace(/skillgate$/, 'skillgate-dev');
 const DB_URL = process.env.SKILLGATE_DATABASE_URL;
 const DB_PATH = DB_URL.replace(/^sqlite:\/\//, '');
 
@@ -29,7 +30,7 @@ let violationSession;
 
 before(() => {
   // A small realistic data set through the real command (run.sh added the reviewer).
-  execFileSync(BIN, ['dev', 'seed-audit', '--events', '400', '--days', '1', '--database-url', DB_URL]);
+  execFileSync(DEV_BIN, ['seed-audit', '--events', '400', '--days', '1', '--database-url', DB_URL]);
 });
 
 for (const js of [true, false]) {

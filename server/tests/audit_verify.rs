@@ -8,9 +8,18 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use clap::Parser as _;
+use skillgate_dev::seed_audit::SeedAuditArgs;
 use sqlx::{Connection, SqliteConnection};
 
 const BIN: &str = env!("CARGO_BIN_EXE_skillgate");
+
+/// `skillgate-dev seed-audit`'s flags, with their defaults.
+#[derive(clap::Parser)]
+struct Seed {
+    #[command(flatten)]
+    args: SeedAuditArgs,
+}
 
 struct Db {
     dir: tempfile::TempDir,
@@ -18,25 +27,31 @@ struct Db {
 
 impl Db {
     /// A database with `events` chain-valid events spread over `days` days.
-    fn seeded(events: u64, days: u64) -> Self {
+    async fn seeded(events: u64, days: u64) -> Self {
         let db = Self {
             dir: tempfile::tempdir().unwrap(),
         };
-        let out = db.cli(&[
-            "dev",
+        db.seed(events, days).await;
+        db
+    }
+
+    /// Appends `events` chain-valid events, as `skillgate-dev seed-audit` does.
+    async fn seed(&self, events: u64, days: u64) {
+        let Seed { args } = Seed::parse_from([
             "seed-audit",
+            "--database-url",
+            &self.url(),
             "--events",
             &events.to_string(),
             "--days",
             &days.to_string(),
         ]);
-        assert!(out.status.success(), "{}", stderr(&out));
-        db
+        skillgate_dev::seed_audit::run(args).await.unwrap();
     }
 
     /// Also creates the audit signing key, as a first `serve` would.
-    fn seeded_with_key(events: u64, days: u64) -> Self {
-        let db = Self::seeded(events, days);
+    async fn seeded_with_key(events: u64, days: u64) -> Self {
+        let db = Self::seeded(events, days).await;
         let key = db.cli(&["audit", "public-key"]);
         assert!(key.status.success(), "{}", stderr(&key));
         db
@@ -103,7 +118,7 @@ fn assert_verifies(out: &Output) {
 
 #[tokio::test]
 async fn deleting_the_newest_events_fails_audit_verify_naming_truncation() {
-    let db = Db::seeded_with_key(200, 1);
+    let db = Db::seeded_with_key(200, 1).await;
     let signed = db.cli(&["audit", "checkpoint"]);
     assert!(signed.status.success(), "{}", stderr(&signed));
     assert!(stdout(&signed).contains("seq 200"), "{}", stdout(&signed));
@@ -120,7 +135,7 @@ async fn deleting_the_newest_events_fails_audit_verify_naming_truncation() {
 
 #[tokio::test]
 async fn a_forged_anchor_fails_audit_verify_for_a_verifier_holding_only_the_public_key() {
-    let db = Db::seeded(100, 1);
+    let db = Db::seeded(100, 1).await;
     let key = db.cli(&["audit", "public-key"]);
     assert!(key.status.success(), "{}", stderr(&key));
     let public_key = stdout(&key).trim().to_owned();
@@ -145,7 +160,7 @@ async fn a_forged_anchor_fails_audit_verify_for_a_verifier_holding_only_the_publ
 
 #[tokio::test]
 async fn a_tampered_checkpoint_signature_fails_audit_verify() {
-    let db = Db::seeded_with_key(50, 1);
+    let db = Db::seeded_with_key(50, 1).await;
     assert!(db.cli(&["audit", "checkpoint"]).status.success());
     db.sql(
         "UPDATE audit_checkpoints SET signature =
@@ -175,7 +190,7 @@ async fn a_tampered_checkpoint_signature_fails_audit_verify() {
 #[tokio::test]
 async fn a_prune_through_the_cli_verifies_clean_and_is_a_signed_chain_event() {
     // 2,500 events over 60 days: the oldest whole segment of 1000 is past 30 days.
-    let db = Db::seeded_with_key(2500, 60);
+    let db = Db::seeded_with_key(2500, 60).await;
     assert!(db.cli(&["audit", "checkpoint"]).status.success());
     let pruned = db.cli(&["audit", "prune", "--older-than", "30"]);
     assert!(pruned.status.success(), "{}", stderr(&pruned));
@@ -258,7 +273,7 @@ fn log_of(dir: &Path) -> String {
 
 #[tokio::test]
 async fn serve_creates_a_private_key_beside_the_database_and_signs_the_tip_periodically() {
-    let db = Db::seeded(30, 1);
+    let db = Db::seeded(30, 1).await;
     let (mut child, _) = serve(&db, "1");
     // The 30 seeded events and the first start's `admin` user, an audited admin change.
     wait_for_checkpoint_of(&db, 31).await;
@@ -272,11 +287,7 @@ async fn serve_creates_a_private_key_beside_the_database_and_signs_the_tip_perio
         assert_eq!(mode & 0o777, 0o600);
     }
     // Another process moves the tip; the next tick signs it.
-    assert!(
-        db.cli(&["dev", "seed-audit", "--events", "5", "--days", "1"])
-            .status
-            .success()
-    );
+    db.seed(5, 1).await;
     wait_for_checkpoint_of(&db, 36).await;
     let _ = child.kill();
     let _ = child.wait();
@@ -288,16 +299,12 @@ async fn serve_creates_a_private_key_beside_the_database_and_signs_the_tip_perio
 
 #[tokio::test]
 async fn serve_signs_the_tip_once_more_at_a_clean_shutdown() {
-    let db = Db::seeded(30, 1);
+    let db = Db::seeded(30, 1).await;
     // An hour between ticks: only the first (at start) and the final one can sign.
     let (mut child, _) = serve(&db, "3600");
     // The 30 seeded events and the first start's `admin` user.
     wait_for_checkpoint_of(&db, 31).await;
-    assert!(
-        db.cli(&["dev", "seed-audit", "--events", "7", "--days", "1"])
-            .status
-            .success()
-    );
+    db.seed(7, 1).await;
     let interrupted = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
@@ -316,7 +323,7 @@ async fn serve_signs_the_tip_once_more_at_a_clean_shutdown() {
 
 #[tokio::test]
 async fn the_console_audit_page_names_a_truncation_and_the_server_signs_nothing_over_it() {
-    let db = Db::seeded_with_key(200, 1);
+    let db = Db::seeded_with_key(200, 1).await;
     assert!(db.cli(&["audit", "checkpoint"]).status.success());
     let mut add = db
         .command()
@@ -394,7 +401,7 @@ async fn the_console_audit_page_names_a_truncation_and_the_server_signs_nothing_
 
 #[tokio::test]
 async fn pruning_or_signing_from_the_cli_without_the_servers_key_is_refused() {
-    let db = Db::seeded(2500, 60);
+    let db = Db::seeded(2500, 60).await;
     for args in [
         &["audit", "prune", "--older-than", "30"][..],
         &["audit", "checkpoint"][..],

@@ -277,6 +277,32 @@ async fn an_invalid_edit_is_reported_once_and_not_retried_while_the_file_stays_t
     until_logged(&server, "contents did not change", unchanged + 1).await;
     let log = server_log(&server);
     assert_eq!(log.matches("was not applied").count(), 1, "{log}");
+    // The watch audits its refusal like `catalog apply` does: once, naming the file.
+    let refusals = refusals_of(&server);
+    let [refusal] = refusals.as_slice() else {
+        panic!("expected one admin_refused event, got {refusals:#?}");
+    };
+    assert_eq!(refusal["payload"]["code"], "INVALID", "{refusal}");
+    assert_eq!(
+        refusal["payload"]["target"],
+        format!("catalog-file:{}", file.display())
+    );
+    assert!(
+        refusal["actor"]
+            .as_str()
+            .is_some_and(|a| a.starts_with("catalog-apply:")),
+        "{refusal}"
+    );
+}
+
+/// The `admin_refused` events of `catalog.apply`.
+fn refusals_of(server: &Server) -> Vec<serde_json::Value> {
+    server
+        .audit_events()
+        .into_iter()
+        .filter(|e| e["kind"] == "admin_refused")
+        .filter(|e| e["payload"]["action"] == "catalog.apply")
+        .collect()
 }
 
 #[tokio::test]
@@ -312,4 +338,10 @@ async fn a_catalog_file_over_the_size_limit_is_refused_naming_the_limit_and_memo
     std::fs::rename(&same, &file).unwrap();
     until_logged(&server, "still cannot be read", 1).await;
     assert_eq!(server_log(&server).matches("could not be read").count(), 1);
+    let refusals = refusals_of(&server);
+    let [refusal] = refusals.as_slice() else {
+        panic!("expected one admin_refused event, got {refusals:#?}");
+    };
+    assert_eq!(refusal["payload"]["code"], "TOO_LARGE", "{refusal}");
+    assert_eq!(refusal["actor"], "catalog-apply", "{refusal}");
 }

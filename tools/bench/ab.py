@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
 """Before/after of a change to the governed call path, in one sitting.
 
-Runs `skillgate dev load --json` of two builds in alternation (A, B, A, B, ...) at each
+Runs `skillgate-dev load --json` of two builds in alternation (A, B, A, B, ...) at each
 session count, so both see the same machine, and prints the median of each figure per
 build: gateway CPU per governed call, governed calls/s, the latency the gateway adds at
 p50 and p99, and governed/direct throughput.
 
-    python3 tools/bench/ab.py /tmp/skillgate-before target/release/skillgate \
+    python3 tools/bench/ab.py /tmp/before/skillgate-dev target/release/skillgate-dev \
         --sessions 1,32 --rounds 3 --duration 8
 
-Each run starts its own demo upstream and gateway on loopback (see `dev load`).
+Each build is its `skillgate-dev` binary, which runs the `skillgate` binary beside it (copy
+both when keeping a build). Each run starts its own demo upstream and gateway on loopback
+(see `skillgate-dev load`).
 """
 
 import argparse
@@ -23,7 +25,6 @@ def run_once(binary, sessions, duration, warmup):
     out = subprocess.run(
         [
             binary,
-            "dev",
             "load",
             "--json",
             "--sessions",

@@ -4,6 +4,7 @@ re-apply (the same-run baseline), and for `serve --catalog` the time from saving
 to the server reporting it applied. For the demo catalog and a synthetic one of N tools.
 
 Usage: tools/bench/catalog_as_code.py SKILLGATE_BIN [TOOLS] [ROUNDS]
+(the synthetic catalog comes from `skillgate-dev seed-catalog`, the binary beside SKILLGATE_BIN)
 """
 import os
 import queue
@@ -15,13 +16,14 @@ import threading
 import time
 
 BIN = os.path.abspath(sys.argv[1])
+DEV_BIN = os.path.join(os.path.dirname(BIN), "skillgate-dev")
 TOOLS = sys.argv[2] if len(sys.argv) > 2 else "1000"
 ROUNDS = int(sys.argv[3]) if len(sys.argv) > 3 else 5
 
 
-def run(*args):
+def run(*args, binary=BIN):
     start = time.monotonic()
-    subprocess.run([BIN, *args], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run([binary, *args], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return time.monotonic() - start
 
 
@@ -89,7 +91,7 @@ def main():
         seed.terminate()
         seed.wait()
         big = f"sqlite://{work}/big.db"
-        run("--database-url", big, "dev", "seed-catalog", "--tools", TOOLS)
+        run("seed-catalog", "--database-url", big, "--tools", TOOLS, binary=DEV_BIN)
         print(f"catalog as code, {BIN}, median of {ROUNDS} (ms; ratio: apply to an empty "
               "database over the no-op re-apply of the same file)")
         print("| catalog | file bytes | export | apply to empty | re-apply (no changes) | ratio "

@@ -45,7 +45,7 @@ VENV = os.path.join(REPO, "target", "peers", "venv")
 CONTEXTFORGE = "mcp-contextforge-gateway==1.1.0"
 TOOL = "lookup_customer"
 ARGUMENTS = {"customer_id": "C-1001"}
-# The demo catalog's role whose skills grant lookup_customer (server/src/dev/load.rs).
+# The demo catalog's role whose skills grant lookup_customer (dev/src/load.rs).
 ROLE = "tier-1-support"
 SCOPE = "support"
 CONNECTIONS = (32, 1)

@@ -1,0 +1,42 @@
+//! `skillgate-dev …`: measurement tools for developers, kept out of the product binary: a
+//! load generator for the governed endpoint, the backends comparison, the context-cost
+//! study, a memory probe and generators of large synthetic data sets. See BENCHMARKS.md.
+//! The benchmarks run the `skillgate` binary found beside `skillgate-dev` as child processes.
+
+mod backends;
+mod breakdown;
+mod context_cost;
+mod harness;
+mod load;
+mod memory;
+pub mod seed_audit;
+mod seed_catalog;
+
+use clap::Subcommand;
+
+#[derive(Debug, Subcommand)]
+pub enum DevCommand {
+    /// Throughput and latency of /mcp against calling the demo upstream directly.
+    Load(load::LoadArgs),
+    /// The governed load on SQLite, on PostgreSQL and on two PostgreSQL replicas.
+    Backends(backends::BackendsArgs),
+    /// Bytes of JSON an agent receives for one lookup task: flat tool list vs Skillgate.
+    ContextCost(context_cost::ContextCostArgs),
+    /// Resident memory of a gateway holding many governance sessions.
+    Memory(memory::MemoryArgs),
+    /// Adds a large synthetic catalog to a database (console benchmarks).
+    SeedCatalog(seed_catalog::SeedCatalogArgs),
+    /// Fill the database with a realistic, chain-valid audit log (compliance benchmarks).
+    SeedAudit(seed_audit::SeedAuditArgs),
+}
+
+pub async fn run(command: DevCommand) -> anyhow::Result<()> {
+    match command {
+        DevCommand::Load(args) => load::run(args).await,
+        DevCommand::Backends(args) => backends::run(args).await,
+        DevCommand::ContextCost(args) => context_cost::run(args).await,
+        DevCommand::Memory(args) => memory::run(args).await,
+        DevCommand::SeedCatalog(args) => seed_catalog::run(args).await,
+        DevCommand::SeedAudit(args) => seed_audit::run(args).await,
+    }
+}

@@ -1,0 +1,349 @@
+//! `skillgate serve`: opens the database, wires the services and background tasks, builds
+//! the router ([`crate::http::router`]) and listens ([`listen`]) until Ctrl-C or SIGTERM.
+
+pub mod catalog_watch;
+pub mod listen;
+pub mod telemetry;
+pub mod upstream_sync;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use axum::Router;
+use leptos::prelude::*;
+use skillgate_app::shared::ssr::ConsoleContext;
+use skillgate_core::admin::AdminService;
+use skillgate_core::audit::checkpoint;
+use skillgate_core::audit::{AuditLog, CheckpointSigner};
+use skillgate_core::gateway::{Gateway, GatewayOptions};
+use skillgate_core::holds::Holds;
+use skillgate_core::keys::AgentKeys;
+use skillgate_core::metrics::Metrics;
+use skillgate_core::oauth::OAuthService;
+use skillgate_core::policy::CatalogHandle;
+use skillgate_core::revisions::Revisions;
+use skillgate_core::revisions::curator::{CURATION_UPSTREAM, in_process_config};
+use skillgate_core::slug::Slug;
+use skillgate_core::store::Store;
+use skillgate_core::upstream::UpstreamPool;
+use skillgate_core::users::Users;
+use tower_sessions::cookie::SameSite;
+use tower_sessions::session_store::ExpiredDeletion;
+use tower_sessions::{Expiry, SessionManagerLayer};
+
+use crate::cmd::cli::ServeArgs;
+use crate::cmd::{audit, key};
+use crate::http::console_guard::ConsoleGuard;
+use crate::http::{self, api, compliance, console_auth, oauth};
+use crate::mcp;
+use crate::state::AppState;
+
+/// What signs the audit chain's tip: periodically while serving, and once more at a clean
+/// shutdown, after the last request's events.
+pub struct AuditCheckpoints {
+    store: Store,
+    signer: Arc<CheckpointSigner>,
+}
+
+impl AuditCheckpoints {
+    pub async fn sign_final(&self) {
+        if let Err(error) =
+            checkpoint::checkpoint_tip(&self.store, &self.signer, chrono::Utc::now()).await
+        {
+            tracing::error!(%error, "cannot sign the final audit checkpoint");
+        }
+    }
+}
+
+/// Opens the database, creates the first admin if there is none, and builds the router.
+pub async fn build(
+    database_url: &str,
+    args: &ServeArgs,
+) -> anyhow::Result<(Router, AuditCheckpoints)> {
+    let trusted_proxies = crate::client_addr::TrustedProxies::parse(&args.trusted_proxies)
+        .map_err(anyhow::Error::msg)?;
+    let store = Store::open(database_url).await?;
+    // One registry for the gateway's calls and the console's password checks.
+    let metrics = Arc::new(Metrics::new());
+    let users = Users::new(store.clone()).with_metrics(metrics.clone());
+    // The process's one audit writer, and the one door every admin change goes through.
+    let audit = AuditLog::new(store.clone());
+    let catalog = Arc::new(CatalogHandle::new(store.compiled_catalog().await?));
+    let mut admin = AdminService::new(store.clone(), audit.clone(), catalog.clone());
+    if let Some(file) = &args.catalog {
+        admin = admin.managed_by(file.display().to_string());
+    }
+    let authoring = Arc::new(admin);
+    if let Some(password) = authoring.bootstrap_admin().await? {
+        println!("Created the console user `admin` (first start of an empty database).");
+        println!("  password: {}", password.expose());
+        println!("  It is shown only this once; change it with `skillgate user passwd admin`.");
+    }
+
+    let oauth = OAuthService::new(store.clone(), authoring.clone(), args.oauth_settings()?);
+    let oauth_limits = oauth::RateLimits::new(
+        store.clone(),
+        args.oauth_register_limit,
+        args.oauth_request_limit,
+    );
+
+    // What a printed key's client configuration names.
+    let mcp_url = format!("http://{}/mcp", args.bind);
+    if args.demo {
+        seed_demo(&authoring, &mcp_url).await?;
+    }
+    let catalog_file = match &args.catalog {
+        Some(file) => {
+            let source = catalog_watch::CatalogSource::new(file, args.max_catalog_bytes)?;
+            let started = source.apply_at_start(&authoring, &mcp_url).await?;
+            Some((source, started))
+        }
+        None => None,
+    };
+
+    let sessions = store.console_sessions();
+    sessions
+        .migrate()
+        .await
+        .context("creating the console session table")?;
+    tokio::spawn(
+        sessions
+            .clone()
+            .continuously_delete_expired(Duration::from_secs(600)),
+    );
+    let secure = args.secure_cookies();
+    if secure {
+        tracing::info!(
+            "console cookies are Secure: browsers send them over HTTPS only \
+             (--secure-cookies=false serves the console over plain HTTP)"
+        );
+    }
+    let session_layer = SessionManagerLayer::new(sessions)
+        // `__Host-` makes browsers refuse the cookie from a sibling subdomain, which could
+        // otherwise plant a session; browsers accept the prefix only on Secure cookies.
+        .with_name(if secure {
+            "__Host-skillgate_session"
+        } else {
+            "skillgate_session"
+        })
+        .with_http_only(true)
+        .with_same_site(SameSite::Strict)
+        .with_secure(secure)
+        .with_expiry(Expiry::OnInactivity(time::Duration::seconds(
+            i64::try_from(args.console_idle_timeout).unwrap_or(i64::MAX),
+        )));
+    let idle = console_auth::IdleTimeout::new(Duration::from_secs(args.console_idle_timeout));
+    let origin_guard = ConsoleGuard::new(&args.public_origins)?;
+
+    let signer = Arc::new(audit::load_signer(
+        database_url,
+        args.audit_signing_key.as_deref(),
+        audit::MissingKey::Create,
+    )?);
+    let trusted_keys = signer.trusted();
+    tokio::spawn(checkpoint::checkpoint_every(
+        store.clone(),
+        signer.clone(),
+        Duration::from_secs(args.audit_checkpoint_interval),
+    ));
+    let checkpoints = AuditCheckpoints {
+        store: store.clone(),
+        signer: signer.clone(),
+    };
+    compliance::spawn_retention(store.clone(), signer.clone());
+    let upstreams = Arc::new(UpstreamPool::default());
+    upstream_sync::register_upstreams(
+        &upstreams,
+        &store.list_upstreams().await?,
+        &store.upstream_credentials().await?,
+    );
+    upstream_sync::spawn_sync(authoring.clone(), upstreams.clone());
+    let console_upstreams = Arc::new(upstream_sync::ConsoleUpstreams {
+        service: authoring.clone(),
+        pool: upstreams.clone(),
+        last: Default::default(),
+    });
+    if let Some((source, started)) = catalog_file {
+        catalog_watch::watch(
+            authoring.clone(),
+            console_upstreams.clone(),
+            source,
+            started,
+            mcp_url,
+        )?;
+    }
+    let revisions = Revisions::new(authoring.clone());
+    let holds = Holds::new(store.clone(), audit.clone(), catalog.clone());
+    spawn_hold_expiry(holds.clone());
+    upstreams.upsert(CURATION_UPSTREAM, in_process_config(revisions.clone()));
+    upstream_sync::spawn_catalog_follow(
+        authoring.clone(),
+        upstreams.clone(),
+        Duration::from_millis(args.catalog_poll_ms),
+    );
+    let gateway = Gateway::new(
+        store.clone(),
+        catalog.clone(),
+        audit.clone(),
+        upstreams,
+        GatewayOptions::default(),
+    )
+    .with_metrics(metrics.clone());
+    let anonymous_scope = args
+        .anonymous_scope
+        .as_deref()
+        .map(Slug::parse)
+        .transpose()
+        .context("--anonymous-scope")?;
+    if let Some(scope) = &anonymous_scope {
+        anyhow::ensure!(
+            gateway.catalog().load().scope(scope.as_str()).is_some(),
+            "--anonymous-scope names `{scope}`, which is not a scope of the catalog"
+        );
+    }
+    let mcp_options = mcp::McpOptions {
+        bind: args.bind,
+        anonymous_scope,
+        allowed_origins: args.allowed_origins.clone(),
+        max_body_bytes: mcp::DEFAULT_MAX_BODY_BYTES,
+        oauth: args.oauth.then(|| oauth.clone()),
+    };
+    mcp_options.validate()?;
+    let api_router = api::router(
+        gateway.clone(),
+        AgentKeys::new(store.clone()),
+        &mcp_options,
+        metrics.clone(),
+    );
+    // The Connect page's try-it drives this same gateway as a console user.
+    let connect = skillgate_app::connect::api::ssr::ConnectContext {
+        gateway: gateway.clone(),
+        public_origins: args.public_origins.clone(),
+        bind: args.bind,
+        oauth: args.oauth,
+    };
+    let mcp_router = mcp::router(gateway, AgentKeys::new(store.clone()), mcp_options);
+
+    let leptos_options = LeptosOptions::builder()
+        .output_name("skillgate")
+        .site_root(args.site_root.to_string_lossy().into_owned())
+        .site_pkg_dir("pkg")
+        .site_addr(args.bind)
+        .build();
+    let console = ConsoleContext {
+        oauth: oauth.clone(),
+        store: store.clone(),
+        users: users.clone(),
+        keys: AgentKeys::new(store.clone()),
+        authoring: authoring.clone(),
+        upstreams: console_upstreams,
+        catalog,
+        version: env!("CARGO_PKG_VERSION"),
+    };
+    let state = AppState {
+        leptos_options: leptos_options.clone(),
+        store,
+        users,
+        revisions: revisions.clone(),
+        admin: authoring,
+        oauth: oauth.clone(),
+    };
+
+    let router = http::router(http::Parts {
+        state,
+        console,
+        revisions,
+        holds,
+        trusted_keys,
+        connect,
+        sessions: session_layer,
+        idle,
+        origin_guard,
+        signer,
+        mcp: mcp_router,
+        oauth: args.oauth.then_some((oauth, oauth_limits)),
+        api: api_router,
+        metrics,
+        trusted_proxies,
+    });
+    Ok((router, checkpoints))
+}
+
+/// How often holds whose time ran out are expired (their usage released, audited). A hold
+/// an agent or reviewer touches after its expiry is expired at that moment anyway.
+const HOLD_SWEEP: Duration = Duration::from_secs(30);
+
+fn spawn_hold_expiry(holds: Holds) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(HOLD_SWEEP);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            match holds.expire_due(chrono::Utc::now()).await {
+                Ok(0) => {}
+                Ok(expired) => tracing::info!(expired, "expired approval holds"),
+                Err(error) => tracing::warn!(%error, "could not expire approval holds"),
+            }
+        }
+    });
+}
+
+/// Seeds the demo catalog into an empty database and prints a key for its `support` scope.
+/// On a database that already has a catalog it does nothing, so no key is printed twice.
+async fn seed_demo(admin: &AdminService, mcp_url: &str) -> anyhow::Result<()> {
+    let exe =
+        std::env::current_exe().context("locating the skillgate binary for the demo upstream")?;
+    if !admin.store().seed_demo(&exe.to_string_lossy()).await? {
+        return Ok(());
+    }
+    admin.reload().await?;
+    println!("Seeded the demo catalog (customer support: roles, skills, 15 tools, scopes).");
+    let support = Slug::parse("support").expect("`support` is a slug");
+    let (info, key) = admin
+        .create_key(
+            &skillgate_core::names::Actor::DemoSeed.to_string(),
+            "demo-support",
+            &support,
+            None,
+        )
+        .await?;
+    print!("{}", key::render_created(&info, &key, mcp_url));
+    Ok(())
+}
+
+pub async fn run(database_url: &str, mut args: ServeArgs) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(args.bind)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.bind))?;
+    let local = listener.local_addr()?;
+    // With port 0 the system picks one: what the server tells clients (the OAuth issuer,
+    // a printed key's URL) is the address it really listens on.
+    args.bind = local;
+    let (router, checkpoints) = build(database_url, &args).await?;
+    let limits = listen::Limits {
+        header_read_timeout: Duration::from_millis(args.header_read_timeout_ms),
+        idle_timeout: Duration::from_millis(args.idle_timeout_ms),
+        max_connections: listen::connection_cap(args.max_connections),
+    };
+    tracing::info!(
+        address = %local,
+        max_connections = limits.max_connections,
+        "serving the console and /mcp"
+    );
+    println!("Skillgate is listening on http://{local}");
+    listen::serve(listener, router, limits, shutdown_signal()).await;
+    checkpoints.sign_final().await;
+    Ok(())
+}
+
+/// Ctrl-C, or the SIGTERM a service manager or container runtime stops a server with: both
+/// end it cleanly (final audit checkpoint, last trace spans flushed).
+async fn shutdown_signal() {
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("a SIGTERM handler can be installed");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = terminate.recv() => {}
+    }
+}
