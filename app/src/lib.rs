@@ -1,36 +1,45 @@
 //! The Skillgate admin console: a Leptos app rendered on the server and hydrated in the
-//! browser. Pages call server functions (in [`api`]); server functions call core services
-//! taken from context. No SQL lives in this crate.
+//! browser. Each feature (`roles/`, `skills/`, `holds/`, …) holds its pages beside the server
+//! functions they call; server functions call core services taken from context. No SQL lives in this crate.
 
 // Leptos views are nested generic types; the hydrate build in the size-optimised release
 // profile computes layouts deeper than the default limit of 128 (the scopes page's key
 // table overflowed it).
 #![recursion_limit = "256"]
 
-pub mod api;
-pub mod authoring_api;
-pub mod catalog_api;
-pub mod compliance_api;
-pub mod connect_api;
-pub mod csrf;
-pub mod flash;
-pub mod holds_api;
-mod layout;
-pub mod limits_api;
-pub mod oauth_api;
-mod pages;
-pub mod pins_api;
-pub mod revisions_api;
+// Layers, top to bottom; imports point down only: `lib`/`routes` → features → `catalog`
+// (what the catalog features share) → `components` → `shared`.
+pub mod shared;
+
+pub mod catalog;
+pub mod components;
+
+pub mod changes;
+pub mod compliance;
+pub mod connect;
+pub mod dashboard;
+pub mod holds;
+pub mod limits;
+pub mod login;
+pub mod oauth;
+pub mod revisions;
+pub mod roles;
+pub mod scopes;
+pub mod skills;
+pub mod tools;
+pub mod upstreams;
+pub mod users;
+
 mod routes;
-pub mod users_api;
 
 use leptos::prelude::*;
 use leptos_meta::{MetaTags, Stylesheet, Title, provide_meta_context};
 use leptos_router::components::{ParentRoute, Route, Router, Routes};
 use leptos_router::{Lazy, SsrMode, path};
 
-use crate::layout::ConsoleLayout;
-use crate::pages::{Dashboard, LoginPage, NotFound};
+use crate::components::{ConsoleLayout, NotFound};
+use crate::dashboard::Dashboard;
+use crate::login::LoginPage;
 
 /// The HTML document around the app, rendered on the server.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
@@ -54,13 +63,15 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
 #[component]
 pub fn App() -> impl IntoView {
     provide_meta_context();
-    csrf::provide_form_token();
+    components::csrf::provide_form_token();
+    let (routing, set_routing) = signal(false);
+    provide_context(components::Routing(routing));
     // Every route renders fully on the server before the first byte (SsrMode::Async), so a
     // browser without JavaScript gets complete pages, not Suspense fallbacks.
     view! {
         <Stylesheet id="leptos" href="/pkg/skillgate.css" />
         <Title formatter=|page: String| format!("{page} · Skillgate") />
-        <Router>
+        <Router set_is_routing=set_routing>
             <Routes fallback=|| view! { <NotFound /> }>
                 <Route path=path!("/login") view=LoginPage ssr=SsrMode::Async />
                 <ParentRoute path=path!("") view=ConsoleLayout ssr=SsrMode::Async>

@@ -11,7 +11,18 @@
 use leptos::prelude::*;
 use leptos_router::{LazyRoute, lazy_route};
 
-use crate::pages::*;
+use crate::changes::ChangesPage;
+use crate::compliance::{AuditPage, SessionPage, SessionsPage};
+use crate::connect::ConnectPage;
+use crate::holds::{HoldPage, HoldsPage};
+use crate::oauth::{ConnectedPage, ConsentPage};
+use crate::revisions::{CandidatePage, CandidatesPage};
+use crate::roles::{NewRolePage, RoleEditPage, RolePage, RolesPage};
+use crate::scopes::{NewScopePage, ScopeEditPage, ScopesPage};
+use crate::skills::{SkillEditPage, SkillPage, SkillVersionPage, SkillsPage};
+use crate::tools::{ToolPage, ToolsPage};
+use crate::upstreams::UpstreamsPage;
+use crate::users::UsersPage;
 
 macro_rules! lazy_pages {
     ($($route:ident => $page:ident),* $(,)?) => {

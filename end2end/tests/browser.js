@@ -42,6 +42,20 @@ export async function signIn(page, name, password) {
   await Promise.all([page.waitForNavigation(), page.click('button[type=submit]')]);
 }
 
+/**
+ * The navigation's link to a page, found by role and name. Pages sit in groups (menus in
+ * the top bar): the link's group is opened first, by a click on it, as a person does.
+ */
+export async function navLink(page, name) {
+  const nav = page.getByRole('navigation', { name: 'Sections' });
+  const link = nav.getByRole('link', { name, exact: true });
+  if (await link.isVisible()) return link;
+  const group = nav.locator('details').filter({ has: page.locator('a').getByText(name, { exact: true }) });
+  await group.locator('summary').click();
+  await link.waitFor({ state: 'visible', timeout: 5000 });
+  return link;
+}
+
 export async function screenshot(page, name) {
   if (SCREENSHOTS) await page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
 }

@@ -6,7 +6,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  BASE, launch, newPage, signIn, screenshot, waitHydrated, ADMIN_PASSWORD, VIEWER_PASSWORD,
+  BASE, launch, navLink, newPage, signIn, screenshot, waitHydrated, ADMIN_PASSWORD, VIEWER_PASSWORD,
 } from './browser.js';
 import { McpClient, createKey } from './mcp.js';
 
@@ -45,7 +45,7 @@ for (const js of [true, false]) {
       const page = await newPage(browser, js);
       await signIn(page, 'admin', ADMIN_PASSWORD);
       if (js) await waitHydrated(page);
-      await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Connect an agent' }).click();
+      await (await navLink(page, 'Connect an agent')).click();
       await page.getByRole('heading', { name: 'Connect an agent', level: 1 }).waitFor();
       assert.ok(page.url().endsWith('/connect'), page.url());
 

@@ -3,7 +3,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  launch, newPage, signIn, screenshot, waitHydrated, ADMIN_PASSWORD, VIEWER_PASSWORD,
+  launch, navLink, newPage, signIn, screenshot, waitHydrated, ADMIN_PASSWORD, VIEWER_PASSWORD,
 } from './browser.js';
 
 for (const js of [true, false]) {
@@ -46,7 +46,7 @@ for (const js of [true, false]) {
         await page.evaluate(() => { window.__marker = 'still-here'; });
       }
       for (const [link, heading] of [['Roles', 'Roles'], ['Tools', 'Tools'], ['Users', 'Users'], ['Dashboard', 'Dashboard']]) {
-        await page.click(`nav >> text="${link}"`);
+        await (await navLink(page, link)).click();
         await page.waitForFunction((h) => document.querySelector('main h1')?.textContent === h, heading);
         await screenshot(page, `section-${link.toLowerCase()}-${mode}`);
       }
@@ -54,7 +54,7 @@ for (const js of [true, false]) {
         assert.equal(await page.evaluate(() => window.__marker), 'still-here');
         assert.deepEqual(page.hydrationErrors, []);
       }
-      await page.click('nav >> text="Users"');
+      await (await navLink(page, 'Users')).click();
       await page.waitForSelector('table');
       // Other specs add users of their own; these three come from end2end/run.sh.
       assert.match(await page.textContent('#user-admin th'), /admin \(you\)/);
@@ -90,9 +90,9 @@ for (const js of [true, false]) {
       if (js) {
         // The same refusal reaches the client when it calls the server function itself.
         await waitHydrated(page);
-        await page.click('nav >> text="Dashboard"');
+        await (await navLink(page, 'Dashboard')).click();
         await page.waitForFunction(() => document.querySelector('main h1')?.textContent === 'Dashboard');
-        await page.click('nav >> text="Users"');
+        await (await navLink(page, 'Users')).click();
         await page.waitForSelector('[role=alert]');
         assert.match(await page.textContent('[role=alert]'), /needs the admin console role/);
       }

@@ -7,7 +7,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { launch, newPage, signIn, screenshot, waitHydrated, expectHeading, ADMIN_PASSWORD, outcome, submit } from './browser.js';
+import { launch, navLink, newPage, signIn, screenshot, waitHydrated, expectHeading, ADMIN_PASSWORD, outcome, submit } from './browser.js';
 import { loopbackRedirect, registerClient, startAuthorization } from './oauth.js';
 
 
@@ -79,8 +79,7 @@ for (const js of [true, false]) {
       const person = await newPage(browser, js);
       await signIn(person, name, password);
       if (js) await waitHydrated(person);
-      const nav = person.getByRole('navigation', { name: 'Sections' });
-      const link = nav.getByRole('link', { name: 'Connected clients', exact: true });
+      const link = await navLink(person, 'Connected clients');
       if (js) {
         await link.click();
         await person.waitForURL((u) => u.pathname === '/connected');

@@ -1,0 +1,369 @@
+//! Server functions that change the limits of a role or the guardrails of a scope: one set
+//! for both holders, since a guardrail is a limit that binds every role of a scope.
+//!
+//! The add form posts plain fields (`limit[kind]`, `limit[tool]`, …) so it works without
+//! JavaScript; the server parses them into a [`skillgate_core::model::Limit`] and saves the
+//! holder through the admin door, which validates, audits and swaps the snapshot.
+
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::catalog::Checked;
+use crate::shared::ConsoleError;
+
+/// The fields of the add-limit form, posted as `limit[kind]`, `limit[tool]`, …
+/// Which ones matter depends on `kind`: `bound` (tool, arg, op, value), `one_of` (tool,
+/// arg, value: comma-separated), `max_length` (tool, arg, value), `sum_cap` (tool, arg,
+/// value), `count_cap` (tool, value), `requires` (tool, after, and optionally
+/// `same_args`: comma-separated, `result_pointer` with `result_equals`: a JSON value),
+/// `requires_approval` (tool, optionally arg, op and value as its condition, and minutes).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LimitFields {
+    pub kind: String,
+    pub tool: String,
+    pub arg: Option<String>,
+    pub op: Option<String>,
+    pub value: Option<String>,
+    pub after: Checked,
+    #[serde(default)]
+    pub same_args: Option<String>,
+    #[serde(default)]
+    pub result_pointer: Option<String>,
+    #[serde(default)]
+    pub result_equals: Option<String>,
+    /// For `requires_approval`: how long a hold waits and its approval lasts.
+    #[serde(default)]
+    pub minutes: Option<String>,
+}
+
+/// Adds one limit to a role (`holder` = `role`) or one guardrail to a scope (`scope`).
+#[server(prefix = "/console/api", endpoint = "add_limit")]
+pub async fn add_limit(
+    holder: String,
+    name: String,
+    revision: i64,
+    limit: LimitFields,
+) -> Result<i64, ConsoleError> {
+    let limit = ssr::parse_limit(limit)?;
+    ssr::change_limits(&holder, &name, revision, move |limits| {
+        limits.push(limit);
+        Ok(())
+    })
+    .await
+}
+
+/// Replaces the number of the limit at `index` (the quick edit of a bound or cap).
+#[server(prefix = "/console/api", endpoint = "edit_limit_value")]
+pub async fn edit_limit_value(
+    holder: String,
+    name: String,
+    revision: i64,
+    index: usize,
+    value: String,
+) -> Result<i64, ConsoleError> {
+    ssr::change_limits(&holder, &name, revision, move |limits| {
+        let limit = limits.get_mut(index).ok_or_else(gone)?;
+        ssr::set_limit_value(limit, &value)
+    })
+    .await
+}
+
+#[server(prefix = "/console/api", endpoint = "remove_limit")]
+pub async fn remove_limit(
+    holder: String,
+    name: String,
+    revision: i64,
+    index: usize,
+) -> Result<i64, ConsoleError> {
+    ssr::change_limits(&holder, &name, revision, move |limits| {
+        if index >= limits.len() {
+            return Err(gone());
+        }
+        limits.remove(index);
+        Ok(())
+    })
+    .await
+}
+
+#[cfg_attr(not(feature = "ssr"), allow(dead_code))]
+fn gone() -> ConsoleError {
+    ConsoleError::Invalid("That limit no longer exists; reload the page.".into())
+}
+
+#[cfg(feature = "ssr")]
+pub(crate) mod ssr {
+    use leptos::serde_json::{self, Value};
+    use skillgate_core::model::{ApprovalCondition, ArgCheck, CmpOp, Limit, ResultCheck};
+    use skillgate_core::users::ConsoleRole;
+
+    use super::LimitFields;
+    use crate::catalog::authoring::{
+        authoring_error, field, slug_field, stored_role, stored_scope,
+    };
+    use crate::shared::ConsoleError;
+
+    /// Loads the role or scope `name`, lets `change` edit its limits (a scope's are its
+    /// guardrails), and saves it from `revision` as the signed-in admin.
+    pub async fn change_limits(
+        holder: &str,
+        name: &str,
+        revision: i64,
+        change: impl FnOnce(&mut Vec<Limit>) -> Result<(), ConsoleError>,
+    ) -> Result<i64, ConsoleError> {
+        let user = crate::shared::ssr::require(ConsoleRole::Admin).await?;
+        let ctx = crate::shared::ssr::context();
+        match holder {
+            "role" => {
+                let mut role = stored_role(&ctx, name).await?;
+                change(&mut role.limits)?;
+                ctx.authoring
+                    .update_role(&user.name, &role, revision)
+                    .await
+                    .map_err(authoring_error)
+            }
+            "scope" => {
+                let mut scope = stored_scope(&ctx, &slug_field("name", name)?).await?;
+                change(&mut scope.guardrails)?;
+                ctx.authoring
+                    .update_scope(&user.name, &scope, revision)
+                    .await
+                    .map_err(authoring_error)
+            }
+            other => Err(ConsoleError::Invalid(format!(
+                "`{other}` has no limits: limits belong to a role or a scope."
+            ))),
+        }
+    }
+
+    /// The optional result condition of a step guard: a JSON Pointer and the JSON value
+    /// it must equal (text that is not JSON is taken as a string).
+    fn result_check(
+        pointer: Option<&str>,
+        equals: Option<&str>,
+    ) -> Result<Option<ResultCheck>, ConsoleError> {
+        let pointer = pointer.map(str::trim).unwrap_or_default();
+        let equals = equals.map(str::trim).unwrap_or_default();
+        match (pointer.is_empty(), equals.is_empty()) {
+            (true, true) => Ok(None),
+            (true, false) => Err(field(
+                "result",
+                "Name the result field (a JSON Pointer such as /eligible) the value is for.",
+            )),
+            (false, true) => Err(field(
+                "result",
+                "Give the value the result field must equal, e.g. true.",
+            )),
+            (false, false) => Ok(Some(ResultCheck {
+                pointer: pointer.to_owned(),
+                equals: serde_json::from_str(equals)
+                    .unwrap_or_else(|_| Value::String(equals.to_owned())),
+            })),
+        }
+    }
+
+    fn decimal(name: &str, text: Option<&str>) -> Result<rust_decimal::Decimal, ConsoleError> {
+        let text = text.map(str::trim).unwrap_or_default();
+        if text.is_empty() {
+            return Err(field(name, "Enter a number."));
+        }
+        text.parse()
+            .map_err(|_| field(name, format!("`{text}` is not a number.")))
+    }
+
+    fn count(name: &str, text: Option<&str>) -> Result<u32, ConsoleError> {
+        let text = text.map(str::trim).unwrap_or_default();
+        text.parse().map_err(|_| {
+            field(
+                name,
+                format!("`{text}` is not a whole number of 0 or more."),
+            )
+        })
+    }
+
+    fn op(text: Option<&str>) -> Result<CmpOp, ConsoleError> {
+        Ok(match text.unwrap_or("<=") {
+            "<" => CmpOp::Lt,
+            "<=" => CmpOp::Le,
+            ">" => CmpOp::Gt,
+            ">=" => CmpOp::Ge,
+            "==" => CmpOp::Eq,
+            other => return Err(field("op", format!("`{other}` is not a comparison."))),
+        })
+    }
+
+    pub fn parse_limit(fields: LimitFields) -> Result<Limit, ConsoleError> {
+        let LimitFields {
+            kind,
+            tool,
+            arg,
+            op: op_text,
+            value,
+            after,
+            same_args,
+            result_pointer,
+            result_equals,
+            minutes,
+        } = fields;
+        if tool.trim().is_empty() {
+            return Err(field("tool", "Pick the tool the limit bounds."));
+        }
+        let chosen_arg = arg
+            .as_deref()
+            .map(str::trim)
+            .filter(|a| !a.is_empty())
+            .map(str::to_owned);
+        let arg = || {
+            chosen_arg
+                .clone()
+                .ok_or_else(|| field("arg", "Pick the argument the limit reads."))
+        };
+        let value = value.as_deref();
+        Ok(match kind.as_str() {
+            "bound" => Limit::ArgBound {
+                tool,
+                arg: arg()?,
+                check: ArgCheck::Compare {
+                    op: op(op_text.as_deref())?,
+                    value: decimal("value", value)?,
+                },
+            },
+            "one_of" => Limit::ArgBound {
+                tool,
+                arg: arg()?,
+                check: ArgCheck::OneOf {
+                    values: value
+                        .unwrap_or_default()
+                        .split(',')
+                        .map(str::trim)
+                        .filter(|v| !v.is_empty())
+                        .map(|v| {
+                            serde_json::from_str::<Value>(v)
+                                .unwrap_or_else(|_| Value::String(v.to_owned()))
+                        })
+                        .collect(),
+                },
+            },
+            "max_length" => Limit::ArgBound {
+                tool,
+                arg: arg()?,
+                check: ArgCheck::MaxLength {
+                    max: count("value", value)? as usize,
+                },
+            },
+            "sum_cap" => Limit::SumCap {
+                tool,
+                arg: arg()?,
+                max: decimal("value", value)?,
+            },
+            "count_cap" => Limit::CountCap {
+                tool,
+                max: count("value", value)?,
+            },
+            "requires_approval" => {
+                let when = match chosen_arg {
+                    None => None,
+                    Some(arg) => Some(ApprovalCondition {
+                        arg,
+                        op: op(op_text.as_deref())?,
+                        value: decimal("value", value)?,
+                    }),
+                };
+                let minutes = minutes.as_deref().map(str::trim).filter(|m| !m.is_empty());
+                Limit::RequiresApproval {
+                    tool,
+                    when,
+                    expires_in_minutes: minutes.map(|m| count("minutes", Some(m))).transpose()?,
+                }
+            }
+            "requires" => Limit::Requires {
+                tool,
+                after: after.unwrap_or_default().into_keys().collect(),
+                same_args: same_args
+                    .unwrap_or_default()
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|a| !a.is_empty())
+                    .map(str::to_owned)
+                    .collect(),
+                result: result_check(result_pointer.as_deref(), result_equals.as_deref())?,
+            },
+            other => return Err(field("kind", format!("`{other}` is not a kind of limit."))),
+        })
+    }
+
+    /// Sets the number a limit compares against; limits without one cannot be quick-edited.
+    pub fn set_limit_value(limit: &mut Limit, text: &str) -> Result<(), ConsoleError> {
+        match limit {
+            Limit::ArgBound {
+                check: ArgCheck::Compare { value, .. },
+                ..
+            } => *value = decimal("value", Some(text))?,
+            Limit::ArgBound {
+                check: ArgCheck::MaxLength { max },
+                ..
+            } => *max = count("value", Some(text))? as usize,
+            Limit::SumCap { max, .. } => *max = decimal("value", Some(text))?,
+            Limit::CountCap { max, .. } => *max = count("value", Some(text))?,
+            _ => {
+                return Err(field(
+                    "value",
+                    "This limit has no single number; remove it and add a new one.",
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(all(test, feature = "ssr"))]
+mod tests {
+    use skillgate_core::model::Limit;
+
+    use super::LimitFields;
+    use super::ssr::parse_limit;
+
+    fn requires(same_args: &str, pointer: &str, equals: &str) -> LimitFields {
+        LimitFields {
+            kind: "requires".into(),
+            tool: "process_refund".into(),
+            arg: None,
+            op: None,
+            value: None,
+            after: Some([("check_refund_eligibility".to_owned(), "on".to_owned())].into()),
+            same_args: Some(same_args.into()),
+            result_pointer: Some(pointer.into()),
+            result_equals: Some(equals.into()),
+            minutes: None,
+        }
+    }
+
+    #[test]
+    fn a_bound_guard_is_parsed_from_its_form_fields() {
+        let Limit::Requires {
+            after,
+            same_args,
+            result,
+            ..
+        } = parse_limit(requires("order_id, customer_id", "/eligible", "true")).unwrap()
+        else {
+            panic!("a step guard");
+        };
+        assert_eq!(after, ["check_refund_eligibility"]);
+        assert_eq!(same_args, ["order_id", "customer_id"]);
+        let result = result.unwrap();
+        assert_eq!(result.pointer, "/eligible");
+        assert_eq!(result.equals, leptos::serde_json::json!(true));
+        let plain = parse_limit(requires("", "", "")).unwrap();
+        assert!(
+            matches!(plain, Limit::Requires { ref same_args, result: None, .. } if same_args.is_empty())
+        );
+    }
+
+    #[test]
+    fn half_a_result_condition_is_refused_next_to_its_field() {
+        for (pointer, equals) in [("/eligible", ""), ("", "true")] {
+            let error = parse_limit(requires("", pointer, equals)).unwrap_err();
+            assert!(format!("{error:?}").contains("result"), "{error:?}");
+        }
+    }
+}

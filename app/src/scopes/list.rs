@@ -1,0 +1,186 @@
+//! Scopes and agent keys: which roles each scope allows, and the keys mapped to scopes.
+//! Keys are listed by their display prefix only; the key itself is never stored in clear.
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+
+use leptos::server::ServerAction;
+use leptos_router::components::A;
+
+use super::keys::RevokeKey;
+use super::read::{KeyRow, ScopeRow, scopes_and_keys};
+use crate::components::catalog::{Pager, inline_code, link_list, page_param};
+use crate::components::{ErrorNotice, Loading};
+use crate::scopes::edit::{CreateKeyPanel, key_form_resource, revoke_button};
+
+#[component]
+pub fn ScopesPage() -> impl IntoView {
+    let scope_page = page_param("scopes_page");
+    let key_page = page_param("page");
+    let revoke = ServerAction::<RevokeKey>::new();
+    let key_form = key_form_resource();
+    let data = Resource::new(
+        move || (scope_page(), key_page(), revoke.version().get()),
+        |(scopes, keys, _)| scopes_and_keys(scopes, keys),
+    );
+    view! {
+        <Title text="Scopes & keys" />
+        <h1>"Scopes & keys"</h1>
+        <p class="lead">
+            "Scopes say which roles an agent may learn; every agent key is mapped to one scope."
+        </p>
+        <p>
+            <A href="/scopes/new">"New scope"</A>
+        </p>
+        <Suspense fallback=|| view! { <Loading /> }>
+            {move || Suspend::new(async move {
+                match data.await {
+                    Ok(o) => {
+                        let (scopes, keys) = (o.scopes, o.keys);
+                        let key_page = keys.page;
+                        let scope_page = scopes.page;
+                        view! {
+                            <section aria-labelledby="scopes-heading">
+                                <h2 id="scopes-heading">"Scopes"</h2>
+                                {if scopes.total == 0 {
+                                    view! { <p class="notice info">"The catalog has no scopes yet."</p> }
+                                        .into_any()
+                                } else {
+                                    view! {
+                                        <table class="table">
+                                            <thead>
+                                                <tr>
+                                                    <th scope="col">"Scope"</th>
+                                                    <th scope="col">"Description"</th>
+                                                    <th scope="col">"Roles"</th>
+                                                    <th scope="col">"Guardrails"</th>
+                                                </tr>
+                                            </thead>
+                                            <tbody>
+                                                {scopes.rows.into_iter().map(scope_row).collect_view()}
+                                            </tbody>
+                                        </table>
+                                        <Pager
+                                            page=scopes.page
+                                            pages=scopes.pages
+                                            total=scopes.total
+                                            href=move |n| format!("/scopes?scopes_page={n}&page={key_page}")
+                                            label="Scopes pages"
+                                        />
+                                    }
+                                        .into_any()
+                                }}
+                            </section>
+                            <section aria-labelledby="keys-heading">
+                                <h2 id="keys-heading">"Agent keys"</h2>
+                                <p class="notice info" role="note">
+                                    "Create a key with "
+                                    <code>"skillgate key create --name NAME --scope SCOPE"</code>
+                                    " or the form below. The key is shown once, when it is created; Skillgate keeps only its hash, so this list shows each key's first characters."
+                                </p>
+                                <CreateKeyPanel form=key_form />
+                                {if keys.total == 0 {
+                                    view! { <p class="muted">"No agent keys yet."</p> }.into_any()
+                                } else {
+                                    view! {
+                                        <table class="table">
+                                            <thead>
+                                                <tr>
+                                                    <th scope="col">"Name"</th>
+                                                    <th scope="col">"Scope"</th>
+                                                    <th scope="col">"Key starts with"</th>
+                                                    <th scope="col">"Status"</th>
+                                                    <th scope="col">"Created"</th>
+                                                    <th scope="col">"Expires"</th>
+                                                    <th scope="col">"Last used"</th>
+                                                    <th scope="col">
+                                                        <span class="visually-hidden">"Actions"</span>
+                                                    </th>
+                                                </tr>
+                                            </thead>
+                                            <tbody>
+                                                {keys
+                                                    .rows
+                                                    .into_iter()
+                                                    .map(|k| key_row(k, revoke))
+                                                    .collect_view()}
+                                            </tbody>
+                                        </table>
+                                        <Pager
+                                            page=keys.page
+                                            pages=keys.pages
+                                            total=keys.total
+                                            href=move |n| format!("/scopes?scopes_page={scope_page}&page={n}")
+                                            label="Agent keys pages"
+                                        />
+                                    }
+                                        .into_any()
+                                }}
+                            </section>
+                        }
+                            .into_any()
+                    }
+                    Err(e) => view! { <ErrorNotice error=e /> }.into_any(),
+                }
+            })}
+        </Suspense>
+    }
+}
+
+fn scope_row(scope: ScopeRow) -> impl IntoView {
+    view! {
+        <tr>
+            <td>
+                <A href=format!("/scopes/{}", scope.slug)>{scope.slug.clone()}</A>
+            </td>
+            <td class="description">{scope.description}</td>
+            <td>{link_list("/roles", scope.roles)}</td>
+            <td>
+                {if scope.guardrails.is_empty() {
+                    view! { <span class="muted">"none"</span> }.into_any()
+                } else {
+                    view! {
+                        <ul class="plain">
+                            {scope
+                                .guardrails
+                                .into_iter()
+                                .map(|sentence| view! { <li>{inline_code(&sentence)}</li> })
+                                .collect_view()}
+                        </ul>
+                    }
+                        .into_any()
+                }}
+            </td>
+        </tr>
+    }
+}
+
+fn key_row(key: KeyRow, revoke: ServerAction<RevokeKey>) -> impl IntoView {
+    let action = (key.revoked_at.is_none()).then(|| revoke_button(key.name.clone(), revoke));
+    let status = match key.revoked_at {
+        Some(at) => format!("revoked {at}"),
+        None => key.status.clone(),
+    };
+    let created = match key.created_by {
+        Some(by) => format!("{} by {by}", key.created_at),
+        None => key.created_at,
+    };
+    view! {
+        <tr>
+            <td>{key.name}</td>
+            <td>
+                <code>{key.scope}</code>
+            </td>
+            <td>
+                <code>{format!("{}…", key.prefix)}</code>
+            </td>
+            <td>
+                <span class=format!("badge status-{}", key.status)>{status}</span>
+            </td>
+            <td>{created}</td>
+            <td>{key.expires_at.unwrap_or_else(|| "never".to_owned())}</td>
+            <td>{key.last_used_at.unwrap_or_else(|| "never".to_owned())}</td>
+            <td>{action}</td>
+        </tr>
+    }
+}

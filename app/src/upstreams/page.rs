@@ -1,0 +1,258 @@
+//! Upstreams: register one (stdio command or streamable HTTP URL), check its health, and
+//! sync the tools of every upstream. A tool an upstream stops listing is kept and flagged.
+
+use crate::components::csrf::CsrfField;
+use leptos::form::ActionForm;
+use leptos::prelude::*;
+use leptos::server::ServerAction;
+use leptos_meta::Title;
+
+use crate::components::catalog::link_list;
+use crate::components::forms::{FieldError, FormOutcome, error_for, last_error};
+use crate::components::{ErrorNotice, Loading};
+use leptos_router::hooks::use_query_map;
+
+use super::api::{RegisterUpstream, SyncSummary, SyncUpstreams, UpstreamRow, list_upstreams};
+
+#[component]
+pub fn UpstreamsPage() -> impl IntoView {
+    let register = ServerAction::<RegisterUpstream>::new();
+    let sync = ServerAction::<SyncUpstreams>::new();
+    let query = use_query_map();
+    let check = move || query.read().get("check");
+    let view_data = Resource::new(
+        move || (check(), register.version().get(), sync.version().get()),
+        |(check, ..)| list_upstreams(check),
+    );
+    let error = last_error(register);
+    let err = move |f: &'static str| Signal::derive(move || error_for(error(), f));
+    view! {
+        <Title text="Upstreams" />
+        <h1>"Upstreams"</h1>
+        <p class="lead">
+            "The MCP servers whose tools the gateway executes. A sync lists each one's tools into the catalog; a tool an upstream stops listing is kept and flagged, never silently dropped."
+        </p>
+        <ActionForm action=sync attr:class="inline-form">
+            <CsrfField />
+            <button type="submit" class="secondary">
+                "Sync tools of every upstream"
+            </button>
+        </ActionForm>
+        <FormOutcome action=sync fields=&[] saved="Synced." />
+        <Suspense fallback=|| view! { <Loading /> }>
+            {move || Suspend::new(async move {
+                match view_data.await {
+                    Ok(data) => {
+                        view! {
+                            {data
+                                .health
+                                .map(|h| view! { <p class="notice info health" role="status">{h}</p> })}
+                            {sync_reports(data.last_sync)}
+                            {upstream_table(data.rows)}
+                        }
+                            .into_any()
+                    }
+                    Err(e) => view! { <ErrorNotice error=e /> }.into_any(),
+                }
+            })}
+        </Suspense>
+        <ActionForm action=register attr:class="card form" attr:aria-labelledby="register-heading">
+            <CsrfField />
+            <h2 id="register-heading">"Register an upstream"</h2>
+            <FormOutcome
+                action=register
+                fields=&["name", "kind", "command", "ca_bundle", "env", "headers"]
+                saved="Registered and synced."
+            />
+            <div class="form-row">
+                <div>
+                    <label for="upstream-name">"Name (slug)"</label>
+                    <input id="upstream-name" name="name" required aria-describedby="name-error" />
+                    <FieldError id="name-error" message=err("name") />
+                </div>
+                <div>
+                    <label for="upstream-kind">"Transport"</label>
+                    <select id="upstream-kind" name="kind" aria-describedby="kind-error">
+                        <option value="stdio">"stdio: a command the gateway starts"</option>
+                        <option value="http">"streamable HTTP: a URL"</option>
+                    </select>
+                    <FieldError id="kind-error" message=err("kind") />
+                </div>
+            </div>
+            <div class="form-row">
+                <div>
+                    <label for="upstream-command">"Command (stdio)"</label>
+                    <input id="upstream-command" name="command" aria-describedby="command-error" />
+                    <FieldError id="command-error" message=err("command") />
+                    <label for="upstream-args">"Arguments (stdio, one per line)"</label>
+                    <textarea id="upstream-args" name="args" rows="3" class="mono"></textarea>
+                </div>
+                <div>
+                    <label for="upstream-url">"URL (HTTP)"</label>
+                    <input id="upstream-url" name="url" placeholder="https://tools.internal/mcp" />
+                    <label for="upstream-ca-bundle">"CA bundle (HTTPS, PEM, optional)"</label>
+                    <textarea
+                        id="upstream-ca-bundle"
+                        name="ca_bundle"
+                        rows="3"
+                        class="mono"
+                        placeholder="-----BEGIN CERTIFICATE-----"
+                        aria-describedby="ca-bundle-error ca-bundle-help"
+                    ></textarea>
+                    <FieldError id="ca-bundle-error" message=err("ca_bundle") />
+                    <p class="muted" id="ca-bundle-help">
+                        "Certificates of an internal CA, trusted for this upstream beside the system's roots. Part of the upstream's definition, like its URL: register it again without them and they are removed."
+                    </p>
+                </div>
+            </div>
+            <fieldset class="plain credentials">
+                <legend>"Credentials: stored, used by the gateway, never shown again"</legend>
+                <div class="form-row">
+                    <div>
+                        <label for="upstream-env">"Environment (stdio, one KEY=value per line)"</label>
+                        <textarea
+                            id="upstream-env"
+                            name="env"
+                            rows="3"
+                            class="mono"
+                            autocomplete="off"
+                            aria-describedby="env-error env-help"
+                        ></textarea>
+                        <FieldError id="env-error" message=err("env") />
+                    </div>
+                    <div>
+                        <label for="upstream-bearer">"Bearer token (HTTP)"</label>
+                        <input
+                            id="upstream-bearer"
+                            name="bearer"
+                            type="password"
+                            autocomplete="off"
+                            aria-describedby="env-help"
+                        />
+                        <label for="upstream-headers">"Extra headers (HTTP, one Name: value per line)"</label>
+                        <textarea
+                            id="upstream-headers"
+                            name="headers"
+                            rows="2"
+                            class="mono"
+                            autocomplete="off"
+                            placeholder="X-Api-Key: …"
+                            aria-describedby="headers-error env-help"
+                        ></textarea>
+                        <FieldError id="headers-error" message=err("headers") />
+                    </div>
+                </div>
+                <p class="muted" id="env-help">
+                    "Left empty, a stored environment, token or set of headers is kept. Entered, it replaces the stored one. Only names are shown after saving."
+                </p>
+                <label class="checkbox" for="upstream-clear">
+                    <input type="checkbox" id="upstream-clear" name="clear_credentials" value="on" />
+                    " Remove the stored credentials first"
+                </label>
+            </fieldset>
+            <button type="submit" class="primary">
+                "Register and sync"
+            </button>
+        </ActionForm>
+    }
+}
+
+fn sync_reports(reports: Vec<SyncSummary>) -> impl IntoView {
+    (!reports.is_empty()).then(|| view! {
+        <ul class="sync-reports">
+            {reports
+                .into_iter()
+                .map(|r| {
+                    let text = match &r.error {
+                        Some(e) => format!("{}: sync failed, its tools are unchanged: {e}", r.upstream),
+                        None => format!("{}: {} tools listed", r.upstream, r.tools),
+                    };
+                    view! {
+                        <li class=if r.error.is_some() { "notice error" } else { "notice ok" }>
+                            {text}
+                            {(!r.missing.is_empty())
+                                .then(|| {
+                                    view! {
+                                        <p>
+                                            <span class="badge danger">"no longer listed"</span>
+                                            " kept with their last definition: "
+                                            {r.missing.join(", ")}
+                                        </p>
+                                    }
+                                })}
+                        </li>
+                    }
+                })
+                .collect_view()}
+        </ul>
+    })
+}
+
+/// Which credentials are stored, never what they are.
+fn credentials_text(row: &UpstreamRow) -> String {
+    let mut parts = Vec::new();
+    if !row.env_keys.is_empty() {
+        parts.push(format!("env {}", row.env_keys.join(", ")));
+    }
+    if row.bearer {
+        parts.push("bearer token stored".to_owned());
+    }
+    if !row.header_names.is_empty() {
+        parts.push(format!("headers {}", row.header_names.join(", ")));
+    }
+    if parts.is_empty() {
+        "none".to_owned()
+    } else {
+        parts.join("; ")
+    }
+}
+
+fn upstream_table(rows: Vec<UpstreamRow>) -> impl IntoView {
+    if rows.is_empty() {
+        return view! { <p class="notice info">"No upstreams yet."</p> }.into_any();
+    }
+    view! {
+        <table class="table">
+            <thead>
+                <tr>
+                    <th scope="col">"Upstream"</th>
+                    <th scope="col">"Transport"</th>
+                    <th scope="col">"Command or URL"</th>
+                    <th scope="col">"Credentials"</th>
+                    <th scope="col">"Tools"</th>
+                    <th scope="col">"Health"</th>
+                </tr>
+            </thead>
+            <tbody>
+                {rows
+                    .into_iter()
+                    .map(|u| {
+                        let label = format!("Check health of {}", u.name);
+                        let href = format!("/upstreams?check={}", u.name);
+                        let credentials = credentials_text(&u);
+                        view! {
+                            <tr>
+                                <td>
+                                    <code>{u.name.clone()}</code>
+                                </td>
+                                <td>{u.kind}</td>
+                                <td>
+                                    <code>{u.target}</code>
+                                    {u.ca_bundle.then(|| view! { <p class="muted">"trusts its own CA bundle"</p> })}
+                                </td>
+                                <td class="credentials-cell">{credentials}</td>
+                                <td>{link_list("/tools", u.tools)}</td>
+                                <td>
+                                    <a href=href aria-label=label>
+                                        "Check"
+                                    </a>
+                                </td>
+                            </tr>
+                        }
+                    })
+                    .collect_view()}
+            </tbody>
+        </table>
+    }
+    .into_any()
+}

@@ -1,0 +1,6 @@
+//! Console users: the list, add, change role, disable.
+
+pub mod api;
+mod page;
+
+pub use page::UsersPage;
