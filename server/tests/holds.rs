@@ -10,7 +10,7 @@ mod common;
 use std::sync::Arc;
 
 use chrono::Utc;
-use common::{Reply, Server, call, init, learn, platform};
+use common::{Reply, Server, call, init, may_refund_o5005, platform};
 use serde_json::{Value, json};
 use skillgate_core::admin::AdminService;
 use skillgate_core::audit::AuditLog;
@@ -55,17 +55,7 @@ async fn reviewer(server: &Server) -> Reviewer {
 async fn tier_one(server: &Server, key: &str) -> (common::Client, String) {
     let client = server.connect(key).await;
     let (session, _) = init(&client).await;
-    assert!(
-        !learn(&client, &session, "/roles/tier-1-support")
-            .await
-            .is_error
-    );
-    let check = json!({"customer_id": "C-1003", "order_id": "O-5005"});
-    assert!(
-        !call(&client, &session, "check_refund_eligibility", check)
-            .await
-            .is_error
-    );
+    may_refund_o5005(&client, &session).await;
     (client, session)
 }
 

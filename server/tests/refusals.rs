@@ -44,7 +44,7 @@ mod common;
 use std::sync::Arc;
 
 use chrono::Utc;
-use common::{Client, Reply, Server, call, init, learn, platform};
+use common::{Client, Reply, Server, call, init, learn, may_refund_o5005, platform};
 use serde_json::{Value, json};
 use skillgate_core::audit::AuditLog;
 use skillgate_core::holds::Holds;
@@ -427,17 +427,7 @@ async fn every_refusal_of_the_mcp_endpoint_is_audited_with_its_code_and_place() 
         "ACCESS_DENIED",
     );
     audit.one("a tool not unlocked", "call_denied", "ACCESS_DENIED", own);
-    assert!(
-        !learn(&client, &session, "/roles/tier-1-support")
-            .await
-            .is_error
-    );
-    let check = json!({"customer_id": "C-1003", "order_id": "O-5005"});
-    assert!(
-        !call(&client, &session, "check_refund_eligibility", check)
-            .await
-            .is_error
-    );
+    may_refund_o5005(&client, &session).await;
     audit.new_events();
     let mut bad = refund(100);
     bad["amount"] = json!("a lot");
@@ -698,17 +688,7 @@ async fn a_refused_hold_decision_is_audited_and_changes_nothing() {
     let server = Server::start();
     let client = server.connect(&server.support_key).await;
     let (session, _) = init(&client).await;
-    assert!(
-        !learn(&client, &session, "/roles/tier-1-support")
-            .await
-            .is_error
-    );
-    let check = json!({"customer_id": "C-1003", "order_id": "O-5005"});
-    assert!(
-        !call(&client, &session, "check_refund_eligibility", check)
-            .await
-            .is_error
-    );
+    may_refund_o5005(&client, &session).await;
     let hold = held(&client, &session).await;
     let (holds, _) = reviewer(&server).await;
     let mut audit = Audit::new(&server);

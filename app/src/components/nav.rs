@@ -170,21 +170,7 @@ pub fn SectionsNav() -> impl IntoView {
                                     <summary aria-current=move || is_current().then_some("true")>
                                         {group.label}
                                     </summary>
-                                    <ul class="nav-menu">
-                                        {group
-                                            .links
-                                            .iter()
-                                            .map(|link| {
-                                                view! {
-                                                    <li>
-                                                        <A href=link.href exact=true>
-                                                            {link.label}
-                                                        </A>
-                                                    </li>
-                                                }
-                                            })
-                                            .collect_view()}
-                                    </ul>
+                                    <ul class="nav-menu">{link_items(group)}</ul>
                                 </details>
                             </li>
                         }
@@ -193,6 +179,23 @@ pub fn SectionsNav() -> impl IntoView {
             </ul>
         </nav>
     }
+}
+
+/// A group's pages as list items, in the menu and in the bar under the top bar alike.
+fn link_items(group: &'static Group) -> impl IntoView {
+    group
+        .links
+        .iter()
+        .map(|link| {
+            view! {
+                <li>
+                    <A href=link.href exact=true>
+                        {link.label}
+                    </A>
+                </li>
+            }
+        })
+        .collect_view()
 }
 
 /// The pages of the current group, under the top bar; nothing on the dashboard.
@@ -206,21 +209,7 @@ pub fn GroupNav() -> impl IntoView {
             view! {
                 <nav aria-label=format!("{} pages", group.label) class="group-nav">
                     <span class="group-name">{group.label}</span>
-                    <ul>
-                        {group
-                            .links
-                            .iter()
-                            .map(|link| {
-                                view! {
-                                    <li>
-                                        <A href=link.href exact=true>
-                                            {link.label}
-                                        </A>
-                                    </li>
-                                }
-                            })
-                            .collect_view()}
-                    </ul>
+                    <ul>{link_items(group)}</ul>
                 </nav>
             }
         })

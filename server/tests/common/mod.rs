@@ -422,6 +422,16 @@ pub async fn learn(client: &Client, session: &str, path: &str) -> Reply {
     .await
 }
 
+/// Makes `session` one that may refund order O-5005 of the demo catalog: it learns
+/// `tier-1-support` and checks the order's eligibility (the guard `process_refund` waits for).
+pub async fn may_refund_o5005(client: &Client, session: &str) {
+    let learned = learn(client, session, "/roles/tier-1-support").await;
+    assert!(!learned.is_error, "{}", learned.text);
+    let check = serde_json::json!({"customer_id": "C-1003", "order_id": "O-5005"});
+    let checked = call(client, session, "check_refund_eligibility", check).await;
+    assert!(!checked.is_error, "{}", checked.text);
+}
+
 pub async fn call(client: &Client, session: &str, tool: &str, arguments: Value) -> Reply {
     platform(
         client,
