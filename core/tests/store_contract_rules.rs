@@ -314,3 +314,52 @@ async fn a_catalog_name_is_unique_and_a_stale_update_is_a_conflict_that_changes_
     let skills = store.list_skills().await.unwrap();
     assert_eq!(skills[0].value.skill.description, "Refunds, v2");
 }
+
+/// Rows in `rate_limit_slots`, by subject.
+async fn slot_rows(store: &Store, subject: &str) -> i64 {
+    sqlx::query_scalar("SELECT COUNT(*) FROM rate_limit_slots WHERE subject = $1")
+        .bind(subject)
+        .fetch_one(store.test_pool())
+        .await
+        .unwrap()
+}
+
+/// A subject that never asks again (an address that registered one OAuth client) leaves
+/// nothing behind: the next reservation of the same action, by anyone, drops every slot
+/// that left the window, and none that is still in it.
+#[tokio::test]
+async fn rate_limit_slots_of_a_subject_that_never_returns_are_dropped_once_out_of_the_window() {
+    use skillgate_core::revisions::Slot;
+    let (store, _dir) = store().await;
+    let limit = ("oauth.register", 2, std::time::Duration::from_secs(60));
+    let start = at("2026-01-01T00:00:00Z");
+    for subject in ["203.0.113.1", "203.0.113.2"] {
+        let slot = store
+            .reserve_rate_slot(subject, limit, start)
+            .await
+            .unwrap();
+        assert!(matches!(slot, Slot::Reserved), "{subject}");
+    }
+    let other_action = ("feedback", 2, std::time::Duration::from_secs(60));
+    let slot = store
+        .reserve_rate_slot("agent-1", other_action, start)
+        .await;
+    assert!(matches!(slot.unwrap(), Slot::Reserved));
+
+    // Within the window: another subject's reservation drops nothing.
+    let within = start + Duration::seconds(30);
+    let slot = store.reserve_rate_slot("203.0.113.3", limit, within).await;
+    assert!(matches!(slot.unwrap(), Slot::Reserved));
+    assert_eq!(slot_rows(&store, "203.0.113.1").await, 1);
+    assert_eq!(slot_rows(&store, "203.0.113.2").await, 1);
+
+    // Past it: the first two are gone; the third is still in its window; another
+    // action's slots are that action's to drop.
+    let later = start + Duration::seconds(75);
+    let slot = store.reserve_rate_slot("203.0.113.4", limit, later).await;
+    assert!(matches!(slot.unwrap(), Slot::Reserved));
+    assert_eq!(slot_rows(&store, "203.0.113.1").await, 0);
+    assert_eq!(slot_rows(&store, "203.0.113.2").await, 0);
+    assert_eq!(slot_rows(&store, "203.0.113.3").await, 1);
+    assert_eq!(slot_rows(&store, "agent-1").await, 1);
+}

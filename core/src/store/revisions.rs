@@ -528,15 +528,13 @@ impl Store {
         .await?
         .rows_affected()
             == 1;
-        // Slots out of the window count for nothing: keep the table at `max` rows a key.
-        sqlx::query(
-            "DELETE FROM rate_limit_slots WHERE subject = $1 AND action = $2 AND at_ms <= $3",
-        )
-        .bind(subject)
-        .bind(action)
-        .bind(since)
-        .execute(&mut *tx)
-        .await?;
+        // Slots out of the window count for nothing, whoever took them: the table holds at
+        // most `max` rows a subject that asked within the window, and none of the others.
+        sqlx::query("DELETE FROM rate_limit_slots WHERE action = $1 AND at_ms <= $2")
+            .bind(action)
+            .bind(since)
+            .execute(&mut *tx)
+            .await?;
         tx.commit().await?;
         if reserved {
             return Ok(Slot::Reserved);

@@ -1,0 +1,6 @@
+-- Slots of subjects that never come back (an address that registered an OAuth client
+-- once) were pruned only when that subject asked again, so they stayed forever. Each
+-- reservation now drops every slot of its action that left the window; this index makes
+-- that a range scan instead of a scan of the table.
+-- PostgreSQL translation of migrations/sqlite/0019_rate_limit_sweep.sql.
+CREATE INDEX rate_limit_slots_expiry ON rate_limit_slots (action, at_ms);
