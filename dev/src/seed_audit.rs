@@ -12,7 +12,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
 use skillgate_core::audit::chain::link;
-use skillgate_core::audit::{Anchor, AuditRow, canonical_json};
+use skillgate_core::audit::{Anchor, AuditRow, EventKind, canonical_json};
 use skillgate_core::store::{Store, stamp};
 
 #[derive(Debug, Args)]
@@ -87,12 +87,12 @@ const TASKS: &[&str] = &[
 struct Live {
     id: String,
     key: &'static str,
-    queue: std::vec::IntoIter<(&'static str, Value)>,
+    queue: std::vec::IntoIter<(EventKind, Value)>,
 }
 
-fn plan(rng: &mut StdRng, scope: &str, per_session: u64) -> Vec<(&'static str, Value)> {
+fn plan(rng: &mut StdRng, scope: &str, per_session: u64) -> Vec<(EventKind, Value)> {
     let mut events = vec![(
-        "session_started",
+        EventKind::SessionStarted,
         json!({ "scope": scope, "task_summary": TASKS[rng.gen_range(0..TASKS.len())] }),
     )];
     let (role, tools) = ROLES[rng.gen_range(0..ROLES.len())];
@@ -101,7 +101,7 @@ fn plan(rng: &mut StdRng, scope: &str, per_session: u64) -> Vec<(&'static str, V
     };
     let v = versions(rng);
     events.push((
-        "learn_granted",
+        EventKind::LearnGranted,
         json!({ "path": format!("/roles/{role}"), "role": role, "skill_versions": v }),
     ));
     let target = rng.gen_range(per_session / 2..=per_session * 3 / 2).max(3);
@@ -111,47 +111,47 @@ fn plan(rng: &mut StdRng, scope: &str, per_session: u64) -> Vec<(&'static str, V
             "amount": rng.gen_range(5..900), "card": { "sha256": format!("{:032x}{:032x}", rng.r#gen::<u128>(), rng.r#gen::<u128>()) } });
         match rng.gen_range(0..100) {
             0..=2 => events.push((
-                "learn_denied",
+                EventKind::LearnDenied,
                 json!({ "path": "/roles/system-admin", "code": "ACCESS_DENIED" }),
             )),
             3..=6 => events.push((
-                "call_denied",
+                EventKind::CallDenied,
                 json!({ "tool": "delete_account", "arguments": {}, "decision": "denied",
                         "code": "ACCESS_DENIED", "rule": null }),
             )),
             7..=9 => events.push((
-                "call_denied",
+                EventKind::CallDenied,
                 json!({ "tool": tool, "arguments": args, "decision": "denied",
                         "code": "GOVERNANCE_VIOLATION", "rule": RULES[rng.gen_range(0..RULES.len())] }),
             )),
             10..=11 => {
                 let (second, _) = ROLES[rng.gen_range(0..ROLES.len())];
                 events.push((
-                    "learn_granted",
+                    EventKind::LearnGranted,
                     json!({ "path": format!("/roles/{second}"), "role": second,
                             "skill_versions": { format!("{second}-skill"): 1 } }),
                 ));
             }
             12 => events.push((
-                "feedback",
+                EventKind::Feedback,
                 json!({ "skill": format!("{role}-skill"), "rating": rng.gen_range(1..6), "comment": "seeded" }),
             )),
             n => {
                 events.push((
-                    "call_allowed",
+                    EventKind::CallAllowed,
                     json!({ "tool": tool, "arguments": args, "decision": "allowed", "role": role,
                             "skill_versions": v }),
                 ));
                 let duration = rng.gen_range(3..400);
                 events.push(if n < 16 {
                     (
-                        "call_result",
+                        EventKind::CallResult,
                         json!({ "tool": tool, "status": "error", "duration_ms": duration,
                                 "error": "upstream timed out" }),
                     )
                 } else {
                     (
-                        "call_result",
+                        EventKind::CallResult,
                         json!({ "tool": tool, "status": "ok", "duration_ms": duration,
                                 "result_size": rng.gen_range(40..4000),
                                 "result_sha256": format!("{:032x}{:032x}", rng.r#gen::<u128>(), rng.r#gen::<u128>()) }),
@@ -181,7 +181,7 @@ pub async fn run(args: SeedAuditArgs) -> anyhow::Result<()> {
     let mut sessions = 0u64;
     while written < args.events {
         let batch_len = (args.events - written).min(args.batch as u64);
-        let mut events: Vec<(String, &'static str, &'static str, String)> =
+        let mut events: Vec<(String, &'static str, EventKind, String)> =
             Vec::with_capacity(batch_len as usize);
         while (events.len() as u64) < batch_len {
             if live.len() < args.concurrent {
@@ -220,7 +220,7 @@ pub async fn run(args: SeedAuditArgs) -> anyhow::Result<()> {
                             &tip,
                             at,
                             Some(session),
-                            kind.to_owned(),
+                            kind.as_str().to_owned(),
                             Some(key.to_owned()),
                             payload,
                         );

@@ -10,6 +10,7 @@ pub use super::audit_row::AuditRow;
 pub(crate) use super::audit_row::{COLUMNS, seq_from_db, seq_to_db};
 use super::lane::{Lane, LaneRow, OnDirect, Param, Statements, ready};
 use super::{Store, StoreError};
+use crate::names::EventKind;
 
 /// `prev_hash` of the first event of a chain: 32 zero bytes, in hex.
 pub const GENESIS_HASH: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -256,6 +257,7 @@ impl Store {
         limit: u32,
     ) -> Result<Vec<AuditRow>, StoreError> {
         Ok(sqlx::query_as::<_, AuditRow>(&SELECT_ADMIN_CHANGES)
+            .bind(EventKind::AdminChange.as_str())
             .bind(target)
             .bind(i64::from(limit))
             .fetch_all(self.pool())
@@ -361,9 +363,10 @@ impl Store {
         through_seq: u64,
     ) -> Result<Vec<AuditRow>, StoreError> {
         Ok(sqlx::query_as(&format!(
-            "SELECT {COLUMNS} FROM audit_events WHERE kind = 'audit_pruned' AND seq > $1
-             AND CAST(json_extract(payload, '$.through_seq') AS BIGINT) = $2 ORDER BY seq"
+            "SELECT {COLUMNS} FROM audit_events WHERE kind = $1 AND seq > $2
+             AND CAST(json_extract(payload, '$.through_seq') AS BIGINT) = $3 ORDER BY seq"
         ))
+        .bind(EventKind::AuditPruned.as_str())
         .bind(seq_to_db(after_seq))
         .bind(seq_to_db(through_seq))
         .fetch_all(self.pool())
@@ -544,8 +547,8 @@ static SELECT_AFTER: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
 
 static SELECT_ADMIN_CHANGES: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     format!(
-        "SELECT {COLUMNS} FROM audit_events WHERE kind = 'admin_change' \
-         AND json_extract(payload, '$.target') = $1 ORDER BY seq DESC LIMIT $2"
+        "SELECT {COLUMNS} FROM audit_events WHERE kind = $1 \
+         AND json_extract(payload, '$.target') = $2 ORDER BY seq DESC LIMIT $3"
     )
 });
 
