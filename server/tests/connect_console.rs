@@ -317,7 +317,7 @@ async fn without_javascript_try_it_comes_back_to_the_page_with_the_session_in_it
 }
 
 #[tokio::test]
-async fn a_viewer_sees_the_configurations_but_is_refused_try_it_and_nothing_is_audited() {
+async fn a_viewer_sees_the_configurations_but_is_refused_try_it_and_only_the_refusals_are_audited() {
     let server = Server::start();
     add_user(&server, "vic", "viewer", VIEWER_PASSWORD);
     let vic = sign_in(&server, "vic", VIEWER_PASSWORD).await;
@@ -344,9 +344,20 @@ async fn a_viewer_sees_the_configurations_but_is_refused_try_it_and_nothing_is_a
     )
     .await;
     assert_eq!(status, StatusCode::FORBIDDEN);
+    // Nothing ran as vic's try-it; each refused request is on the record as a refusal.
     let after = server.audit_events();
-    assert_eq!(after.len(), before.len(), "nothing audited");
     assert!(after.iter().all(|e| e["actor"] != "console:vic"));
+    let fresh = &after[before.len()..];
+    assert_eq!(fresh.len(), 2, "{fresh:#?}");
+    for (event, function) in fresh.iter().zip(["try_init", "try_call"]) {
+        assert_eq!(event["kind"], "admin_refused", "{event}");
+        assert_eq!(event["actor"], "vic", "{event}");
+        assert_eq!(event["payload"]["code"], "FORBIDDEN", "{event}");
+        assert_eq!(event["payload"]["action"], "console.call", "{event}");
+        let target = event["payload"]["target"].as_str().unwrap_or_default();
+        assert!(target.starts_with("console:/console/api/"), "{event}");
+        assert!(target.contains(function), "{event}");
+    }
 }
 
 #[tokio::test]

@@ -99,12 +99,34 @@ pub async fn require(needed: ConsoleRole) -> Result<ConsoleUser, ConsoleError> {
             Err(ConsoleError::Unauthorized)
         }
         Some(user) if !user.role.allows(needed) => {
-            set_status(StatusCode::FORBIDDEN);
-            Err(ConsoleError::Forbidden {
+            let refused = ConsoleError::Forbidden {
                 needed: needed.to_string(),
                 actual: user.role.to_string(),
-            })
+            };
+            audit_forbidden(&user, &refused).await?;
+            set_status(StatusCode::FORBIDDEN);
+            Err(refused)
         }
         Some(user) => Ok(user),
     }
+}
+
+/// Puts a signed-in user's request that their console role does not allow on the record
+/// (`admin_refused`, action `console.call`, the request's path as target), before they
+/// hear of it; if it cannot be recorded, they get an internal error instead.
+async fn audit_forbidden(user: &ConsoleUser, refused: &ConsoleError) -> Result<(), ConsoleError> {
+    let path = use_context::<http::request::Parts>()
+        .map(|parts| parts.uri.path().to_owned())
+        .unwrap_or_default();
+    context()
+        .authoring
+        .record_refusal(
+            &user.name,
+            "console.call",
+            &format!("console:{path}"),
+            "FORBIDDEN",
+            &refused.to_string(),
+        )
+        .await
+        .map_err(internal)
 }
