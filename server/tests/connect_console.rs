@@ -317,7 +317,7 @@ async fn without_javascript_try_it_comes_back_to_the_page_with_the_session_in_it
 }
 
 #[tokio::test]
-async fn a_viewer_sees_the_configurations_but_is_refused_try_it_and_only_the_refusals_are_audited() {
+async fn a_viewer_is_refused_try_it_and_only_the_refusals_are_audited() {
     let server = Server::start();
     add_user(&server, "vic", "viewer", VIEWER_PASSWORD);
     let vic = sign_in(&server, "vic", VIEWER_PASSWORD).await;
