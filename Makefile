@@ -124,7 +124,7 @@ clippy: deps-build
 # The server tests that run on PostgreSQL too: everything but the few about SQLite's files
 # (the signing key beside the database file, CLI output on a file database).
 PG_SERVER_TESTS := mcp_endpoint hardening mcp_skills oauth holds holds_console feedback \
-  revisions console_security connect_console gitops tool_pins upstream_errors \
+  guardrails inspection_policy upstream_guardrails revisions console_security connect_console gitops tool_pins upstream_errors \
   upstream_schemas catalog_code skill_bundles refusals
 
 # Everything on SQLite, then the store's contract on PostgreSQL: the core's tests and the
@@ -158,6 +158,7 @@ bench: deps-postgres
 	cargo build --release -p skillgate-dev
 	cargo bench -p skillgate-core --bench decide
 	cargo bench -p skillgate-core --bench auth
+	cargo bench -p skillgate-core --bench inspect
 	target/release/skillgate-dev load
 	target/release/skillgate-dev load --rate 500
 	target/release/skillgate-dev backends

@@ -19,6 +19,7 @@ pub mod compliance;
 pub mod connect;
 pub mod dashboard;
 pub mod holds;
+pub mod inspection;
 pub mod limits;
 pub mod login;
 pub mod oauth;
@@ -134,6 +135,11 @@ pub fn App() -> impl IntoView {
                     <Route
                         path=path!("upstreams")
                         view={Lazy::<routes::UpstreamsRoute>::new()}
+                        ssr=SsrMode::Async
+                    />
+                    <Route
+                        path=path!("inspectors")
+                        view={Lazy::<routes::InspectorsRoute>::new()}
                         ssr=SsrMode::Async
                     />
                     <Route

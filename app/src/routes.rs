@@ -15,6 +15,7 @@ use crate::changes::ChangesPage;
 use crate::compliance::{AuditPage, SessionPage, SessionsPage};
 use crate::connect::ConnectPage;
 use crate::holds::{HoldPage, HoldsPage};
+use crate::inspection::InspectorsPage;
 use crate::oauth::{ConnectedPage, ConsentPage};
 use crate::revisions::{CandidatePage, CandidatesPage};
 use crate::roles::{NewRolePage, RoleEditPage, RolePage, RolesPage};
@@ -56,6 +57,7 @@ lazy_pages! {
     ToolRoute => ToolPage,
     ScopesRoute => ScopesPage,
     UpstreamsRoute => UpstreamsPage,
+    InspectorsRoute => InspectorsPage,
     NewScopeRoute => NewScopePage,
     ScopeEditRoute => ScopeEditPage,
     SessionsRoute => SessionsPage,

@@ -133,6 +133,7 @@ fn catalog(tools: usize) -> CompiledCatalog {
         kind: UpstreamKind::Http {
             url: "http://bench.invalid".into(),
             ca_bundle: None,
+            allow_plaintext: false,
         },
     };
     CompiledCatalog::compile(draft.into_catalog(vec![upstream]))

@@ -12,6 +12,7 @@ pub mod compliance;
 pub mod demo;
 pub mod gateway;
 pub mod holds;
+pub mod inspect;
 pub mod keys;
 pub mod limited_read;
 pub mod metrics;

@@ -14,6 +14,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
+use crate::model::{InspectAction, Inspector};
 use crate::policy::DenyCode;
 
 /// A phase of a governed request, in the order a `call_tool` passes through them.
@@ -36,10 +37,13 @@ pub enum Phase {
     Upstream,
     /// The durable `call_result` event.
     AuditResult,
+    /// The content inspectors: a call's arguments before deciding, its result before the
+    /// answer.
+    Inspect,
 }
 
 impl Phase {
-    pub const ALL: [Phase; 7] = [
+    pub const ALL: [Phase; 8] = [
         Phase::Auth,
         Phase::Session,
         Phase::Decide,
@@ -47,6 +51,7 @@ impl Phase {
         Phase::AuditDecision,
         Phase::Upstream,
         Phase::AuditResult,
+        Phase::Inspect,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -58,6 +63,7 @@ impl Phase {
             Phase::AuditDecision => "audit_decision",
             Phase::Upstream => "upstream",
             Phase::AuditResult => "audit_result",
+            Phase::Inspect => "inspect",
         }
     }
 }
@@ -82,6 +88,7 @@ impl Outcome {
             Outcome::Denied(DenyCode::ToolUnusable) => "tool_unusable",
             Outcome::Denied(DenyCode::InternalError) => "internal_error",
             Outcome::Denied(DenyCode::ToolQuarantined) => "tool_quarantined",
+            Outcome::Denied(DenyCode::ContentBlocked) => "content_blocked",
         }
     }
 }
@@ -94,6 +101,12 @@ struct PhaseLabel {
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct DecisionLabel {
     decision: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct FindingLabel {
+    inspector: &'static str,
+    action: &'static str,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -111,6 +124,7 @@ pub struct Metrics {
     requests: Histogram,
     decisions: Family<DecisionLabel, Counter>,
     refusals: Family<StatusLabel, Counter>,
+    findings: Family<FindingLabel, Counter>,
     panics: Counter,
     password_verifications: Counter,
 }
@@ -164,6 +178,12 @@ impl Metrics {
             "Requests to /mcp and /api/v1 refused at admission, by HTTP status",
             refusals.clone(),
         );
+        let findings = Family::<FindingLabel, Counter>::default();
+        registry.register(
+            "inspection_findings",
+            "What the content inspectors found in governed calls, by inspector and action taken",
+            findings.clone(),
+        );
         let panics = Counter::default();
         registry.register(
             "handler_panics",
@@ -182,6 +202,7 @@ impl Metrics {
             requests,
             decisions,
             refusals,
+            findings,
             panics,
             password_verifications,
         }
@@ -213,6 +234,17 @@ impl Metrics {
         self.decisions
             .get_or_create(&DecisionLabel {
                 decision: outcome.as_str(),
+            })
+            .inc();
+    }
+
+    /// Counts one content-inspection finding (`secrets`, `injection`, …) and what was done
+    /// about it (`flag`, `redact`, `block`).
+    pub fn count_finding(&self, inspector: Inspector, action: InspectAction) {
+        self.findings
+            .get_or_create(&FindingLabel {
+                inspector: inspector.as_str(),
+                action: action.as_str(),
             })
             .inc();
     }
@@ -371,6 +403,29 @@ mod tests {
         for (index, phase) in Phase::ALL.iter().enumerate() {
             assert_eq!(*phase as usize, index, "{phase:?}");
         }
+    }
+
+    #[test]
+    fn findings_are_counted_by_inspector_and_action() {
+        let metrics = Metrics::new();
+        metrics.count_finding(Inspector::Secrets, InspectAction::Redact);
+        metrics.count_finding(Inspector::Secrets, InspectAction::Redact);
+        metrics.count_finding(Inspector::Injection, InspectAction::Flag);
+        let text = metrics.render();
+        assert_eq!(
+            line_value(
+                &text,
+                r#"skillgate_inspection_findings_total{inspector="secrets",action="redact"}"#
+            ),
+            Some(2.0)
+        );
+        assert_eq!(
+            line_value(
+                &text,
+                r#"skillgate_inspection_findings_total{inspector="injection",action="flag"}"#
+            ),
+            Some(1.0)
+        );
     }
 
     #[test]

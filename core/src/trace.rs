@@ -37,6 +37,16 @@ pub fn decide_span() -> Span {
     tracing::info_span!(target: TARGET, "decide", otel.name = "skillgate.decide")
 }
 
+/// The span around the content inspectors of one call's `stage` (`arguments`, `result`).
+pub fn inspect_span(stage: &'static str) -> Span {
+    tracing::info_span!(
+        target: TARGET,
+        "inspect",
+        otel.name = format!("skillgate.inspect {stage}"),
+        skillgate.inspect.stage = stage,
+    )
+}
+
 /// The span around one durable audit append of `event` (`call_allowed`, `call_result`, …).
 pub fn audit_span(kind: EventKind) -> Span {
     let event = kind.as_str();

@@ -300,6 +300,7 @@ async fn an_upstream_that_could_never_connect_or_shadows_the_builtin_one_is_refu
             UpstreamKind::Http {
                 url: "ftp://tools.example/mcp".into(),
                 ca_bundle: None,
+                allow_plaintext: false,
             },
             "not an http:// or https:// URL",
         ),
@@ -437,6 +438,7 @@ async fn an_https_upstream_keeps_its_ca_bundle_and_a_bundle_that_is_not_one_chan
         kind: UpstreamKind::Http {
             url: "https://ledger.internal/mcp".into(),
             ca_bundle: Some(bundle.clone()),
+            allow_plaintext: false,
         },
     };
     f.service
@@ -466,6 +468,7 @@ async fn an_https_upstream_keeps_its_ca_bundle_and_a_bundle_that_is_not_one_chan
             kind: UpstreamKind::Http {
                 url: "https://ledger.internal/mcp".into(),
                 ca_bundle: Some(pem),
+                allow_plaintext: false,
             },
         };
         let err = f

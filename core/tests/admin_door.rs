@@ -153,6 +153,7 @@ async fn every_catalog_change_path_writes_exactly_one_admin_change_event() {
         kind: UpstreamKind::Http {
             url: "http://127.0.0.1:9/mcp".into(),
             ca_bundle: None,
+            allow_plaintext: false,
         },
     };
     let (_, ev) = events_of(
@@ -380,6 +381,7 @@ async fn refused_changes_write_no_event_and_name_the_field_they_are_about() {
         kind: UpstreamKind::Http {
             url: "ftp://example.test/mcp".into(),
             ca_bundle: None,
+            allow_plaintext: false,
         },
     };
     let error = a

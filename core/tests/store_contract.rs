@@ -160,6 +160,7 @@ async fn a_catalog_change_on_one_replica_is_seen_by_the_others_next_check() {
             kind: UpstreamKind::Http {
                 url: "https://crm.example.com/mcp".into(),
                 ca_bundle: None,
+                allow_plaintext: false,
             },
         })
         .await

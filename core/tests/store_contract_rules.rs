@@ -363,3 +363,39 @@ async fn rate_limit_slots_of_a_subject_that_never_returns_are_dropped_once_out_o
     assert_eq!(slot_rows(&store, "203.0.113.3").await, 1);
     assert_eq!(slot_rows(&store, "agent-1").await, 1);
 }
+
+#[tokio::test]
+async fn the_inspection_policy_starts_as_the_defaults_and_a_saved_one_reads_back_and_moves_the_catalog()
+ {
+    use skillgate_core::admin::AdminService;
+    use skillgate_core::model::{InspectAction, InspectionPolicy, InspectionRule, Inspector};
+
+    let (store, _dir) = store().await;
+    assert_eq!(
+        store.load_catalog().await.unwrap().inspection,
+        InspectionPolicy::default()
+    );
+    store
+        .create_role(&role("desk-agent", "Desk"))
+        .await
+        .unwrap();
+    let admin = AdminService::open(store.clone()).await.unwrap();
+    let generation = store.catalog_generation().await.unwrap();
+    let policy = InspectionPolicy {
+        rules: vec![InspectionRule {
+            inspector: Inspector::Egress,
+            action: InspectAction::Block,
+            tool: None,
+            role: Some(slug("desk-agent")),
+            scope: None,
+            max_bytes: None,
+        }],
+        ..InspectionPolicy::default()
+    };
+    admin
+        .set_inspection_policy("alice", policy.clone())
+        .await
+        .unwrap();
+    assert_eq!(store.load_catalog().await.unwrap().inspection, policy);
+    assert!(store.catalog_generation().await.unwrap() > generation);
+}

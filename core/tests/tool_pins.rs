@@ -605,6 +605,7 @@ async fn a_tool_name_another_upstream_provides_is_a_conflict_and_nothing_is_save
         kind: skillgate_core::model::UpstreamKind::Http {
             url: "http://127.0.0.1:9/mcp".into(),
             ca_bundle: None,
+            allow_plaintext: false,
         },
     };
     f.store.upsert_upstream(&other).await.unwrap();

@@ -157,6 +157,7 @@ fn with_ca_bundle(url: &str, pem: &str) -> UpstreamConfig {
         bearer,
         ca_bundle: Some(pem.to_owned()),
         headers,
+        allow_plaintext: false,
     }
 }
 

@@ -398,6 +398,7 @@ impl SyntheticCatalog {
                 kind: UpstreamKind::Http {
                     url: upstream_url.to_owned(),
                     ca_bundle: None,
+                    allow_plaintext: false,
                 },
             })
             .await?;

@@ -202,6 +202,7 @@ pub(super) async fn seed(database_url: &str, upstream_url: &str) -> anyhow::Resu
             kind: UpstreamKind::Http {
                 url: upstream_url.to_owned(),
                 ca_bundle: None,
+                allow_plaintext: false,
             },
         })
         .await?;

@@ -36,6 +36,7 @@ pub async fn run(args: SeedCatalogArgs) -> anyhow::Result<()> {
         kind: UpstreamKind::Http {
             url: "http://127.0.0.1:9/mcp".to_owned(),
             ca_bundle: None,
+            allow_plaintext: false,
         },
     };
     store.upsert_upstream(&upstream).await?;

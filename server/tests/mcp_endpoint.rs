@@ -770,6 +770,8 @@ async fn the_metrics_page_counts_decisions_refusals_and_times_each_phase_of_a_ca
     assert_eq!(phase("audit_decision"), 3.0);
     assert_eq!(phase("upstream"), 2.0);
     assert_eq!(phase("audit_result"), 2.0);
+    // Each call's arguments were inspected before deciding, each result before settling.
+    assert_eq!(phase("inspect"), 5.0);
     // Only the refund is under a cumulative cap, so only it stored a reservation.
     assert_eq!(phase("reserve"), 1.0);
     assert!(phase("auth") >= 5.0, "every keyed request checks its key");

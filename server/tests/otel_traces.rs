@@ -230,6 +230,7 @@ async fn register_upstream(server: &Server, url: &str) {
             kind: UpstreamKind::Http {
                 url: url.to_owned(),
                 ca_bundle: None,
+                allow_plaintext: false,
             },
         })
         .await

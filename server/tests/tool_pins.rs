@@ -131,6 +131,7 @@ async fn register(server: &Server, url: &str) {
             kind: UpstreamKind::Http {
                 url: url.to_owned(),
                 ca_bundle: None,
+                allow_plaintext: false,
             },
         })
         .await

@@ -98,6 +98,7 @@ async fn register_careless(server: &Server, url: &str) {
             kind: UpstreamKind::Http {
                 url: url.to_owned(),
                 ca_bundle: None,
+                allow_plaintext: false,
             },
         })
         .await

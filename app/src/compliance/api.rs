@@ -169,6 +169,8 @@ pub struct OverviewFigures {
     pub last_7d: Vec<Bucket>,
     pub top_denied_tools: Vec<(String, u64)>,
     pub top_violated_rules: Vec<(String, u64)>,
+    /// Content-inspection findings by `inspector · action`, most frequent first.
+    pub findings: Vec<(String, u64)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -285,6 +287,7 @@ pub async fn compliance_overview() -> Result<OverviewFigures, ConsoleError> {
         last_7d: buckets(overview.last_7d),
         top_denied_tools: overview.top_denied_tools,
         top_violated_rules: overview.top_violated_rules,
+        findings: overview.findings,
     })
 }
 

@@ -161,6 +161,7 @@ pub fn ComplianceCharts() -> impl IntoView {
                             )}
                             {top_list("Top denied tools (7 days)", o.top_denied_tools)}
                             {top_list("Top violated rules (7 days)", o.top_violated_rules)}
+                            {top_list("Content findings (7 days)", o.findings)}
                         </div>
                     }.into_any(),
                     Err(e) => view! { <ErrorNotice error=e /> }.into_any(),

@@ -46,6 +46,11 @@ const GROUPS: &[Group] = &[
                 label: "Upstreams",
                 owns: &["/upstreams"],
             },
+            Link {
+                href: "/inspectors",
+                label: "Inspectors",
+                owns: &["/inspectors"],
+            },
         ],
     },
     Group {

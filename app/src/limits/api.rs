@@ -13,8 +13,10 @@ use crate::shared::ConsoleError;
 
 /// The fields of the add-limit form, posted as `limit[kind]`, `limit[tool]`, …
 /// Which ones matter depends on `kind`: `bound` (tool, arg, op, value), `one_of` (tool,
-/// arg, value: comma-separated), `max_length` (tool, arg, value), `sum_cap` (tool, arg,
-/// value), `count_cap` (tool, value), `requires` (tool, after, and optionally
+/// arg, value: comma-separated), `max_length` (tool, arg, value), `no_shell` (tool, arg),
+/// `path_under` (tool, arg, value: the root directory), `url_host` (tool, arg, value: hosts,
+/// comma-separated), `sum_cap` (tool, arg, value), `count_cap` (tool, value), `requires`
+/// (tool, after, and optionally
 /// `same_args`: comma-separated, `result_pointer` with `result_equals`: a JSON value),
 /// `requires_approval` (tool, optionally arg, op and value as its condition, and minutes).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -250,6 +252,46 @@ pub(crate) mod ssr {
                     max: count("value", value)? as usize,
                 },
             },
+            "no_shell" => Limit::ArgBound {
+                tool,
+                arg: arg()?,
+                check: ArgCheck::NoShell,
+            },
+            "path_under" => {
+                let root = value.map(str::trim).unwrap_or_default();
+                if root.is_empty() {
+                    return Err(field(
+                        "value",
+                        "Enter the directory the path must stay under, e.g. /srv/files.",
+                    ));
+                }
+                Limit::ArgBound {
+                    tool,
+                    arg: arg()?,
+                    check: ArgCheck::PathUnder {
+                        root: root.to_owned(),
+                    },
+                }
+            }
+            "url_host" => {
+                let hosts: Vec<String> = value
+                    .unwrap_or_default()
+                    .split(|c: char| c == ',' || c.is_whitespace())
+                    .filter(|h| !h.is_empty())
+                    .map(str::to_owned)
+                    .collect();
+                if hosts.is_empty() {
+                    return Err(field(
+                        "value",
+                        "Enter the hosts a URL may name, separated by commas, e.g. api.example.com, *.example.net.",
+                    ));
+                }
+                Limit::ArgBound {
+                    tool,
+                    arg: arg()?,
+                    check: ArgCheck::UrlHost { hosts },
+                }
+            }
             "sum_cap" => Limit::SumCap {
                 tool,
                 arg: arg()?,
@@ -317,7 +359,7 @@ pub(crate) mod ssr {
 
 #[cfg(all(test, feature = "ssr"))]
 mod tests {
-    use skillgate_core::model::Limit;
+    use skillgate_core::model::{ArgCheck, Limit};
 
     use super::LimitFields;
     use super::ssr::parse_limit;
@@ -357,6 +399,53 @@ mod tests {
         assert!(
             matches!(plain, Limit::Requires { ref same_args, result: None, .. } if same_args.is_empty())
         );
+    }
+
+    fn text_check(kind: &str, value: &str) -> LimitFields {
+        LimitFields {
+            kind: kind.into(),
+            tool: "fetch".into(),
+            arg: Some("target".into()),
+            op: None,
+            value: Some(value.into()),
+            after: None,
+            same_args: None,
+            result_pointer: None,
+            result_equals: None,
+            minutes: None,
+        }
+    }
+
+    #[test]
+    fn shell_path_and_host_checks_are_parsed_from_their_form_fields() {
+        let limit = |kind, value| match parse_limit(text_check(kind, value)).unwrap() {
+            Limit::ArgBound { arg, check, .. } => {
+                assert_eq!(arg, "target");
+                check
+            }
+            other => panic!("an argument check, not {other:?}"),
+        };
+        assert_eq!(limit("no_shell", ""), ArgCheck::NoShell);
+        assert_eq!(
+            limit("path_under", " /srv/files "),
+            ArgCheck::PathUnder {
+                root: "/srv/files".into()
+            }
+        );
+        assert_eq!(
+            limit("url_host", "api.example.com, *.cdn.example.net"),
+            ArgCheck::UrlHost {
+                hosts: vec!["api.example.com".into(), "*.cdn.example.net".into()]
+            }
+        );
+    }
+
+    #[test]
+    fn a_path_or_host_check_without_its_value_is_refused_next_to_the_value() {
+        for (kind, blank) in [("path_under", "  "), ("url_host", " , ")] {
+            let error = parse_limit(text_check(kind, blank)).unwrap_err();
+            assert!(format!("{error:?}").contains("value"), "{kind}: {error:?}");
+        }
     }
 
     #[test]

@@ -138,6 +138,18 @@ const KINDS: &[(&str, &str)] = &[
         "max_length",
         "Per-call bound: text argument of at most N characters",
     ),
+    (
+        "no_shell",
+        "Per-call check: text argument without shell syntax (; | & $ ` < > line breaks)",
+    ),
+    (
+        "path_under",
+        "Per-call check: path argument stays under a directory",
+    ),
+    (
+        "url_host",
+        "Per-call check: URL argument on listed hosts, never internal addresses",
+    ),
     ("sum_cap", "Cumulative cap: sum of an argument per session"),
     ("count_cap", "Call count cap per session"),
     (
@@ -257,7 +269,7 @@ pub fn limit_form(holder: &LimitHolder, add: ServerAction<AddLimit>) -> impl Int
                         </select>
                         <FieldError id="tool-error" message=err("tool") />
                     </div>
-                    <div hidden=needs(&["bound", "one_of", "max_length", "sum_cap", "requires_approval"])>
+                    <div hidden=needs(&["bound", "one_of", "max_length", "no_shell", "path_under", "url_host", "sum_cap", "requires_approval"])>
                         <label for="limit-arg">"Argument"</label>
                         <select id="limit-arg" name="limit[arg]" aria-describedby="arg-error">
                             <option value="">"Pick an argument"</option>
@@ -276,7 +288,7 @@ pub fn limit_form(holder: &LimitHolder, add: ServerAction<AddLimit>) -> impl Int
                         </select>
                         <FieldError id="op-error" message=err("op") />
                     </div>
-                    <div hidden=needs(&["bound", "one_of", "max_length", "sum_cap", "count_cap", "requires_approval"])>
+                    <div hidden=needs(&["bound", "one_of", "max_length", "path_under", "url_host", "sum_cap", "count_cap", "requires_approval"])>
                         <label for="limit-value">"Value"</label>
                         <input
                             id="limit-value"
@@ -284,7 +296,7 @@ pub fn limit_form(holder: &LimitHolder, add: ServerAction<AddLimit>) -> impl Int
                             aria-describedby="value-help value-error"
                         />
                         <p class="help" id="value-help">
-                            "A number; for “one of”, values separated by commas."
+                            "A number; for “one of”, values separated by commas; for a path, the directory it must stay under (/srv/files); for URL hosts, the hosts separated by commas (*.example.com allows its subdomains)."
                         </p>
                         <FieldError id="value-error" message=err("value") />
                     </div>

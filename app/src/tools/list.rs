@@ -8,6 +8,7 @@ use leptos_router::hooks::use_params_map;
 
 use leptos::server::ServerAction;
 
+use super::pins::DefinitionFindings;
 use super::read::{PinDetail, ToolDetail, ToolRow, get_tool, list_tools};
 use crate::components::catalog::{NotFoundNotice, Pager, code_list, link_list, page_param};
 use crate::components::{ErrorNotice, Loading};
@@ -317,6 +318,8 @@ fn pin_view(tool: String, pin: PinDetail, admit: ServerAction<AdmitTool>) -> imp
         offered_pin,
         diff,
         can_admit,
+        findings,
+        refuses_admission,
     } = pin;
     let pinned = match pin {
         Some(pin) => {
@@ -375,6 +378,7 @@ fn pin_view(tool: String, pin: PinDetail, admit: ServerAction<AdmitTool>) -> imp
                     })
                     .collect_view()}
             </pre>
+            <DefinitionFindings findings=findings refuses=refuses_admission />
             {decision}
         </section>
     }

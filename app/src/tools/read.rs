@@ -63,6 +63,10 @@ pub struct PinDetail {
     pub diff: Vec<crate::catalog::DiffLine>,
     /// Whether the signed-in user may admit it (admins only).
     pub can_admit: bool,
+    /// What inspecting the offered definition found (while quarantined).
+    pub findings: Vec<super::pins::DefinitionFindingRow>,
+    /// Whether the inspection policy refuses admission while there are findings.
+    pub refuses_admission: bool,
 }
 
 #[server(prefix = "/console/api")]
@@ -98,12 +102,20 @@ pub async fn get_tool(name: String) -> Result<Option<ToolDetail>, ConsoleError> 
         .map_err(crate::shared::ssr::internal)?;
     // Read from the store, not the snapshot: the page shows the offer this replica's
     // snapshot may not have caught up with yet.
-    let pin = ctx
+    let mut pin = ctx
         .store
         .tool_pin(&name)
         .await
         .map_err(crate::shared::ssr::internal)?
         .map(|pin| ssr::pin_detail(&pin, user.role.allows(ConsoleRole::Admin)));
+    if let Some(detail) = pin.as_mut().filter(|p| p.quarantine.is_some()) {
+        let findings = ctx
+            .authoring
+            .offered_definition_findings(&name)
+            .await
+            .map_err(crate::shared::ssr::internal)?;
+        (detail.findings, detail.refuses_admission) = super::pins::offered_findings(findings);
+    }
     row.quarantine = pin.as_ref().and_then(|p| p.quarantine.clone());
     Ok(Some(ToolDetail {
         arguments: ssr::arguments(&tool.spec),
@@ -214,6 +226,8 @@ mod ssr {
             offered_pin: pin.offered_pin().filter(|_| quarantined),
             diff,
             can_admit,
+            findings: Vec::new(),
+            refuses_admission: false,
         }
     }
 

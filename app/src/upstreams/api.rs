@@ -25,6 +25,8 @@ pub struct UpstreamRow {
     pub header_names: Vec<String>,
     /// Whether the upstream trusts a CA bundle of its own beside the system's roots.
     pub ca_bundle: bool,
+    /// Whether the upstream may be dialled over plain `http://` on a remote host.
+    pub allow_plaintext: bool,
 }
 
 /// The upstreams page: the upstreams, the last sync's reports, and a health answer when
@@ -76,6 +78,13 @@ pub async fn list_upstreams(check: Option<String>) -> Result<UpstreamsView, Cons
                     ..
                 }
             ),
+            allow_plaintext: matches!(
+                &u.kind,
+                UpstreamKind::Http {
+                    allow_plaintext: true,
+                    ..
+                }
+            ),
             name: u.name.as_str().to_owned(),
             kind: u.kind.label().to_owned(),
             target: match &u.kind {
@@ -114,7 +123,8 @@ mod upstream_form {
 
     /// Registers (or changes) an upstream: `kind` is `stdio` (with `command` and `args`, one
     /// argument per line) or `http` (with `url` and, optionally, a PEM `ca_bundle` trusted
-    /// beside the system's roots); then syncs, so its tools arrive at once. Credentials:
+    /// beside the system's roots, and `allow_plaintext` to dial plain http:// on a remote
+    /// host); then syncs, so its tools arrive at once. Credentials:
     /// `env` (stdio, `KEY=value` lines), `bearer` and `headers` (http, `Name: value` lines);
     /// each one left empty keeps what is stored.
     #[server(prefix = "/console/api", endpoint = "register_upstream")]
@@ -125,6 +135,7 @@ mod upstream_form {
         args: Option<String>,
         url: Option<String>,
         ca_bundle: Option<String>,
+        allow_plaintext: Option<String>,
         env: Option<String>,
         bearer: Option<String>,
         headers: Option<String>,
@@ -153,6 +164,7 @@ mod upstream_form {
                     .map(|pem| pem.replace("\r\n", "\n").trim().to_owned())
                     .filter(|pem| !pem.is_empty())
                     .map(|pem| pem + "\n"),
+                allow_plaintext: allow_plaintext.is_some(),
             },
             other => {
                 return Err(ConsoleError::Field {

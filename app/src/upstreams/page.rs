@@ -61,7 +61,7 @@ pub fn UpstreamsPage() -> impl IntoView {
             <h2 id="register-heading">"Register an upstream"</h2>
             <FormOutcome
                 action=register
-                fields=&["name", "kind", "command", "ca_bundle", "env", "headers"]
+                fields=&["name", "kind", "command", "url", "ca_bundle", "env", "headers"]
                 saved="Registered and synced."
             />
             <div class="form-row">
@@ -89,7 +89,26 @@ pub fn UpstreamsPage() -> impl IntoView {
                 </div>
                 <div>
                     <label for="upstream-url">"URL (HTTP)"</label>
-                    <input id="upstream-url" name="url" placeholder="https://tools.internal/mcp" />
+                    <input
+                        id="upstream-url"
+                        name="url"
+                        placeholder="https://tools.internal/mcp"
+                        aria-describedby="url-error"
+                    />
+                    <FieldError id="url-error" message=err("url") />
+                    <label class="checkbox" for="upstream-allow-plaintext">
+                        <input
+                            type="checkbox"
+                            id="upstream-allow-plaintext"
+                            name="allow_plaintext"
+                            value="on"
+                            aria-describedby="allow-plaintext-help"
+                        />
+                        " Allow plain http:// to a remote host"
+                    </label>
+                    <p class="muted" id="allow-plaintext-help">
+                        "Without TLS anyone on the network path can read the calls and results and rewrite the tools the agent is shown. Loopback URLs need no permission."
+                    </p>
                     <label for="upstream-ca-bundle">"CA bundle (HTTPS, PEM, optional)"</label>
                     <textarea
                         id="upstream-ca-bundle"
@@ -239,6 +258,20 @@ fn upstream_table(rows: Vec<UpstreamRow>) -> impl IntoView {
                                 <td>
                                     <code>{u.target}</code>
                                     {u.ca_bundle.then(|| view! { <p class="muted">"trusts its own CA bundle"</p> })}
+                                    {u
+                                        .allow_plaintext
+                                        .then(|| {
+                                            view! {
+                                                <p>
+                                                    <span
+                                                        class="badge warn"
+                                                        title="Dialled without TLS: calls, results and tool definitions can be read and changed on the network path"
+                                                    >
+                                                        "plaintext allowed"
+                                                    </span>
+                                                </p>
+                                            }
+                                        })}
                                 </td>
                                 <td class="credentials-cell">{credentials}</td>
                                 <td>{link_list("/tools", u.tools)}</td>

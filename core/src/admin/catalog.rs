@@ -6,7 +6,9 @@ use serde_json::{Value, json};
 use sqlx::AnyConnection;
 
 use super::{AdminError, AdminService, snapshot, target};
-use crate::model::{CatalogError, Role, Scope, Skill, SkillVersion, Upstream, UpstreamKind};
+use crate::model::{
+    CatalogError, Role, Scope, Skill, SkillVersion, Upstream, UpstreamKind, check_upstream_url,
+};
 use crate::slug::Slug;
 use crate::store::StoreError;
 use crate::store::catalog::{self, Revised};
@@ -222,16 +224,14 @@ impl AdminService {
         {
             return Err(CatalogError::Empty("upstream command").into());
         }
-        if let UpstreamKind::Http { url, .. } = &upstream.kind
-            && !["http://", "https://"].iter().any(|scheme| {
-                url.get(..scheme.len())
-                    .is_some_and(|s| s.eq_ignore_ascii_case(scheme))
-            })
+        if let UpstreamKind::Http {
+            url,
+            allow_plaintext,
+            ..
+        } = &upstream.kind
         {
-            return Err(AdminError::bad_input(
-                "url",
-                format!("`{url}` is not an http:// or https:// URL"),
-            ));
+            check_upstream_url(url, *allow_plaintext)
+                .map_err(|reason| AdminError::bad_input("url", reason))?;
         }
         if let UpstreamKind::Http {
             ca_bundle: Some(pem),
@@ -385,8 +385,11 @@ impl AdminService {
 
     /// Re-pins `tool` to the definition its upstream offers now, if that is still the one
     /// hashing to `expected_offer` (what the admin reviewed; else a conflict). Audited as
-    /// `tool.admit` with the old and new pins; calls pass again with the next decision.
-    /// Keeping a tool blocked is simply not admitting it. Returns the new pin.
+    /// `tool.admit` with the old and new pins and the offer's inspection findings
+    /// ([`Self::offered_definition_findings`]); calls pass again with the next decision.
+    /// While the catalog's inspection policy refuses admission with findings, an offer that
+    /// has any is refused (audited as `admin_refused`) and nothing changes. Keeping a tool
+    /// blocked is simply not admitting it. Returns the new pin.
     #[tracing::instrument(skip(self))]
     pub async fn admit_tool(
         &self,
@@ -395,12 +398,44 @@ impl AdminService {
         expected_offer: &str,
     ) -> Result<String, AdminError> {
         self.authorable()?;
+        // The policy and the other upstreams' tools as stored now, not as this replica
+        // last compiled them.
+        self.reload_if_moved().await?;
+        let findings = self.offered_definition_findings(tool).await?;
+        let target = target("tool", tool);
+        let refuse = self
+            .live()
+            .catalog()
+            .inspection
+            .definitions
+            .refuse_admission_with_findings;
+        if refuse && !findings.is_empty() {
+            let listed: Vec<String> = findings
+                .iter()
+                .map(|f| format!("{} in {}: {}", f.kind, f.field, f.detail))
+                .collect();
+            let refused = AdminError::Conflict(format!(
+                "`{tool}` is not admitted: its offered definition has {} inspection finding(s) and the inspection policy refuses admission while any is open ({})",
+                findings.len(),
+                listed.join("; ")
+            ));
+            self.record_refusal(
+                actor,
+                "tool.admit",
+                &target,
+                "DEFINITION_FINDINGS",
+                &refused.to_string(),
+            )
+            .await?;
+            return Err(refused);
+        }
         let (tool, expected) = (tool.to_owned(), expected_offer.to_owned());
-        let target = target("tool", &tool);
         self.save(actor, "tool.admit", target, move |conn| {
             Box::pin(async move {
                 let change = catalog::admit_tool_on(conn, &tool, &expected).await?;
-                Ok((expected, change.before, change.after))
+                let mut after = change.after;
+                super::sync::with_findings(&mut after, &findings);
+                Ok((expected, change.before, after))
             })
         })
         .await

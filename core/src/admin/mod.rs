@@ -16,6 +16,7 @@
 
 mod catalog;
 mod error;
+mod inspection;
 mod keys;
 mod oauth;
 mod settings;
@@ -37,6 +38,7 @@ use crate::store::{Store, StoreError};
 
 pub use catalog::CredentialUpdate;
 pub use error::AdminError;
+pub use inspection::{INSPECTION_TARGET, PolicyIssue, policy_issues};
 pub use oauth::{NewConsent, OAUTH_ACTOR};
 
 /// How many change-log entries an entity's history shows.

@@ -8,6 +8,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+use crate::model::{InspectAction, Inspector};
 use crate::names::{Actor, EventKind};
 use crate::policy::{Hold, Permit};
 use crate::store::audit::PrunedRange;
@@ -20,6 +21,36 @@ pub struct NewEvent {
     /// The agent key name or the console user responsible for the event.
     pub actor: Option<String>,
     pub payload: Value,
+}
+
+/// One thing a content inspector found in a call, for [`NewEvent::inspection_finding`]: what
+/// and where, never the matched content (a secret only by its SHA-256 fingerprint).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FindingRecord {
+    pub inspector: Inspector,
+    pub kind: String,
+    /// RFC 6901 pointer into the inspected arguments or result (`""`: the whole of it).
+    pub path: String,
+    /// What the gateway did about it.
+    pub action: InspectAction,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<String>,
+}
+
+/// Which part of a call an inspection read, for [`NewEvent::inspection_finding`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InspectedPart {
+    Arguments,
+    Result,
+}
+
+impl InspectedPart {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Arguments => "arguments",
+            Self::Result => "result",
+        }
+    }
 }
 
 /// How a downstream call ended, for [`NewEvent::call_result`].
@@ -255,6 +286,31 @@ impl NewEvent {
         Self::new(EventKind::CallResult, payload)
             .in_session(session_id)
             .by(actor)
+    }
+
+    /// What the inspectors found in one call's `stage`; `outcome` is the strictest action
+    /// taken (`flagged`, `redacted` or `blocked`). Placed like the call's other events.
+    pub fn inspection_finding(
+        actor: &str,
+        tool: &str,
+        stage: InspectedPart,
+        findings: &[FindingRecord],
+    ) -> Self {
+        let outcome = match findings.iter().map(|f| f.action).max() {
+            Some(InspectAction::Block) => "blocked",
+            Some(InspectAction::Redact) => "redacted",
+            _ => "flagged",
+        };
+        Self::new(
+            EventKind::InspectionFinding,
+            json!({
+                "tool": tool,
+                "stage": stage.as_str(),
+                "outcome": outcome,
+                "findings": findings,
+            }),
+        )
+        .by(actor)
     }
 
     pub fn feedback(

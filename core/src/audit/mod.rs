@@ -48,7 +48,7 @@ pub use checkpoint::{
     CheckpointProblem, CheckpointReport, CheckpointSigner, IntegrityReport, KeyError, KeyOrigin,
     PruneError, PrunedRange, PublicKey, TrustedKeys, verify_integrity,
 };
-pub use event::{AppendedEvent, AuditEvent, CallOutcome, NewEvent};
+pub use event::{AppendedEvent, AuditEvent, CallOutcome, FindingRecord, InspectedPart, NewEvent};
 pub use export::{ExportFilter, ExportFormat, verify_exported_jsonl, verify_exported_jsonl_from};
 pub use log::{AuditError, AuditLog, Change};
 pub use redact::redact_sensitive;

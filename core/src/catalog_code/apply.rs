@@ -16,7 +16,7 @@ use crate::admin::{AdminError, AdminService};
 use crate::audit::{AuditError, NewEvent};
 use crate::keys::{AgentKeyInfo, AgentKeys, NewAgentKey};
 use crate::store::StoreError;
-use crate::store::catalog::{load_catalog, upsert_upstream};
+use crate::store::catalog::{load_catalog, put_inspection_policy_on, upsert_upstream};
 use crate::store::catalog_code::{
     catalog_state_on, delete_role_on, delete_scope_on, delete_skill_on, delete_tool_on,
     delete_upstream_on, put_role_on, put_scope_on, put_skill_on, put_tool_on, set_key_expiry_on,
@@ -226,6 +226,7 @@ async fn execute_on(
             }
             Write::PutRole(role) => put_role_on(&mut *conn, role).await?,
             Write::PutScope(scope) => put_scope_on(&mut *conn, scope).await?,
+            Write::PutInspection(policy) => put_inspection_policy_on(&mut *conn, policy).await?,
             Write::CreateKey {
                 name,
                 scope,

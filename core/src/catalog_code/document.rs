@@ -20,7 +20,7 @@ use serde_json::{Map, Number, Value};
 
 use crate::model::{
     ApprovalCondition, ArgCheck, CmpOp, Limit, Resource, ResultCheck, Role, Scope, Skill, ToolSpec,
-    Upstream, UpstreamKind,
+    Upstream, UpstreamKind, check_upstream_url,
 };
 use crate::slug::Slug;
 use crate::upstream::parse_ca_bundle;
@@ -53,6 +53,9 @@ pub struct CatalogDocument {
     /// Active agent keys by name and scope; a key's secret is printed once, when it is created.
     #[serde(default)]
     pub keys: Vec<KeyDoc>,
+    /// Which content inspectors run on a call and what they do with a finding.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inspection: Option<InspectionDoc>,
 }
 
 /// How the gateway reaches an upstream.
@@ -83,6 +86,10 @@ pub struct UpstreamDoc {
     /// system's roots, for a server whose certificate an internal CA issued.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ca_bundle: Option<String>,
+    /// http: dial a plain `http://` URL on a remote host (anyone on the network path can
+    /// read the calls and rewrite the tools). Off unless set; loopback needs no setting.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_plaintext: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -184,7 +191,8 @@ pub struct KeyDoc {
 pub enum LimitKind {
     #[default]
     /// Every call: `arg` passes `check` (`compare` with `op` and `value`, `one_of` with
-    /// `values`, or `max_length` with `max`).
+    /// `values`, `max_length` with `max`, `no_shell`, `path_under` with `root`, or
+    /// `url_host` with `hosts`).
     ArgBound,
     /// Per session: the sum of `arg` over allowed calls stays at most `max`.
     SumCap,
@@ -205,6 +213,9 @@ pub enum CheckDoc {
     Compare,
     OneOf,
     MaxLength,
+    NoShell,
+    PathUnder,
+    UrlHost,
 }
 
 /// A comparison: the model's own, the shapes match.
@@ -220,7 +231,10 @@ pub struct LimitDoc {
     /// `arg_bound`, `sum_cap`: the argument.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arg: Option<String>,
-    /// `arg_bound`: what is checked.
+    /// `arg_bound`: what is checked. `no_shell`: no `;`, `|`, `&`, `$`, backtick, `<`, `>`
+    /// or line break, in any width; `path_under`: an absolute path that, normalised as text,
+    /// stays under `root` (symbolic links are not resolved); `url_host`: an http(s) URL on
+    /// one of `hosts`, never a loopback, private, link-local or metadata address.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub check: Option<CheckDoc>,
     /// `arg_bound` `compare`: the comparison.
@@ -232,6 +246,12 @@ pub struct LimitDoc {
     /// `arg_bound` `one_of`: the allowed values.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub values: Option<Vec<JsonValue>>,
+    /// `arg_bound` `path_under`: the absolute directory the path must stay under.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root: Option<String>,
+    /// `arg_bound` `url_host`: the allowed hosts; `*.example.com` allows its subdomains.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hosts: Option<Vec<String>>,
     /// `sum_cap`: the most the sum may reach; `count_cap`: the most calls; `arg_bound`
     /// `max_length`: the most characters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -538,6 +558,9 @@ impl CatalogDocument {
 }
 
 mod convert;
+mod inspection;
+
+pub use inspection::{DefinitionsDoc, InspectionDoc, InspectionRuleDoc, SchemasDoc};
 
 pub use convert::{FieldError, to_limits};
 
@@ -661,6 +684,8 @@ mod tests {
             op: Some(CmpOp::Le),
             value: Some(DecimalDoc(1.into())),
             values: Some(Vec::new()),
+            root: Some("/srv".into()),
+            hosts: Some(vec!["example.com".into()]),
             max: Some(DecimalDoc(1.into())),
             after: Some(Vec::new()),
             same_args: Some(Vec::new()),
@@ -689,7 +714,7 @@ mod tests {
                 .map(|e| e.field)
                 .collect()
         };
-        use CheckDoc::{Compare, MaxLength, OneOf};
+        use CheckDoc::{Compare, MaxLength, NoShell, OneOf, PathUnder, UrlHost};
         use LimitKind::*;
         // The kind and check, the fields refused when every field is set, and the fields
         // named missing when none is.
@@ -697,49 +722,67 @@ mod tests {
             (
                 ArgBound,
                 Some(Compare),
-                "values max after same_args result when expires_in_minutes",
+                "values root hosts max after same_args result when expires_in_minutes",
                 "arg op value",
             ),
             (
                 ArgBound,
                 Some(OneOf),
-                "op value max after same_args result when expires_in_minutes",
+                "op value root hosts max after same_args result when expires_in_minutes",
                 "arg values",
             ),
             (
                 ArgBound,
                 Some(MaxLength),
-                "op value values after same_args result when expires_in_minutes",
+                "op value values root hosts after same_args result when expires_in_minutes",
                 "arg max",
             ),
             (
                 ArgBound,
+                Some(NoShell),
+                "op value values root hosts max after same_args result when expires_in_minutes",
+                "arg",
+            ),
+            (
+                ArgBound,
+                Some(PathUnder),
+                "op value values hosts max after same_args result when expires_in_minutes",
+                "arg root",
+            ),
+            (
+                ArgBound,
+                Some(UrlHost),
+                "op value values root max after same_args result when expires_in_minutes",
+                "arg hosts",
+            ),
+            (
+                ArgBound,
                 None,
-                "values max after same_args result when expires_in_minutes check",
+                "values root hosts max after same_args result when expires_in_minutes check",
                 "arg check",
             ),
             (
                 SumCap,
                 None,
-                "op value values after same_args result when expires_in_minutes",
+                "op value values root hosts after same_args result when expires_in_minutes",
                 "arg max",
             ),
             (
                 CountCap,
                 None,
-                "arg op value values after same_args result when expires_in_minutes",
+                "arg op value values root hosts after same_args result when expires_in_minutes",
                 "max",
             ),
             (
                 Requires,
                 None,
-                "arg op value values max when expires_in_minutes",
+                "arg op value values root hosts max when expires_in_minutes",
                 "after",
             ),
             (
                 RequiresApproval,
                 None,
-                "arg op value values max after same_args result",
+                "arg op value values root hosts max after same_args result",
                 "",
             ),
         ];

@@ -3,7 +3,8 @@
 use chrono::{DateTime, Utc};
 
 use super::document::{
-    CATALOG_VERSION, CatalogDocument, KeyDoc, RoleDoc, ScopeDoc, SkillDoc, ToolDoc, UpstreamDoc,
+    CATALOG_VERSION, CatalogDocument, InspectionDoc, KeyDoc, RoleDoc, ScopeDoc, SkillDoc, ToolDoc,
+    UpstreamDoc,
 };
 use crate::model::UpstreamKind;
 use crate::revisions::curator::CURATION_UPSTREAM;
@@ -63,6 +64,7 @@ pub fn document(state: &CatalogState, now: DateTime<Utc>) -> CatalogDocument {
         roles,
         scopes,
         keys,
+        inspection: InspectionDoc::exported(&catalog.inspection),
     }
 }
 

@@ -9,7 +9,9 @@ use serde_json::{Value, json};
 
 use super::document::{SkillDoc, UpstreamDoc};
 use super::validate::{Desired, same_definition};
-use crate::model::{CatalogTool, Limit, Role, Scope, Skill, ToolSpec, Upstream, UpstreamKind};
+use crate::model::{
+    CatalogTool, InspectionPolicy, Limit, Role, Scope, Skill, ToolSpec, Upstream, UpstreamKind,
+};
 use crate::revisions::curator::CURATION_UPSTREAM;
 use crate::slug::Slug;
 use crate::store::catalog_code::CatalogState;
@@ -22,6 +24,8 @@ pub enum EntityKind {
     Skill,
     Role,
     Scope,
+    /// The inspection policy: one per catalog, named `policy`.
+    Inspection,
     AgentKey,
 }
 
@@ -34,6 +38,7 @@ impl EntityKind {
             Self::Skill => "skill",
             Self::Role => "role",
             Self::Scope => "scope",
+            Self::Inspection => "inspection",
             Self::AgentKey => "agent_key",
         }
     }
@@ -66,6 +71,7 @@ pub(crate) enum Write {
     DeleteRole(Slug),
     PutScope(Scope),
     DeleteScope(Slug),
+    PutInspection(InspectionPolicy),
     CreateKey {
         name: String,
         scope: Slug,
@@ -523,6 +529,24 @@ pub(crate) fn plan(
                 Value::Null,
             );
         }
+    }
+
+    // The inspection policy: changed or not, never created or removed.
+    let (before, after) = (&stored.inspection, &desired.catalog.inspection);
+    if before != after {
+        // Sorted: the order would otherwise depend on which side leaves `rules` out.
+        let mut fields = differing(before, after);
+        fields.sort();
+        b.push(
+            EntityKind::Inspection,
+            "policy",
+            Action::Change,
+            fields,
+            None,
+            Write::PutInspection(after.clone()),
+            value(before),
+            value(after),
+        );
     }
 
     // Agent keys.

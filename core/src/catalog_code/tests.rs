@@ -335,6 +335,7 @@ fn https_state(ca_bundle: Option<String>) -> CatalogState {
     state.catalog.upstreams[0].kind = UpstreamKind::Http {
         url: "https://tools.internal/mcp".into(),
         ca_bundle,
+        allow_plaintext: false,
     };
     state
 }
@@ -481,4 +482,158 @@ fn a_document_that_aliases_blow_up_is_refused_before_it_is_expanded() {
         "refused early, not after expanding: {:?}",
         started.elapsed()
     );
+}
+
+/// The demo catalog with `tier-1-support` also checking `process_refund`'s text arguments.
+fn string_checks_state() -> CatalogState {
+    use crate::model::{ArgCheck, Limit};
+    let mut state = demo_state();
+    let role = state
+        .catalog
+        .roles
+        .iter_mut()
+        .find(|r| r.slug.as_str() == "tier-1-support")
+        .unwrap();
+    for (arg, check) in [
+        ("reason", ArgCheck::NoShell),
+        (
+            "order_id",
+            ArgCheck::PathUnder {
+                root: "/srv/orders".into(),
+            },
+        ),
+        (
+            "customer_id",
+            ArgCheck::UrlHost {
+                hosts: vec!["api.example.com".into(), "*.example.net".into()],
+            },
+        ),
+    ] {
+        role.limits.push(Limit::ArgBound {
+            tool: "process_refund".into(),
+            arg: arg.into(),
+            check,
+        });
+    }
+    state
+}
+
+#[test]
+fn string_argument_checks_export_and_apply_back_unchanged() {
+    let state = string_checks_state();
+    assert_eq!(state.catalog.validate(), Ok(()));
+    let yaml = document(&state, Utc::now()).to_yaml();
+    assert!(yaml.contains("check: no_shell"), "{yaml}");
+    assert!(yaml.contains("root: /srv/orders"), "{yaml}");
+    assert!(yaml.contains("- '*.example.net'"), "{yaml}");
+    let doc = parse(yaml.as_bytes()).unwrap();
+    assert_eq!(doc, document(&state, Utc::now()));
+    let plan = plan_of(&state, &yaml, true).unwrap();
+    assert!(plan.is_empty(), "{plan}");
+    // Applied to a catalog without them, the same file changes only that role.
+    let plan = plan_of(&demo_state(), &yaml, false).unwrap();
+    assert_eq!(plan.changes.len(), 1, "{plan}");
+    assert_eq!(plan.changes[0].name.as_str(), "tier-1-support", "{plan}");
+}
+
+#[test]
+fn a_string_check_missing_its_field_or_with_a_bad_one_is_named_by_path() {
+    let doc = document(&string_checks_state(), Utc::now());
+    let tier1 = doc
+        .roles
+        .iter()
+        .position(|r| r.slug.as_str() == "tier-1-support")
+        .unwrap();
+    let count = doc.roles[tier1].limits.len();
+    let (path, hosts) = (count - 2, count - 1);
+    let base = format!("roles[{tier1}].limits");
+    let mut missing = doc.clone();
+    missing.roles[tier1].limits[path].root = None;
+    missing.roles[tier1].limits[hosts].hosts = None;
+    let issues = plan_of(&demo_state(), &missing.to_yaml(), false).unwrap_err();
+    assert_eq!(
+        paths(&issues),
+        [
+            format!("{base}[{path}].root"),
+            format!("{base}[{hosts}].hosts")
+        ],
+        "{issues:?}"
+    );
+    let mut wrong = doc;
+    wrong.roles[tier1].limits[path].root = Some("orders".into());
+    let issues = plan_of(&demo_state(), &wrong.to_yaml(), false).unwrap_err();
+    assert_eq!(
+        paths(&issues),
+        [format!("{base}[{path}].root")],
+        "{issues:?}"
+    );
+    wrong.roles[tier1].limits[path].root = Some("/srv/orders".into());
+    wrong.roles[tier1].limits[hosts].hosts = Some(vec!["localhost".into()]);
+    let issues = plan_of(&demo_state(), &wrong.to_yaml(), false).unwrap_err();
+    assert_eq!(
+        paths(&issues),
+        [format!("{base}[{hosts}].hosts")],
+        "{issues:?}"
+    );
+    assert!(issues[0].message.contains("loopback"), "{issues:?}");
+}
+
+#[test]
+fn an_inspection_section_plans_one_policy_change_and_a_file_without_it_keeps_the_stored_policy() {
+    let section = "inspection:\n  rules:\n  - inspector: injection\n    action: block\n    tool: lookup_customer\n  schemas:\n    validate_formats: false\n";
+    let yaml = format!("{}{section}", demo_yaml());
+    let plan = plan_of(&demo_state(), &yaml, false).unwrap();
+    assert_eq!(plan.changes.len(), 1, "{plan}");
+    let change = &plan.changes[0];
+    assert_eq!(
+        (change.kind, change.action, change.name.as_str()),
+        (EntityKind::Inspection, Action::Change, "policy")
+    );
+    assert_eq!(change.fields, ["rules", "schemas"], "{plan}");
+    assert_eq!(change.audit_action(), "inspection.update");
+    assert_eq!(change.target(), "inspection:policy");
+
+    // Stored, it exports as the section; a file without one keeps it, unless pruned.
+    let mut state = demo_state();
+    state.catalog.inspection = parse(yaml.as_bytes())
+        .unwrap()
+        .inspection
+        .unwrap()
+        .to_policy();
+    let exported = document(&state, Utc::now()).to_yaml();
+    assert!(
+        exported.ends_with(
+            "  schemas:\n    close_open_objects: false\n    validate_formats: false\n  definitions:\n    refuse_admission_with_findings: false\n"
+        ),
+        "{exported}"
+    );
+    assert!(plan_of(&state, &exported, true).unwrap().is_empty());
+    assert!(plan_of(&state, &demo_yaml(), false).unwrap().is_empty());
+    let pruned = plan_of(&state, &demo_yaml(), true).unwrap();
+    assert_eq!(pruned.changes.len(), 1, "{pruned}");
+    assert_eq!(pruned.changes[0].kind, EntityKind::Inspection);
+}
+
+#[test]
+fn an_inspection_rule_naming_an_unknown_tool_or_a_cap_it_cannot_have_is_refused_by_path() {
+    let yaml = format!(
+        "{}inspection:\n  rules:\n  - inspector: secrets\n    action: block\n    tool: nope\n  - inspector: egress\n    action: flag\n    max_bytes: 10\n  - inspector: result_size\n    action: block\n",
+        demo_yaml()
+    );
+    let issues = plan_of(&demo_state(), &yaml, false).unwrap_err();
+    assert_eq!(
+        paths(&issues),
+        [
+            "inspection.rules[0].tool",
+            "inspection.rules[1].max_bytes",
+            "inspection.rules[2].max_bytes"
+        ],
+        "{issues:?}"
+    );
+    let unknown_field = format!(
+        "{}inspection:\n  rules:\n  - inspector: secrets\n    action: block\n    tol: x\n",
+        demo_yaml()
+    );
+    let issues = plan_of(&demo_state(), &unknown_field, false).unwrap_err();
+    assert_eq!(paths(&issues), ["inspection.rules[0].tol"], "{issues:?}");
 }

@@ -13,9 +13,10 @@ use chrono::{DateTime, Utc};
 
 use super::document::{CATALOG_VERSION, CatalogDocument, FieldError, KeyDoc};
 use crate::keys::{AgentKeys, KeyError};
+use crate::model::InspectionPolicy;
 use crate::model::{
-    Catalog, CatalogError, CatalogTool, Limit, Role, Scope, Skill, SkillVersion, ToolSpec,
-    Upstream, UpstreamKind,
+    ArgCheck, Catalog, CatalogError, CatalogTool, Limit, Role, Scope, Skill, SkillVersion,
+    ToolSpec, Upstream, UpstreamKind,
 };
 use crate::revisions::curator::CURATION_UPSTREAM;
 use crate::slug::Slug;
@@ -172,7 +173,18 @@ fn limit_path(base: &str, limit: &Limit, error: &CatalogError) -> String {
         CatalogError::RequiresItself { tool } => list_path(base, "after", after(tool)),
         CatalogError::EmptyLimit { .. } => match limit {
             Limit::Requires { .. } => format!("{base}.after"),
+            Limit::ArgBound {
+                check: ArgCheck::UrlHost { .. },
+                ..
+            } => format!("{base}.hosts"),
             _ => format!("{base}.values"),
+        },
+        CatalogError::InvalidArgCheck { .. } => match limit {
+            Limit::ArgBound {
+                check: ArgCheck::PathUnder { .. },
+                ..
+            } => format!("{base}.root"),
+            _ => format!("{base}.hosts"),
         },
         CatalogError::NegativeCap { .. } => format!("{base}.max"),
         CatalogError::InvalidPointer { .. } => format!("{base}.result.pointer"),
@@ -244,6 +256,7 @@ pub(crate) fn resolve(
                     kind: UpstreamKind::Http {
                         url: String::new(),
                         ca_bundle: None,
+                        allow_plaintext: false,
                     },
                 });
             }
@@ -316,6 +329,12 @@ pub(crate) fn resolve(
             .collect(),
         roles: roles.clone(),
         scopes: scopes.clone(),
+        // Left out of the file: kept as stored, or the defaults with --prune.
+        inspection: match &doc.inspection {
+            Some(section) => section.to_policy(),
+            None if prune => InspectionPolicy::default(),
+            None => state.catalog.inspection.clone(),
+        },
     };
     after.upstreams.extend(
         stored
@@ -511,6 +530,17 @@ pub(crate) fn resolve(
                     c.push(format!("{base}.{field}"), e.to_string());
                 }
             }
+        }
+    }
+    // The policy's rules name tools, roles and scopes of the catalog after the apply.
+    for issue in crate::admin::policy_issues(&after, &after.inspection) {
+        if doc.inspection.is_some() {
+            c.push(format!("inspection.{}", issue.path()), issue.message);
+        } else {
+            c.push(
+                ".",
+                format!("the stored inspection policy (the file has no `inspection` section) would be invalid: {issue}"),
+            );
         }
     }
     // What the file leaves in place must still hold together (a kept role's limit on a tool

@@ -118,6 +118,42 @@ pub struct Overview {
     pub last_7d: Vec<(String, u64, u64, u64)>,
     pub top_denied_tools: Vec<(String, u64)>,
     pub top_violated_rules: Vec<(String, u64)>,
+    /// Content-inspection findings, as `inspector · action` (`secrets · redact`), most
+    /// frequent first.
+    pub findings: Vec<(String, u64)>,
+}
+
+/// The most finding events the dashboard reads for its count: a week of them on a busy
+/// gateway is bounded by this, newest first.
+pub const MAX_COUNTED_FINDING_EVENTS: u32 = 5000;
+
+/// Counts the findings of `inspection_finding` payloads by inspector and action, most
+/// frequent first; unreadable payloads count nothing.
+pub fn count_findings<S: AsRef<str>>(payloads: &[S]) -> Vec<(String, u64)> {
+    let mut counts: std::collections::BTreeMap<String, u64> = std::collections::BTreeMap::new();
+    for payload in payloads {
+        let Ok(payload) = serde_json::from_str::<serde_json::Value>(payload.as_ref()) else {
+            continue;
+        };
+        let findings = payload
+            .get("findings")
+            .and_then(serde_json::Value::as_array);
+        for finding in findings.into_iter().flatten() {
+            let field = |key: &str| {
+                finding
+                    .get(key)
+                    .and_then(serde_json::Value::as_str)
+                    .unwrap_or("?")
+                    .to_owned()
+            };
+            *counts
+                .entry(format!("{} · {}", field("inspector"), field("action")))
+                .or_default() += 1;
+        }
+    }
+    let mut counts: Vec<(String, u64)> = counts.into_iter().collect();
+    counts.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    counts
 }
 
 /// The current time, for callers without their own clock dependency.
@@ -402,6 +438,16 @@ impl Compliance {
             last_7d: self.series(&week, 10, days).await?,
             top_denied_tools: self.store.audit_top_refused(&week, false, 5).await?,
             top_violated_rules: self.store.audit_top_refused(&week, true, 5).await?,
+            findings: count_findings(
+                &self
+                    .store
+                    .audit_payloads_since(
+                        crate::audit::EventKind::InspectionFinding,
+                        &week,
+                        MAX_COUNTED_FINDING_EVENTS,
+                    )
+                    .await?,
+            ),
         })
     }
 
@@ -479,6 +525,22 @@ impl Compliance {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn findings_are_counted_by_inspector_and_action_most_frequent_first() {
+        let payloads = [
+            r#"{"findings":[{"inspector":"secrets","action":"redact"},{"inspector":"injection","action":"flag"}]}"#,
+            r#"{"findings":[{"inspector":"secrets","action":"redact"}]}"#,
+            "not json",
+        ];
+        assert_eq!(
+            count_findings(&payloads),
+            [
+                ("secrets · redact".to_owned(), 2),
+                ("injection · flag".to_owned(), 1)
+            ]
+        );
+    }
 
     #[test]
     fn a_to_date_includes_its_whole_day_and_times_are_normalised_to_utc() {

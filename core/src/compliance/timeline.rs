@@ -17,6 +17,8 @@ pub enum Tone {
     Error,
     /// A call waiting for a reviewer's approval.
     Held,
+    /// Content an inspector flagged or redacted: the call went on.
+    Flagged,
 }
 
 impl Tone {
@@ -29,6 +31,7 @@ impl Tone {
             Tone::Violation => "violation",
             Tone::Error => "error",
             Tone::Held => "held",
+            Tone::Flagged => "flagged",
         }
     }
 }
@@ -108,6 +111,37 @@ fn skill_versions(payload: &Value) -> Vec<String> {
             .collect(),
         _ => Vec::new(),
     }
+}
+
+/// `secrets aws_access_key at /content/0/text (redact); injection …`: each finding of an
+/// `inspection_finding`, at most a dozen.
+fn findings_detail(payload: &Value) -> String {
+    const SHOWN: usize = 12;
+    let findings = payload
+        .get("findings")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let mut parts: Vec<String> = findings
+        .iter()
+        .take(SHOWN)
+        .map(|f| {
+            let at = match text(f, "path").unwrap_or_default() {
+                path if path.is_empty() => "the whole".to_owned(),
+                path => path,
+            };
+            format!(
+                "{} {} at {at} ({})",
+                text(f, "inspector").unwrap_or_default(),
+                text(f, "kind").unwrap_or_default(),
+                text(f, "action").unwrap_or_default()
+            )
+        })
+        .collect();
+    if findings.len() > SHOWN {
+        parts.push(format!("and {} more", findings.len() - SHOWN));
+    }
+    parts.join("; ")
 }
 
 /// Decodes rows of one session in chain order.
@@ -296,6 +330,18 @@ pub fn decode_entries_after(rows: &[AuditRow], learned_before: Vec<String>) -> V
                         text(&payload, "role").unwrap_or_default()
                     ));
                 }
+                EventKind::InspectionFinding => {
+                    let outcome = text(&payload, "outcome").unwrap_or_default();
+                    let stage = text(&payload, "stage").unwrap_or_default();
+                    entry.tone = if outcome == "blocked" {
+                        Tone::Denied
+                    } else {
+                        Tone::Flagged
+                    };
+                    entry.badge = format!("content {outcome}");
+                    entry.headline = format!("Inspection of the {stage} of {tool}: {outcome}");
+                    entry.detail = Some(findings_detail(&payload));
+                }
                 EventKind::AuditPruned => {
                     entry.badge = "pruned".into();
                     entry.headline = format!(
@@ -343,6 +389,36 @@ mod tests {
         let grew: Vec<bool> = entries.iter().map(|e| e.scope_grew).collect();
         assert_eq!(grew, [false, false, true]);
         assert_eq!(entries[0].skill_versions, ["x@2"]);
+    }
+
+    #[test]
+    fn an_inspection_finding_reads_as_its_inspectors_kinds_and_actions() {
+        let entries = decode_entries(&[
+            row(
+                1,
+                "inspection_finding",
+                r#"{"tool":"fetch_page","stage":"result","outcome":"redacted","findings":[{"inspector":"secrets","kind":"aws_access_key","path":"/content/0/text","action":"redact","fingerprint":"ab"},{"inspector":"injection","kind":"ignore_instructions","path":"/content/1/text","action":"flag"}]}"#,
+            ),
+            row(
+                2,
+                "inspection_finding",
+                r#"{"tool":"fetch_page","stage":"arguments","outcome":"blocked","findings":[{"inspector":"egress","kind":"metadata","path":"/url","action":"block"}]}"#,
+            ),
+        ]);
+        assert_eq!(entries[0].tone, Tone::Flagged);
+        assert_eq!(entries[0].badge, "content redacted");
+        assert_eq!(
+            entries[0].headline,
+            "Inspection of the result of fetch_page: redacted"
+        );
+        assert_eq!(
+            entries[0].detail.as_deref(),
+            Some(
+                "secrets aws_access_key at /content/0/text (redact); injection ignore_instructions at /content/1/text (flag)"
+            )
+        );
+        assert_eq!(entries[1].tone, Tone::Denied);
+        assert_eq!(entries[1].badge, "content blocked");
     }
 
     #[test]

@@ -5,7 +5,8 @@ use std::collections::{BTreeSet, HashSet};
 use serde::{Deserialize, Serialize};
 
 use super::{
-    CatalogError, MAX_ROLE_DESCRIPTION, Role, Scope, Skill, SkillVersion, ToolSpec, Upstream,
+    CatalogError, InspectionPolicy, MAX_ROLE_DESCRIPTION, Role, Scope, Skill, SkillVersion,
+    ToolSpec, Upstream,
 };
 use crate::slug::Slug;
 
@@ -50,6 +51,7 @@ impl CatalogDraft {
                 .collect(),
             roles: self.roles,
             scopes: self.scopes,
+            inspection: InspectionPolicy::default(),
         }
     }
 }
@@ -62,6 +64,9 @@ pub struct Catalog {
     pub skills: Vec<SkillVersion>,
     pub roles: Vec<Role>,
     pub scopes: Vec<Scope>,
+    /// Which content inspectors run on a call and what they do with a finding.
+    #[serde(default)]
+    pub inspection: InspectionPolicy,
 }
 
 impl Catalog {

@@ -28,7 +28,7 @@ pub enum CatalogError {
     UnknownArgument { tool: String, arg: String },
     #[error("`{tool}.{arg}` is not a number, so it cannot be bounded or summed")]
     NotNumeric { tool: String, arg: String },
-    #[error("`{tool}.{arg}` is not a string, so it cannot have a maximum length")]
+    #[error("`{tool}.{arg}` is not a string, so a text check cannot apply to it")]
     NotString { tool: String, arg: String },
     #[error("`{tool}` cannot require itself to have succeeded first")]
     RequiresItself { tool: String },
@@ -46,6 +46,12 @@ pub enum CatalogError {
     ApprovalExpiry { tool: String, max: u32 },
     #[error("`{0}` is listed twice")]
     Duplicate(String),
+    #[error("the check on `{tool}.{arg}` is not valid: {reason}")]
+    InvalidArgCheck {
+        tool: String,
+        arg: String,
+        reason: String,
+    },
 }
 
 impl CatalogError {
@@ -65,7 +71,9 @@ impl CatalogError {
             }
             Self::RequiresItself { .. } => "after",
             Self::EmptyLimit { what, .. } if what.contains("tools") => "after",
-            Self::EmptyLimit { .. } | Self::NegativeCap { .. } => "value",
+            Self::EmptyLimit { .. } | Self::NegativeCap { .. } | Self::InvalidArgCheck { .. } => {
+                "value"
+            }
             Self::InvalidSchema { .. } | Self::UnknownUpstream(_) | Self::Duplicate(_) => "form",
             Self::InvalidPointer { .. } | Self::ResultValueTooLong { .. } => "result",
             Self::ApprovalExpiry { .. } => "minutes",

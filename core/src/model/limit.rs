@@ -68,6 +68,14 @@ pub enum ArgCheck {
     OneOf { values: Vec<Value> },
     /// The argument is a string of at most `max` characters.
     MaxLength { max: usize },
+    /// The argument is a string without shell syntax (read after NFKC): no `;`, `|`, `&`,
+    /// `$`, backtick, `<`, `>`, line break or NUL.
+    NoShell,
+    /// The argument is an absolute path that, normalised as a string, stays under `root`.
+    PathUnder { root: String },
+    /// The argument is an http(s) URL whose host is one of `hosts` (`*.example.com`: any
+    /// subdomain of `example.com`) and never a loopback, private, link-local or metadata one.
+    UrlHost { hosts: Vec<String> },
 }
 
 /// A rule a role declares on one of its tools. The JSON form is tagged by `kind`.
@@ -187,6 +195,25 @@ impl Limit {
                 ArgCheck::MaxLength { max } => {
                     format!("Each call to `{tool}` must have `{arg}` of at most {max} characters.")
                 }
+                ArgCheck::NoShell => format!(
+                    "Each call to `{tool}` must have `{arg}` free of shell syntax: no `;`, `|`, `&`, `$`, backtick, `<`, `>` or line break, in any width."
+                ),
+                ArgCheck::PathUnder { root } => format!(
+                    "Each call to `{tool}` must have `{arg}` an absolute path under `{root}` once `.`, `..`, repeated `/` and percent-encoding are resolved (as text: symbolic links are not followed)."
+                ),
+                ArgCheck::UrlHost { hosts } => {
+                    let listed: Vec<String> = hosts
+                        .iter()
+                        .map(|h| match h.strip_prefix("*.") {
+                            Some(domain) => format!("any subdomain of `{domain}`"),
+                            None => format!("`{h}`"),
+                        })
+                        .collect();
+                    format!(
+                        "Each call to `{tool}` must have `{arg}` an http or https URL on {}, never a loopback, private, link-local or cloud metadata address.",
+                        join_or(&listed)
+                    )
+                }
             },
             Self::SumCap { tool, arg, max } => format!(
                 "The `{arg}` of all allowed `{tool}` calls in a session must add up to at most {max}."
@@ -276,9 +303,19 @@ impl Limit {
         match self {
             Self::ArgBound { arg, check, .. } => {
                 let kind = arg_kind(arg)?;
+                let invalid = |reason: String| CatalogError::InvalidArgCheck {
+                    tool: tool.to_owned(),
+                    arg: arg.clone(),
+                    reason,
+                };
                 match check {
                     ArgCheck::Compare { .. } if !kind.numeric => return Err(not_numeric(arg)),
-                    ArgCheck::MaxLength { .. } if !kind.string => {
+                    ArgCheck::MaxLength { .. }
+                    | ArgCheck::NoShell
+                    | ArgCheck::PathUnder { .. }
+                    | ArgCheck::UrlHost { .. }
+                        if !kind.string =>
+                    {
                         return Err(CatalogError::NotString {
                             tool: tool.to_owned(),
                             arg: arg.clone(),
@@ -289,6 +326,21 @@ impl Limit {
                             tool: tool.to_owned(),
                             what: "no allowed values",
                         });
+                    }
+                    ArgCheck::PathUnder { root } => {
+                        crate::inspect::path::normalize(root)
+                            .map_err(|e| invalid(format!("the root `{root}` {e}")))?;
+                    }
+                    ArgCheck::UrlHost { hosts } if hosts.is_empty() => {
+                        return Err(CatalogError::EmptyLimit {
+                            tool: tool.to_owned(),
+                            what: "no allowed hosts",
+                        });
+                    }
+                    ArgCheck::UrlHost { hosts } => {
+                        for entry in hosts {
+                            crate::inspect::net::HostEntry::parse(entry).map_err(invalid)?;
+                        }
                     }
                     _ => {}
                 }
@@ -392,6 +444,11 @@ impl fmt::Display for Limit {
                     write!(f, "{tool}.{arg} in [{}]", listed.join(", "))
                 }
                 ArgCheck::MaxLength { max } => write!(f, "len({tool}.{arg}) <= {max}"),
+                ArgCheck::NoShell => write!(f, "no_shell({tool}.{arg})"),
+                ArgCheck::PathUnder { root } => write!(f, "{tool}.{arg} under {root}"),
+                ArgCheck::UrlHost { hosts } => {
+                    write!(f, "host({tool}.{arg}) in [{}]", hosts.join(", "))
+                }
             },
             Self::SumCap { tool, arg, max } => write!(f, "sum({tool}.{arg}) <= {max}"),
             Self::CountCap { tool, max } => write!(f, "count({tool}) <= {max}"),

@@ -3,6 +3,7 @@
 mod catalog;
 pub mod curation;
 mod error;
+mod inspection;
 mod limit;
 mod role;
 mod scope;
@@ -12,6 +13,10 @@ mod upstream;
 
 pub use catalog::{Catalog, CatalogDraft, CatalogTool};
 pub use error::CatalogError;
+pub use inspection::{
+    CallScope, DefinitionPolicy, InspectAction, InspectionPolicy, InspectionRule, Inspector,
+    Resolved, SchemaPolicy,
+};
 pub use limit::{
     ApprovalCondition, ArgCheck, CmpOp, DEFAULT_APPROVAL_MINUTES, Limit, MAX_APPROVAL_MINUTES,
     ResultCheck,
@@ -20,4 +25,4 @@ pub use role::{MAX_ROLE_DESCRIPTION, Role};
 pub use scope::Scope;
 pub use skill::{Resource, Skill, SkillVersion};
 pub use tool::{ToolSpec, quarantine_reason};
-pub use upstream::{Upstream, UpstreamKind};
+pub use upstream::{Upstream, UpstreamKind, check_upstream_url};

@@ -22,6 +22,11 @@ pub enum UpstreamKind {
         /// catalog (its credentials are not).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         ca_bundle: Option<String>,
+        /// Dial a plain `http://` URL on a host other than this machine. Off by default:
+        /// anyone on the path can then read the calls and results and rewrite the tool
+        /// definitions the agent is shown.
+        #[serde(default, skip_serializing_if = "is_false")]
+        allow_plaintext: bool,
     },
     /// An MCP server inside the skillgate process (the curation tools). Its tools are part
     /// of the binary: it is added to every loaded catalog and never stored.
@@ -34,6 +39,7 @@ impl UpstreamKind {
         Self::Http {
             url: url.into(),
             ca_bundle: None,
+            allow_plaintext: false,
         }
     }
 
@@ -47,9 +53,110 @@ impl UpstreamKind {
     }
 }
 
+fn is_false(value: &bool) -> bool {
+    !value
+}
+
+/// Why the gateway must not dial `url`: it is not an `http://` or `https://` URL, or it is
+/// plain `http://` to a host other than this machine (`localhost`, 127.0.0.0/8, `::1`)
+/// and `allow_plaintext` is off. The one check of an upstream URL, when it is saved (console,
+/// `/api`, catalog file) and again when it is dialled.
+pub fn check_upstream_url(url: &str, allow_plaintext: bool) -> Result<(), String> {
+    let not_http = || format!("`{url}` is not an http:// or https:// URL");
+    let parsed = url::Url::parse(url).map_err(|_| not_http())?;
+    match parsed.scheme() {
+        "https" => Ok(()),
+        "http" if allow_plaintext || parsed.host().is_some_and(|h| is_loopback(&h)) => Ok(()),
+        "http" => Err(format!(
+            "`{url}` is plain http:// to a remote host: anyone on the network path could read \
+             the calls and rewrite the tools. Use https://, or set `allow_plaintext` on this \
+             upstream to accept that risk"
+        )),
+        _ => Err(not_http()),
+    }
+}
+
+fn is_loopback(host: &url::Host<&str>) -> bool {
+    match host {
+        url::Host::Domain(name) => name.eq_ignore_ascii_case("localhost"),
+        url::Host::Ipv4(ip) => ip.is_loopback(),
+        url::Host::Ipv6(ip) => {
+            ip.is_loopback() || ip.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Upstream {
     pub name: Slug,
     #[serde(flatten)]
     pub kind: UpstreamKind,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_http_to_this_machine_is_accepted_in_every_loopback_spelling() {
+        for url in [
+            "http://127.0.0.1:8080/mcp",
+            "http://127.3.2.1/mcp",
+            "http://localhost:9/mcp",
+            "http://LOCALHOST/mcp",
+            "http://[::1]:9/mcp",
+            "http://[::ffff:127.0.0.1]/mcp",
+            "http://2130706433/mcp",
+        ] {
+            assert_eq!(check_upstream_url(url, false), Ok(()), "{url}");
+        }
+    }
+
+    #[test]
+    fn plain_http_to_a_remote_host_is_refused_naming_the_setting_unless_allowed() {
+        for url in [
+            "http://tools.example.com/mcp",
+            "http://10.0.0.8/mcp",
+            "http://localhost.evil.example/mcp",
+            "HTTP://tools.example.com/mcp",
+        ] {
+            let refused = check_upstream_url(url, false).unwrap_err();
+            assert!(refused.contains("allow_plaintext"), "{refused}");
+            assert_eq!(check_upstream_url(url, true), Ok(()), "{url}");
+        }
+    }
+
+    #[test]
+    fn https_is_accepted_and_other_schemes_or_garbage_are_not_urls_of_an_upstream() {
+        assert_eq!(
+            check_upstream_url("https://tools.example.com/mcp", false),
+            Ok(())
+        );
+        for url in [
+            "ftp://tools.example/mcp",
+            "tools.example.com",
+            "http://",
+            "",
+        ] {
+            let refused = check_upstream_url(url, true).unwrap_err();
+            assert!(
+                refused.contains("not an http:// or https:// URL"),
+                "{refused}"
+            );
+        }
+    }
+
+    #[test]
+    fn allow_plaintext_is_written_only_when_it_is_on() {
+        let off = serde_json::to_value(UpstreamKind::http("http://127.0.0.1/mcp")).unwrap();
+        assert!(off.get("allow_plaintext").is_none(), "{off}");
+        let on = UpstreamKind::Http {
+            url: "http://tools.example.com/mcp".into(),
+            ca_bundle: None,
+            allow_plaintext: true,
+        };
+        let json = serde_json::to_value(&on).unwrap();
+        assert_eq!(json["allow_plaintext"], true);
+        assert_eq!(serde_json::from_value::<UpstreamKind>(json).unwrap(), on);
+    }
 }

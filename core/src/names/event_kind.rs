@@ -32,10 +32,13 @@ pub enum EventKind {
     /// skill bundle that is too big, malformed or not allowed): who tried what, and why.
     /// Not an `admin_change`, so an entity's change log lists only changes.
     AdminRefused,
+    /// What the content inspectors found in one governed call's arguments or result: each
+    /// finding's inspector, kind, place and the action taken; a secret only by fingerprint.
+    InspectionFinding,
 }
 
 impl EventKind {
-    pub const ALL: [EventKind; 15] = [
+    pub const ALL: [EventKind; 16] = [
         EventKind::SessionStarted,
         EventKind::LearnGranted,
         EventKind::LearnDenied,
@@ -51,6 +54,7 @@ impl EventKind {
         EventKind::HoldExpired,
         EventKind::SkillRead,
         EventKind::AdminRefused,
+        EventKind::InspectionFinding,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -70,6 +74,7 @@ impl EventKind {
             EventKind::HoldExpired => "hold_expired",
             EventKind::SkillRead => "skill_read",
             EventKind::AdminRefused => "admin_refused",
+            EventKind::InspectionFinding => "inspection_finding",
         }
     }
 }
@@ -155,6 +160,7 @@ mod tests {
                 "hold_expired",
                 "skill_read",
                 "admin_refused",
+                "inspection_finding",
             ]
         );
     }

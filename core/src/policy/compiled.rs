@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 
 use super::rules::ToolRules;
 use super::{LearnedSkill, SessionView};
-use crate::model::{Catalog, CatalogTool, Limit, Role, Scope};
+use crate::model::{Catalog, CatalogTool, Limit, Role, SchemaPolicy, Scope};
 use crate::slug::Slug;
 
 pub(crate) struct CompiledTool {
@@ -38,10 +38,86 @@ pub(crate) struct Watched {
 /// the catalog down: a schema the validator rejects, or one that makes it panic, leaves
 /// only that tool unusable, with the reason.
 pub fn compile_schema(schema: &Value) -> Result<jsonschema::Validator, String> {
-    match catch_unwind(AssertUnwindSafe(|| jsonschema::validator_for(schema))) {
+    compile_schema_with(schema, &SchemaPolicy::default())
+}
+
+/// [`compile_schema`] under the catalog's schema policy: `format` asserted when it says so,
+/// and open objects closed (see [`close_open_objects`]) when it says so.
+pub fn compile_schema_with(
+    schema: &Value,
+    policy: &SchemaPolicy,
+) -> Result<jsonschema::Validator, String> {
+    let closed;
+    let schema = if policy.close_open_objects {
+        closed = close_open_objects(schema);
+        &closed
+    } else {
+        schema
+    };
+    let options = jsonschema::options().should_validate_formats(policy.validate_formats);
+    match catch_unwind(AssertUnwindSafe(|| options.build(schema))) {
         Ok(Ok(validator)) => Ok(validator),
         Ok(Err(error)) => Err(error.to_string()),
         Err(_) => Err("the schema validator could not compile it".to_owned()),
+    }
+}
+
+/// The keywords whose values are subschemas a closed object may sit in: one schema, or a
+/// map or list of them. Combinators (`allOf`, `anyOf`, `oneOf`, `not`, `if`) are left out:
+/// closing a branch would refuse the properties another branch declares.
+const SCHEMA_KEYWORDS: [&str; 3] = ["items", "additionalProperties", "contains"];
+const SCHEMA_MAP_KEYWORDS: [&str; 4] = ["properties", "patternProperties", "$defs", "definitions"];
+
+/// `schema` with `additionalProperties: false` on every object schema that declares
+/// `properties` and leaves extra properties unsaid (no `additionalProperties`,
+/// `patternProperties`, `unevaluatedProperties`, nor a `$ref` whose target might declare
+/// more), outside combinators.
+pub fn close_open_objects(schema: &Value) -> Value {
+    let mut schema = schema.clone();
+    close_in_place(&mut schema, 0);
+    schema
+}
+
+/// How deep the rewrite goes: deeper schemas are left as they are (a pathological schema
+/// must not exhaust the stack).
+const MAX_CLOSE_DEPTH: usize = 64;
+
+fn close_in_place(schema: &mut Value, depth: usize) {
+    let Value::Object(map) = schema else {
+        return;
+    };
+    if depth > MAX_CLOSE_DEPTH {
+        return;
+    }
+    let open = map.contains_key("properties")
+        && ![
+            "additionalProperties",
+            "patternProperties",
+            "unevaluatedProperties",
+            "$ref",
+            "$dynamicRef",
+        ]
+        .iter()
+        .any(|k| map.contains_key(*k));
+    if open {
+        map.insert("additionalProperties".to_owned(), Value::Bool(false));
+    }
+    for keyword in SCHEMA_KEYWORDS {
+        match map.get_mut(keyword) {
+            Some(Value::Array(items)) => {
+                items.iter_mut().for_each(|s| close_in_place(s, depth + 1))
+            }
+            Some(sub) => close_in_place(sub, depth + 1),
+            None => {}
+        }
+    }
+    if let Some(Value::Array(items)) = map.get_mut("prefixItems") {
+        items.iter_mut().for_each(|s| close_in_place(s, depth + 1));
+    }
+    for keyword in SCHEMA_MAP_KEYWORDS {
+        if let Some(Value::Object(subs)) = map.get_mut(keyword) {
+            subs.values_mut().for_each(|s| close_in_place(s, depth + 1));
+        }
     }
 }
 
@@ -76,7 +152,8 @@ impl CompiledCatalog {
             .iter()
             .enumerate()
             .map(|(index, tool)| {
-                let validator = compile_schema(&tool.spec.input_schema);
+                let validator =
+                    compile_schema_with(&tool.spec.input_schema, &catalog.inspection.schemas);
                 (tool.spec.name.clone(), CompiledTool { index, validator })
             })
             .collect();
@@ -374,5 +451,72 @@ impl std::fmt::Debug for CatalogHandle {
         f.debug_tuple("CatalogHandle")
             .field(&*self.current.load())
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn strict(close: bool, formats: bool) -> SchemaPolicy {
+        SchemaPolicy {
+            close_open_objects: close,
+            validate_formats: formats,
+        }
+    }
+
+    #[test]
+    fn closing_open_objects_refuses_an_undeclared_property_at_every_depth() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "to": {"type": "string"},
+                "meta": {"type": "object", "properties": {"tag": {"type": "string"}}}
+            }
+        });
+        let open = compile_schema_with(&schema, &strict(false, true)).unwrap();
+        let closed = compile_schema_with(&schema, &strict(true, true)).unwrap();
+        let extra = json!({"to": "a", "bcc": "b"});
+        let nested = json!({"to": "a", "meta": {"tag": "x", "cc": "y"}});
+        assert!(open.is_valid(&extra) && open.is_valid(&nested));
+        assert!(!closed.is_valid(&extra));
+        assert!(!closed.is_valid(&nested));
+        assert!(closed.is_valid(&json!({"to": "a", "meta": {"tag": "x"}})));
+    }
+
+    #[test]
+    fn closing_leaves_objects_that_say_what_extra_properties_may_be_and_combinators_alone() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "labels": {"type": "object", "properties": {}, "additionalProperties": {"type": "string"}}
+            },
+            "allOf": [{"properties": {"extra": {"type": "string"}}}]
+        });
+        let closed = close_open_objects(&schema);
+        assert_eq!(closed["additionalProperties"], json!(false));
+        assert_eq!(
+            closed["properties"]["labels"]["additionalProperties"],
+            json!({"type": "string"})
+        );
+        assert!(closed["allOf"][0].get("additionalProperties").is_none());
+    }
+
+    #[test]
+    fn formats_are_asserted_only_when_the_policy_says_so() {
+        let schema = json!({"type": "object", "properties": {"at": {"type": "string", "format": "date-time"}}});
+        let bad = json!({"at": "yesterday"});
+        assert!(
+            !compile_schema_with(&schema, &strict(false, true))
+                .unwrap()
+                .is_valid(&bad)
+        );
+        assert!(
+            compile_schema_with(&schema, &strict(false, false))
+                .unwrap()
+                .is_valid(&bad)
+        );
     }
 }

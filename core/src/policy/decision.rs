@@ -29,6 +29,9 @@ pub enum DenyCode {
     /// The tool is quarantined: new and not yet admitted, or its upstream's definition
     /// differs from the one an admin pinned. An agent reads it as an access denial.
     ToolQuarantined,
+    /// A content inspector set to block found something in the call's arguments (an
+    /// internal URL, a secret another upstream returned) or in its result.
+    ContentBlocked,
 }
 
 impl DenyCode {
@@ -41,6 +44,7 @@ impl DenyCode {
             Self::ToolUnusable => "TOOL UNUSABLE",
             Self::InternalError => "INTERNAL ERROR",
             Self::ToolQuarantined => "ACCESS DENIED",
+            Self::ContentBlocked => "CONTENT BLOCKED",
         }
     }
 
@@ -53,6 +57,7 @@ impl DenyCode {
             Self::ToolUnusable => "TOOL_UNUSABLE",
             Self::InternalError => "INTERNAL_ERROR",
             Self::ToolQuarantined => "TOOL_QUARANTINED",
+            Self::ContentBlocked => "CONTENT_BLOCKED",
         }
     }
 }

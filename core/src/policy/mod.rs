@@ -20,5 +20,6 @@ pub use decision::{
 };
 pub use digest::value_digest;
 pub use session::{
-    HeldUsage, LearnedRole, LearnedSkill, MAX_OUTCOMES, Outcome, SessionView, ToolUsage, Usage,
+    HeldUsage, LearnedRole, LearnedSkill, MAX_OUTCOMES, MAX_SEEN_SECRETS, Outcome, SeenSecret,
+    SessionView, ToolUsage, Usage,
 };

@@ -7,6 +7,7 @@ use serde_json::Value;
 use super::amount::{AmountError, decimal_from_json};
 use super::digest::value_digest;
 use super::{Arguments, Usage};
+use crate::inspect;
 use crate::model::{ArgCheck, Limit, ResultCheck};
 
 /// A limit with its sentence rendered once, when the catalog is compiled.
@@ -221,6 +222,29 @@ fn check_bound(arg: &str, check: &ArgCheck, args: &Arguments) -> Result<(), Stri
                 "`{arg}` is missing, so the limit cannot be checked."
             )),
         },
+        ArgCheck::NoShell => match inspect::shell::shell_metacharacter(string_arg(args, arg)?) {
+            None => Ok(()),
+            Some(what) => Err(format!("This call's `{arg}` contains {what}.")),
+        },
+        ArgCheck::PathUnder { root } => {
+            inspect::path::path_under_check(string_arg(args, arg)?, root)
+                .map_err(|why| format!("This call's `{arg}` {why}."))
+        }
+        ArgCheck::UrlHost { hosts } => inspect::net::url_host_check(string_arg(args, arg)?, hosts)
+            .map_err(|why| format!("This call's `{arg}` {why}.")),
+    }
+}
+
+/// A string argument, or why the limit reading it cannot be checked.
+fn string_arg<'a>(args: &'a Arguments, arg: &str) -> Result<&'a str, String> {
+    match args.get(arg) {
+        Some(Value::String(text)) => Ok(text),
+        Some(_) => Err(format!(
+            "`{arg}` is not a string, so the limit cannot be checked."
+        )),
+        None => Err(format!(
+            "`{arg}` is missing, so the limit cannot be checked."
+        )),
     }
 }
 

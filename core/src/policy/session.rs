@@ -151,7 +151,22 @@ pub struct SessionView {
     pub learned: Vec<LearnedRole>,
     #[serde(default)]
     pub usage: Usage,
+    /// Secrets results brought into the session, by fingerprint and the upstream that
+    /// returned them: a call sending one to another upstream is a secret flow.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub secrets_seen: Vec<SeenSecret>,
 }
+
+/// A secret a result brought into a session: its SHA-256 fingerprint (never the value) and
+/// the upstream whose result carried it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeenSecret {
+    pub fingerprint: String,
+    pub upstream: String,
+}
+
+/// The most secrets a session remembers; the oldest are forgotten first.
+pub const MAX_SEEN_SECRETS: usize = 64;
 
 impl SessionView {
     pub fn new(
@@ -167,7 +182,35 @@ impl SessionView {
             expires_at,
             learned: Vec::new(),
             usage: Usage::default(),
+            secrets_seen: Vec::new(),
         }
+    }
+
+    /// Remembers secrets `upstream` returned; `false` when all were known already.
+    pub fn see_secrets<'a>(
+        &mut self,
+        upstream: &str,
+        fingerprints: impl IntoIterator<Item = &'a str>,
+    ) -> bool {
+        let mut changed = false;
+        for fingerprint in fingerprints {
+            if self
+                .secrets_seen
+                .iter()
+                .any(|s| s.fingerprint == fingerprint && s.upstream == upstream)
+            {
+                continue;
+            }
+            if self.secrets_seen.len() >= MAX_SEEN_SECRETS {
+                self.secrets_seen.remove(0);
+            }
+            self.secrets_seen.push(SeenSecret {
+                fingerprint: fingerprint.to_owned(),
+                upstream: upstream.to_owned(),
+            });
+            changed = true;
+        }
+        changed
     }
 
     pub fn has_learned(&self, role: &str) -> bool {

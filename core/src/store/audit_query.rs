@@ -638,6 +638,24 @@ impl Store {
         Ok(rows.into_iter().map(|(n, c)| (n, seq_from_db(c))).collect())
     }
 
+    /// The payloads of the newest `limit` events of `kind` since `since`, newest first.
+    pub async fn audit_payloads_since(
+        &self,
+        kind: EventKind,
+        since: &str,
+        limit: u32,
+    ) -> Result<Vec<String>, StoreError> {
+        Ok(sqlx::query_scalar(
+            "SELECT payload FROM audit_events WHERE kind = $1 AND at >= $2
+             ORDER BY seq DESC LIMIT $3",
+        )
+        .bind(kind.as_str())
+        .bind(since)
+        .bind(i64::from(limit))
+        .fetch_all(self.pool())
+        .await?)
+    }
+
     /// The newest event appended before `cutoff`, if any.
     pub async fn audit_last_seq_before(&self, cutoff: &str) -> Result<Option<u64>, StoreError> {
         // `at` grows with seq (one writer stamps each group), so the first event at or

@@ -31,6 +31,7 @@ pub const COPIED_TABLES: &[&str] = &[
     "skill_versions",
     "roles",
     "scopes",
+    "inspection_policy",
     "skill_candidates",
     "wiki_patterns",
     "console_users",

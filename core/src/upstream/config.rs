@@ -192,6 +192,10 @@ pub enum UpstreamConfig {
         /// Sent on every request beside the bearer, each checked by [`check_extra_header`].
         #[serde(default)]
         headers: BTreeMap<String, Secret>,
+        /// Dial a plain `http://` URL on a remote host (see
+        /// [`crate::model::check_upstream_url`], checked again before connecting).
+        #[serde(default)]
+        allow_plaintext: bool,
     },
     /// An rmcp server in this process, reached over an in-memory duplex stream.
     #[serde(skip)]
@@ -258,6 +262,7 @@ impl UpstreamConfig {
             bearer,
             ca_bundle: None,
             headers: BTreeMap::new(),
+            allow_plaintext: false,
         }
     }
 
@@ -285,12 +290,14 @@ impl fmt::Debug for UpstreamConfig {
                 bearer,
                 ca_bundle,
                 headers,
+                allow_plaintext,
             } => f
                 .debug_struct("Http")
                 .field("url", url)
                 .field("bearer", bearer)
                 .field("ca_bundle", &ca_bundle.is_some())
                 .field("header_names", &headers.keys().collect::<Vec<_>>())
+                .field("allow_plaintext", allow_plaintext)
                 .finish(),
             Self::InProcess(server) => server.fmt(f),
         }
@@ -316,8 +323,10 @@ impl Serialize for StoredUpstreamConfig<'_> {
                 bearer,
                 ca_bundle,
                 headers,
+                allow_plaintext,
             } => {
                 map.serialize_entry("transport", "http")?;
+                map.serialize_entry("allow_plaintext", allow_plaintext)?;
                 map.serialize_entry("url", url)?;
                 map.serialize_entry("bearer", &bearer.as_ref().map(Secret::expose))?;
                 map.serialize_entry("ca_bundle", ca_bundle)?;
@@ -372,6 +381,7 @@ mod tests {
             bearer: None,
             ca_bundle: Some("-----BEGIN CERTIFICATE-----\n…".into()),
             headers: BTreeMap::from([("x-tenant".to_owned(), Secret::new("acme"))]),
+            allow_plaintext: true,
         };
         for config in [
             with_extras,

@@ -65,7 +65,17 @@ impl Connection {
                 bearer,
                 ca_bundle,
                 headers,
+                allow_plaintext,
             } => {
+                // Again here: a row stored before the check, or around the admin door,
+                // must not be dialled in clear.
+                crate::model::check_upstream_url(url, *allow_plaintext).map_err(|reason| {
+                    UpstreamError::Connect {
+                        upstream: upstream.to_owned(),
+                        target: url.clone(),
+                        reason,
+                    }
+                })?;
                 let mut transport_config =
                     StreamableHttpClientTransportConfig::with_uri(url.as_str())
                         .reinit_on_expired_session(true)

@@ -70,6 +70,7 @@ pub fn permit(tool: &str, arguments: Map<String, Value>) -> Permit {
         kind: UpstreamKind::Http {
             url: "http://upstream.invalid/mcp".to_owned(),
             ca_bundle: None,
+            allow_plaintext: false,
         },
     };
     let catalog = CompiledCatalog::compile(draft.into_catalog(vec![upstream]));

@@ -15,16 +15,22 @@ impl From<&Upstream> for UpstreamDoc {
             args: Vec::new(),
             url: None,
             ca_bundle: None,
+            allow_plaintext: false,
         };
         match &upstream.kind {
             UpstreamKind::Stdio { command, args } => {
                 doc.command = Some(command.clone());
                 doc.args = args.clone();
             }
-            UpstreamKind::Http { url, ca_bundle } => {
+            UpstreamKind::Http {
+                url,
+                ca_bundle,
+                allow_plaintext,
+            } => {
                 doc.transport = TransportDoc::Http;
                 doc.url = Some(url.clone());
                 doc.ca_bundle = ca_bundle.clone();
+                doc.allow_plaintext = *allow_plaintext;
             }
             // Never exported: the built-in upstream is part of the binary.
             UpstreamKind::Builtin => {}
@@ -201,6 +207,15 @@ impl From<&Limit> for LimitDoc {
                         doc.check = Some(CheckDoc::MaxLength);
                         doc.max = Some(DecimalDoc((*max as u64).into()));
                     }
+                    ArgCheck::NoShell => doc.check = Some(CheckDoc::NoShell),
+                    ArgCheck::PathUnder { root } => {
+                        doc.check = Some(CheckDoc::PathUnder);
+                        doc.root = Some(root.clone());
+                    }
+                    ArgCheck::UrlHost { hosts } => {
+                        doc.check = Some(CheckDoc::UrlHost);
+                        doc.hosts = Some(hosts.clone());
+                    }
                 }
             }
             Limit::SumCap { arg, max, .. } => {
@@ -311,6 +326,9 @@ impl LimitKind {
                 Some(CheckDoc::Compare) => (&["arg", "check", "op", "value"], &[]),
                 Some(CheckDoc::OneOf) => (&["arg", "check", "values"], &[]),
                 Some(CheckDoc::MaxLength) => (&["arg", "check", "max"], &[]),
+                Some(CheckDoc::NoShell) => (&["arg", "check"], &[]),
+                Some(CheckDoc::PathUnder) => (&["arg", "check", "root"], &[]),
+                Some(CheckDoc::UrlHost) => (&["arg", "check", "hosts"], &[]),
                 None => (&["arg", "check"], &["op", "value"]),
             },
             LimitKind::SumCap => (&["arg", "max"], &[]),
@@ -335,6 +353,8 @@ impl LimitDoc {
             ("op", self.op.is_some()),
             ("value", self.value.is_some()),
             ("values", self.values.is_some()),
+            ("root", self.root.is_some()),
+            ("hosts", self.hosts.is_some()),
             ("max", self.max.is_some()),
             ("after", self.after.is_some()),
             ("same_args", self.same_args.is_some()),
@@ -389,6 +409,13 @@ impl LimitDoc {
                     },
                     Some(CheckDoc::MaxLength) => ArgCheck::MaxLength {
                         max: usize::try_from(count(self.max)).unwrap_or(usize::MAX),
+                    },
+                    Some(CheckDoc::NoShell) => ArgCheck::NoShell,
+                    Some(CheckDoc::PathUnder) => ArgCheck::PathUnder {
+                        root: self.root.clone().unwrap_or_default(),
+                    },
+                    Some(CheckDoc::UrlHost) => ArgCheck::UrlHost {
+                        hosts: self.hosts.clone().unwrap_or_default(),
                     },
                     _ => ArgCheck::Compare {
                         op: self.op.unwrap_or(CmpOp::Le),
@@ -446,6 +473,12 @@ impl UpstreamDoc {
                         "a stdio upstream has no `ca_bundle`",
                     ));
                 }
+                if self.allow_plaintext {
+                    errors.push(field_error(
+                        "allow_plaintext",
+                        "a stdio upstream has no `allow_plaintext`",
+                    ));
+                }
                 match self.command.as_deref().map(str::trim) {
                     Some(command) if !command.is_empty() => {}
                     _ => errors.push(field_error(
@@ -466,11 +499,8 @@ impl UpstreamDoc {
                     errors.push(field_error("args", "an http upstream has no `args`"));
                 }
                 let url = self.url.clone().unwrap_or_default();
-                if !url.starts_with("http://") && !url.starts_with("https://") {
-                    errors.push(field_error(
-                        "url",
-                        format!("`{url}` is not an http:// or https:// URL"),
-                    ));
+                if let Err(reason) = check_upstream_url(&url, self.allow_plaintext) {
+                    errors.push(field_error("url", reason));
                 }
                 if let Some(Err(reason)) = self.ca_bundle.as_deref().map(parse_ca_bundle) {
                     errors.push(field_error("ca_bundle", reason));
@@ -478,6 +508,7 @@ impl UpstreamDoc {
                 UpstreamKind::Http {
                     url,
                     ca_bundle: self.ca_bundle.clone(),
+                    allow_plaintext: self.allow_plaintext,
                 }
             }
         };

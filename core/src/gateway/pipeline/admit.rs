@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::{Admitted, Entry, Refusal};
+use super::{Admitted, Entry, Inspection, Refusal};
 use crate::audit::redact_sensitive;
 use crate::gateway::{AgentIdentity, Gateway, GatewayError, Place, bounds};
 use crate::policy::{CompiledCatalog, Denial, DenyCode};
@@ -60,6 +60,7 @@ impl Gateway {
             },
             audited,
             resumes: None,
+            noted: Inspection::default(),
         }))
     }
 }
@@ -87,6 +88,7 @@ impl Admitted {
             audited: redact_sensitive(&hold.arguments, sensitive_args(catalog, &hold.tool)),
             arguments: Some(arguments),
             resumes: Some(hold),
+            noted: Inspection::default(),
         })
     }
 }

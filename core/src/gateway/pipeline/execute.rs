@@ -1,6 +1,7 @@
 //! The execute and settle stages: the upstream call of a permitted, durably recorded
-//! call; its `call_result`, durable before the agent hears the answer; then the success
-//! record step-order guards read.
+//! call; the result's inspection; its `call_result` (with what the inspection found),
+//! durable before the agent hears the answer; then the success record step-order guards
+//! and the secret-flow inspector read.
 
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Value, json};
@@ -8,10 +9,12 @@ use sha2::{Digest, Sha256};
 use tracing::Instrument as _;
 
 use super::SAVE_ATTEMPTS;
-use crate::audit::{CallOutcome, EventKind, NewEvent};
+use super::inspect::{Inspection, inspect_result};
+use crate::audit::{CallOutcome, EventKind, InspectedPart, NewEvent};
 use crate::gateway::{AgentIdentity, Gateway, GatewayError, ToolReply};
+use crate::inspect::Inspectors;
 use crate::metrics::Phase;
-use crate::model::UpstreamKind;
+use crate::model::{CallScope, Inspector, UpstreamKind};
 use crate::policy::{CompiledCatalog, Permit, SessionView, SuccessNote};
 use crate::revisions::curator::{META_AGENT, META_SESSION};
 use crate::trace;
@@ -55,23 +58,40 @@ impl Gateway {
         let upstream_time = stage.elapsed();
         drop(stage);
         match outcome {
-            Ok(outcome) => {
-                let audited = if outcome.is_error {
-                    CallOutcome::Error {
-                        message: first_text(&outcome.result.content),
-                    }
-                } else {
+            Ok(mut outcome) => {
+                let digest = (!outcome.is_error).then(|| {
                     let bytes = serde_json::to_vec(&outcome.result).unwrap_or_default();
                     CallOutcome::Ok {
                         result_size: bytes.len() as u64,
                         result_digest: hex::encode(Sha256::digest(&bytes)),
                     }
+                });
+                let scope = CallScope {
+                    tool,
+                    role: Some(role.as_str()),
+                    scope: Some(view.scope.as_str()),
+                };
+                let inspection =
+                    self.inspect_result_stage(catalog, &scope, &mut outcome.result, outcome.bytes);
+                let audited = match digest {
+                    Some(digest) => digest,
+                    None => CallOutcome::Error {
+                        message: error_message(&outcome.result, &inspection),
+                    },
                 };
                 let millis = outcome.duration.as_millis() as u64;
-                self.settle(agent, sid, tool, millis, &audited).await?;
-                if !outcome.is_error {
-                    self.record_success(sid, tool, view, &note, &outcome.result)
-                        .await?;
+                let found = inspection
+                    .event(&agent.key_name, tool, InspectedPart::Result)
+                    .map(|event| event.in_session(sid));
+                self.settle(agent, sid, tool, millis, &audited, found)
+                    .await?;
+                inspection.count(&self.metrics);
+                let succeeded = (!outcome.is_error).then_some(&outcome.result);
+                let seen = (upstream.as_str(), inspection.secret_fingerprints());
+                self.record_success(sid, tool, view, &note, succeeded, seen)
+                    .await?;
+                if inspection.blocked() {
+                    return Ok(inspection.blocked_result_reply(tool));
                 }
                 Ok(ToolReply::Downstream(outcome.result))
             }
@@ -82,13 +102,33 @@ impl Gateway {
                     message: error.to_string(),
                 };
                 let millis = upstream_time.as_millis() as u64;
-                self.settle(agent, sid, tool, millis, &audited).await?;
+                self.settle(agent, sid, tool, millis, &audited, None)
+                    .await?;
                 Ok(upstream_error(tool, &role, message))
             }
         }
     }
 
-    /// The settle stage: the call's `call_result`, durable before the agent's answer.
+    /// The result inspection stage: timed and traced, under the catalog's policy.
+    fn inspect_result_stage(
+        &self,
+        catalog: &CompiledCatalog,
+        scope: &CallScope<'_>,
+        result: &mut CallToolResult,
+        bytes: usize,
+    ) -> Inspection {
+        let stage = self
+            .metrics
+            .stage(Phase::Inspect)
+            .traced(trace::inspect_span(InspectedPart::Result.as_str()));
+        let policy = &catalog.catalog().inspection;
+        stage
+            .span()
+            .in_scope(|| inspect_result(policy, scope, result, bytes))
+    }
+
+    /// The settle stage: the call's `call_result`, durable before the agent's answer, in
+    /// one append with what the result's inspection found.
     async fn settle(
         &self,
         agent: &AgentIdentity,
@@ -96,6 +136,7 @@ impl Gateway {
         tool: &str,
         millis: u64,
         outcome: &CallOutcome,
+        found: Option<NewEvent>,
     ) -> Result<(), GatewayError> {
         let stage = self
             .metrics
@@ -103,36 +144,43 @@ impl Gateway {
             .traced(trace::audit_span(EventKind::CallResult));
         let event = NewEvent::call_result(sid, &agent.key_name, tool, millis, outcome);
         self.audit
-            .append(event)
+            .append_batch(found.into_iter().chain([event]).collect())
             .instrument(stage.span().clone())
             .await?;
         Ok(())
     }
 
     /// Records a success for step-order guards: that `tool` succeeded once (plain guards),
-    /// and what it succeeded with when a bound guard compares against it.
+    /// and what it succeeded with when a bound guard compares against it; and the secrets
+    /// the result brought into the session (`seen`: the upstream and their fingerprints),
+    /// which the secret-flow inspector reads, whether or not the call succeeded.
     async fn record_success(
         &self,
         sid: &str,
         tool: &str,
         view: &SessionView,
         note: &SuccessNote,
-        result: &CallToolResult,
+        succeeded: Option<&CallToolResult>,
+        seen: (&str, Vec<&str>),
     ) -> Result<(), GatewayError> {
-        let outcome = if note.is_watched() {
-            note.outcome(structured_result(result).as_ref())
-        } else {
-            None
+        let outcome = match succeeded {
+            Some(result) if note.is_watched() => note.outcome(structured_result(result).as_ref()),
+            _ => None,
         };
-        // The common case, a tool already recorded and watched by no bound guard, writes nothing.
-        if outcome.is_none() && view.usage.has_succeeded(tool) {
+        let (upstream, secrets) = seen;
+        let records = succeeded.is_some() && (outcome.is_some() || !view.usage.has_succeeded(tool));
+        // The common case, a tool already recorded and watched by no bound guard, and no
+        // secret in its result, writes nothing.
+        if !records && secrets.is_empty() {
             return Ok(());
         }
         for _ in 0..SAVE_ATTEMPTS {
             let Some(mut stored) = self.store.load_session(sid).await? else {
                 return Ok(());
             };
-            if !stored.view.record_success(tool, outcome.clone()) {
+            let recorded = succeeded.is_some() && stored.view.record_success(tool, outcome.clone());
+            let remembered = stored.view.see_secrets(upstream, secrets.iter().copied());
+            if !recorded && !remembered {
                 return Ok(());
             }
             if self
@@ -181,6 +229,17 @@ fn structured_result(result: &CallToolResult) -> Option<Value> {
             .filter(Value::is_object),
         _ => None,
     }
+}
+
+/// What the audit keeps of a tool's error: its first text, with any secret the inspection
+/// found redacted even where the policy only flags it (the audit never stores one).
+fn error_message(result: &CallToolResult, inspection: &Inspection) -> String {
+    if inspection.found(Inspector::Secrets) {
+        let mut copy = result.clone();
+        Inspectors::shared().redact_result(&mut copy, &[Inspector::Secrets]);
+        return first_text(&copy.content);
+    }
+    first_text(&result.content)
 }
 
 fn first_text(content: &[ContentBlock]) -> String {

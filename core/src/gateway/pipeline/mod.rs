@@ -2,13 +2,16 @@
 //! approved hold coming back, and any later entry) runs the same stages, in this order:
 //!
 //! ```text
-//! Entry ─▶ admit ─▶ [session lock] ─▶ decide ─▶ reserve and record ─▶ execute ─▶ settle
-//!            │                          │               │                │
-//!            └──────────── refuse ◀─────┴───────────────┘          (call_result)
+//! Entry ─▶ admit ─▶ [session lock] ─▶ inspect ─▶ decide ─▶ reserve and record ─▶ execute ─▶ inspect ─▶ settle
+//!            │                          │          │               │                              │
+//!            └──────────── refuse ◀─────┴──────────┴───────────────┘                     (call_result)
 //! ```
 //!
 //! - **admit** (`admit.rs`): bounds of the request, redaction, the session id; a resume's
 //!   held arguments.
+//! - **inspect** (`inspect.rs`): the argument inspectors before deciding (a block refuses
+//!   with `CONTENT_BLOCKED`), the result inspectors before settling (a block withholds the
+//!   result, a redaction rewrites it); what they found is audited with the stage's event.
 //! - **decide** (here): the pure [`decide`] under the session's lock, the clock passed in.
 //! - **reserve and record** (`record.rs`): one commit per decision: the session's
 //!   reservation under its revision check together with `call_allowed` (and, for a resume,
@@ -23,6 +26,7 @@
 
 mod admit;
 mod execute;
+mod inspect;
 mod record;
 mod refuse;
 pub(super) mod replies;
@@ -30,8 +34,11 @@ pub(super) mod replies;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
+use self::inspect::{Inspection, inspect_arguments};
 use super::{AgentIdentity, Gateway, GatewayError, Place, ToolReply};
+use crate::audit::InspectedPart;
 use crate::metrics::{Phase, Stage};
+use crate::model::CallScope;
 use crate::policy::{
     Arguments, CallRequest, CompiledCatalog, Decision, Denial, DenyCode, SessionView, decide,
 };
@@ -70,6 +77,8 @@ struct Admitted {
     /// The approved hold this call runs: its events name it, its reservation is given back
     /// before deciding, and it moves to `executed` in the commit of `call_allowed`.
     resumes: Option<HoldRow>,
+    /// What the argument inspectors found, audited in the commit of the decision's event.
+    noted: Inspection,
 }
 
 impl Admitted {
@@ -85,7 +94,7 @@ impl Admitted {
 
     /// A refusal of this call (naming its hold, if it resumes one).
     fn refusal(&self, place: Place, arguments: Value, denial: Denial) -> Refusal {
-        let refusal = Refusal::new(place, &self.tool, arguments, denial);
+        let refusal = Refusal::new(place, &self.tool, arguments, denial).noting(&self.noted);
         match &self.resumes {
             Some(hold) => refusal.of_hold(&hold.id),
             None => refusal,
@@ -180,15 +189,25 @@ impl Gateway {
                 let refusal = call.refusal(place, call.audited.clone(), denial);
                 return self.refuse_call(agent, refusal).await;
             };
-            let request = CallRequest {
-                session_id: &call.sid,
-                key_id: &key_id,
-                tool: &call.tool,
-                arguments,
-                approved: call.resumes.as_ref().map(|h| h.arguments_digest.as_str()),
+            let view = current.as_ref().map(|s| &s.view);
+            let scope = view.map_or(agent.scope.as_str(), |v| v.scope.as_str());
+            let arguments =
+                self.inspect_arguments_stage(catalog, &mut call, scope, view, arguments);
+            let decision = if call.noted.blocked() {
+                Decision::Deny(Denial::new(
+                    DenyCode::ContentBlocked,
+                    call.noted.arguments_rule(),
+                ))
+            } else {
+                let request = CallRequest {
+                    session_id: &call.sid,
+                    key_id: &key_id,
+                    tool: &call.tool,
+                    arguments,
+                    approved: call.resumes.as_ref().map(|h| h.arguments_digest.as_str()),
+                };
+                self.decide_stage(catalog, view, request, now)
             };
-            let decision =
-                self.decide_stage(catalog, current.as_ref().map(|s| &s.view), request, now);
             let (attempt, busy) = match (decision, current) {
                 (Decision::Allow(permit), Some(stored)) => {
                     let attempt = self.record_allowed(agent, catalog, &call, stored, permit, now);
@@ -251,6 +270,51 @@ impl Gateway {
                 let refusal = call.too_busy(call.place(owned), busy);
                 return self.refuse_call(agent, refusal).await;
             }
+        }
+    }
+
+    /// The argument inspection stage, before deciding (no role has authorised the call
+    /// yet): what it finds is kept on the call for the decision's commit. Hands the
+    /// arguments back.
+    fn inspect_arguments_stage(
+        &self,
+        catalog: &CompiledCatalog,
+        call: &mut Admitted,
+        scope: &str,
+        session: Option<&SessionView>,
+        arguments: Arguments,
+    ) -> Arguments {
+        let stage = self
+            .metrics
+            .stage(Phase::Inspect)
+            .traced(trace::inspect_span(InspectedPart::Arguments.as_str()));
+        let upstream = catalog
+            .tool(&call.tool)
+            .map(|t| t.upstream.as_str())
+            .unwrap_or_default();
+        let seen = session
+            .map(|s| s.secrets_seen.as_slice())
+            .unwrap_or_default();
+        let scope = CallScope {
+            tool: &call.tool,
+            role: None,
+            scope: Some(scope),
+        };
+        let arguments = Value::Object(arguments);
+        call.noted = stage.span().in_scope(|| {
+            inspect_arguments(
+                &catalog.catalog().inspection,
+                &scope,
+                &arguments,
+                seen,
+                upstream,
+            )
+        });
+        call.noted.count(&self.metrics);
+        call.noted.redact_flows(&mut call.audited);
+        match arguments {
+            Value::Object(arguments) => arguments,
+            _ => unreachable!("wrapped from an object above"),
         }
     }
 

@@ -10,7 +10,7 @@ use uuid::Uuid;
 
 use super::replies::pending_reply;
 use super::{Admitted, Attempt};
-use crate::audit::{EventKind, NewEvent};
+use crate::audit::{EventKind, InspectedPart, NewEvent};
 use crate::gateway::{AgentIdentity, Gateway, GatewayError, Place};
 use crate::metrics::{Outcome, Phase};
 use crate::policy::{CompiledCatalog, Denial, Hold, Permit, SessionView, arguments_digest};
@@ -49,15 +49,15 @@ impl Change {
 }
 
 impl Gateway {
-    /// Commits `change` and `event` together; `None` when the change declined. What the
+    /// Commits `change` and `events` together; `None` when the change declined. What the
     /// change moved in (the session's state, the new hold) comes back on success.
     pub(super) async fn record(
         &self,
         change: Change,
-        event: NewEvent,
+        events: Vec<NewEvent>,
     ) -> Result<Option<Change>, GatewayError> {
         if change.is_none() {
-            self.audit.append(event).await?;
+            self.audit.append_batch(events).await?;
             return Ok(Some(change));
         }
         let committed = self
@@ -78,7 +78,7 @@ impl Gateway {
                     if let Some(hold) = &change.insert_hold {
                         insert_hold_on(conn, hold).await?;
                     }
-                    Ok(Some((change, vec![event])))
+                    Ok(Some((change, events)))
                 })
             })
             .await?;
@@ -123,7 +123,8 @@ impl Gateway {
             .also(Phase::Reserve, saves)
             .traced(trace::audit_span(EventKind::CallAllowed));
         let span = stage.span().clone();
-        let Some(committed) = self.record(change, event).instrument(span).await? else {
+        let events = call.decided_with(agent, event);
+        let Some(committed) = self.record(change, events).instrument(span).await? else {
             return Ok(Attempt::Conflict(permit.into_arguments()));
         };
         drop(stage);
@@ -211,7 +212,8 @@ impl Gateway {
             .also(Phase::Reserve, reserves)
             .traced(trace::audit_span(EventKind::CallHeld));
         let span = stage.span().clone();
-        let Some(committed) = self.record(change, event).instrument(span).await? else {
+        let events = call.decided_with(agent, event);
+        let Some(committed) = self.record(change, events).instrument(span).await? else {
             return Ok(Attempt::Conflict(hold.into_permit().into_arguments()));
         };
         drop(stage);
@@ -251,6 +253,18 @@ impl Gateway {
                     .unwrap_or_default(),
             ),
         })
+    }
+}
+
+impl Admitted {
+    /// A decision's events in its session: what the argument inspectors found, then
+    /// `decided` (`call_allowed`, `call_held`).
+    fn decided_with(&self, agent: &AgentIdentity, decided: NewEvent) -> Vec<NewEvent> {
+        let found = self
+            .noted
+            .event(&agent.key_name, &self.tool, InspectedPart::Arguments)
+            .map(|event| event.in_session(self.sid.clone()));
+        found.into_iter().chain([decided]).collect()
     }
 }
 

@@ -4,9 +4,10 @@
 use serde_json::Value;
 use tracing::Instrument as _;
 
+use super::inspect::Inspection;
 use super::record::Change;
 use super::replies::{settled_reply, settled_text};
-use crate::audit::{EventKind, NewEvent};
+use crate::audit::{EventKind, InspectedPart, NewEvent};
 use crate::gateway::{AgentIdentity, Gateway, GatewayError, Place, ToolReply, bounds, refusal};
 use crate::metrics::{Outcome, Phase};
 use crate::policy::{Denial, DenyCode};
@@ -27,6 +28,8 @@ pub(in crate::gateway) struct Refusal {
     /// A hold that will never run (again): the code the audit and the agent read instead
     /// of the denial's (`HOLD_USED`, …), and the agent's answer.
     settled: Option<(&'static str, ToolReply)>,
+    /// What the argument inspectors found: audited before the `call_denied`, in its commit.
+    noted: Inspection,
 }
 
 impl Refusal {
@@ -43,7 +46,14 @@ impl Refusal {
             arguments,
             denial,
             settled: None,
+            noted: Inspection::default(),
         }
+    }
+
+    /// Audits what the argument inspectors found with the refusal.
+    pub(super) fn noting(mut self, noted: &Inspection) -> Self {
+        self.noted = noted.clone();
+        self
     }
 
     /// Names the hold this refused call resumed.
@@ -72,6 +82,15 @@ impl Refusal {
             Some((code, _)) => (*code).to_owned(),
             None => self.denial.code.as_str().to_owned(),
         }
+    }
+
+    /// The refusal's events: what the argument inspectors found, then its `call_denied`.
+    fn events(&self, agent: &AgentIdentity) -> Vec<NewEvent> {
+        let found = self
+            .noted
+            .event(&agent.key_name, &self.tool, InspectedPart::Arguments)
+            .map(|event| self.place.place(event));
+        found.into_iter().chain([self.event(agent)]).collect()
     }
 
     fn event(&self, agent: &AgentIdentity) -> NewEvent {
@@ -114,13 +133,18 @@ impl Gateway {
         refused: Refusal,
         change: Change,
     ) -> Result<Option<ToolReply>, GatewayError> {
-        let event = refused.event(agent);
+        let events = refused.events(agent);
         let stage = self
             .metrics
             .stage(Phase::AuditDecision)
             .traced(trace::audit_span(EventKind::CallDenied));
         let span = stage.span().clone();
-        if self.record(change, event).instrument(span).await?.is_none() {
+        if self
+            .record(change, events)
+            .instrument(span)
+            .await?
+            .is_none()
+        {
             return Ok(None);
         }
         drop(stage);

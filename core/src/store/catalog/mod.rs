@@ -1,5 +1,5 @@
 //! SQL for the governance catalog: upstreams, tools and their pins, versioned skills,
-//! roles and scopes, one file per entity. This module holds what they share (decoding,
+//! roles, scopes and the inspection policy, one file per entity. This module holds what they share (decoding,
 //! revisions, the whole catalog's load and seed) and re-exports their functions, so callers
 //! name `store::catalog::…` whatever file a function lives in.
 //!
@@ -16,6 +16,7 @@ use crate::model::{Catalog, CatalogDraft, ToolSpec, Upstream};
 use crate::policy::CompiledCatalog;
 use crate::slug::Slug;
 
+mod inspection;
 mod pins;
 mod roles;
 mod scopes;
@@ -30,6 +31,7 @@ use tools::{list_tools, seed_tools};
 pub use pins::{PinChange, ToolSync};
 pub use tools::ToolPin;
 
+pub(crate) use inspection::{inspection_policy_on, put_inspection_policy_on};
 pub(crate) use pins::{admit_tool_on, sync_tools_on};
 pub(crate) use roles::{create_role_on, list_roles, update_role_on};
 pub(crate) use scopes::{create_scope_on, list_scopes, update_scope_on};
@@ -163,6 +165,7 @@ pub(crate) async fn load_catalog(conn: &mut AnyConnection) -> Result<Catalog, St
             .into_iter()
             .map(|s| s.value)
             .collect(),
+        inspection: inspection_policy_on(conn).await?,
     })
 }
 

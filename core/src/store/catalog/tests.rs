@@ -301,6 +301,7 @@ async fn a_tool_name_another_upstream_provides_is_a_conflict() {
         kind: UpstreamKind::Http {
             url: "http://other.invalid/mcp".into(),
             ca_bundle: None,
+            allow_plaintext: false,
         },
     };
     store.upsert_upstream(&other).await.unwrap();

@@ -85,11 +85,16 @@ pub fn upstream_config(
                 .map(|(key, value)| (key, value.expose().to_owned()))
                 .collect(),
         }),
-        UpstreamKind::Http { url, ca_bundle } => Some(UpstreamConfig::Http {
+        UpstreamKind::Http {
+            url,
+            ca_bundle,
+            allow_plaintext,
+        } => Some(UpstreamConfig::Http {
             url: url.clone(),
             bearer: credentials.bearer,
             ca_bundle: ca_bundle.clone(),
             headers: credentials.headers,
+            allow_plaintext: *allow_plaintext,
         }),
         UpstreamKind::Builtin => None,
     }
@@ -352,6 +357,7 @@ mod tests {
         let http = UpstreamKind::Http {
             url: "http://127.0.0.1:9/mcp".into(),
             ca_bundle: None,
+            allow_plaintext: false,
         };
         assert_eq!(
             upstream_config(&stdio, None),
@@ -398,6 +404,7 @@ mod tests {
         let http = UpstreamKind::Http {
             url: "http://127.0.0.1:9/mcp".into(),
             ca_bundle: Some("PEM".into()),
+            allow_plaintext: false,
         };
         assert_eq!(
             upstream_config(&http, Some(&credentials)),
@@ -406,6 +413,7 @@ mod tests {
                 bearer: Some(Secret::new("t-456")),
                 ca_bundle: Some("PEM".into()),
                 headers: [("x-tenant".to_owned(), Secret::new("acme"))].into(),
+                allow_plaintext: false,
             })
         );
         // A changed credential is a changed config: the pool restarts the upstream.
@@ -485,6 +493,7 @@ mod tests {
             UpstreamKind::Http {
                 url: demo_upstream_url().await,
                 ca_bundle: None,
+                allow_plaintext: false,
             },
         );
         let broken = upstream(

@@ -1,0 +1,267 @@
+//! Server functions of the inspectors page: read the policy, add and remove a rule, and
+//! save the schema and admission switches. Every change goes through the admin door.
+
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+
+#[cfg(feature = "ssr")]
+use crate::catalog::authoring::{authoring_error, field, slug_field};
+use crate::shared::ConsoleError;
+
+/// One inspector: what it guards against and what it does when no rule selects a call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InspectorRow {
+    pub name: String,
+    pub threat: String,
+    /// What runs for a call no tool, role or scope rule selects: the catalog's rule that
+    /// names none, else the built-in default.
+    pub action: String,
+    pub built_in: String,
+}
+
+/// A rule as the page shows it; `key` names it for removal.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RuleRow {
+    pub key: String,
+    pub inspector: String,
+    pub action: String,
+    pub tool: Option<String>,
+    pub role: Option<String>,
+    pub scope: Option<String>,
+    pub max_bytes: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InspectorsView {
+    pub inspectors: Vec<InspectorRow>,
+    pub rules: Vec<RuleRow>,
+    pub close_open_objects: bool,
+    pub validate_formats: bool,
+    pub refuse_admission_with_findings: bool,
+    pub actions: Vec<String>,
+    pub tools: Vec<String>,
+    pub roles: Vec<String>,
+    pub scopes: Vec<String>,
+    pub can_edit: bool,
+    /// The catalog file that alone may change the policy, when one manages the catalog.
+    pub managed_by: Option<String>,
+}
+
+/// What each inspector guards against, in a line.
+pub fn threat(inspector: &str) -> &'static str {
+    match inspector {
+        "secrets" => {
+            "Credentials in a result (cloud keys, private keys, tokens) reaching the agent."
+        }
+        "injection" => {
+            "Instructions hidden in a result that try to steer the agent (also disguised by homoglyphs, zero-width characters or base64)."
+        }
+        "result_size" => "A result so large it floods the agent's context or hides what matters.",
+        "secret_flow" => {
+            "A secret one upstream returned being sent on to another upstream in a call's arguments."
+        }
+        "egress" => {
+            "A URL in the arguments pointing into the private network or at a cloud metadata address (server-side request forgery)."
+        }
+        _ => "",
+    }
+}
+
+#[cfg(feature = "ssr")]
+fn rule_key(index: usize, rule: &skillgate_core::model::InspectionRule) -> String {
+    // The position and the rule's content: a removal of a rule someone changed meanwhile
+    // finds nothing instead of removing another.
+    format!(
+        "{index}:{}:{}:{}:{}:{}:{}",
+        rule.inspector.as_str(),
+        rule.action.as_str(),
+        rule.tool.as_deref().unwrap_or(""),
+        rule.role.as_ref().map_or("", |r| r.as_str()),
+        rule.scope.as_ref().map_or("", |s| s.as_str()),
+        rule.max_bytes.map(|m| m.to_string()).unwrap_or_default()
+    )
+}
+
+#[server(prefix = "/console/api", endpoint = "inspection_policy")]
+pub async fn get_inspection() -> Result<InspectorsView, ConsoleError> {
+    use skillgate_core::model::{CallScope, InspectAction, Inspector};
+    use skillgate_core::users::ConsoleRole;
+    let user = crate::shared::ssr::require(ConsoleRole::Viewer).await?;
+    let ctx = crate::shared::ssr::context();
+    let policy = ctx
+        .authoring
+        .inspection_policy()
+        .await
+        .map_err(crate::shared::ssr::internal)?;
+    let live = ctx.authoring.live();
+    let catalog = live.catalog();
+    // A call no selector matches: no tool is named "", and no role or scope is set.
+    let unselected = CallScope {
+        tool: "",
+        role: None,
+        scope: None,
+    };
+    let inspectors = Inspector::ALL
+        .into_iter()
+        .map(|i| InspectorRow {
+            name: i.as_str().to_owned(),
+            threat: threat(i.as_str()).to_owned(),
+            action: policy.resolve(i, &unselected).action.as_str().to_owned(),
+            built_in: i.default_action().as_str().to_owned(),
+        })
+        .collect();
+    let rules = policy
+        .rules
+        .iter()
+        .enumerate()
+        .map(|(index, r)| RuleRow {
+            key: rule_key(index, r),
+            inspector: r.inspector.as_str().to_owned(),
+            action: r.action.as_str().to_owned(),
+            tool: r.tool.clone(),
+            role: r.role.as_ref().map(|s| s.as_str().to_owned()),
+            scope: r.scope.as_ref().map(|s| s.as_str().to_owned()),
+            max_bytes: r.max_bytes,
+        })
+        .collect();
+    let mut tools: Vec<String> = catalog.tools.iter().map(|t| t.spec.name.clone()).collect();
+    tools.sort();
+    Ok(InspectorsView {
+        inspectors,
+        rules,
+        close_open_objects: policy.schemas.close_open_objects,
+        validate_formats: policy.schemas.validate_formats,
+        refuse_admission_with_findings: policy.definitions.refuse_admission_with_findings,
+        actions: InspectAction::ALL
+            .into_iter()
+            .map(|a| a.as_str().to_owned())
+            .collect(),
+        tools,
+        roles: catalog
+            .roles
+            .iter()
+            .map(|r| r.slug.as_str().to_owned())
+            .collect(),
+        scopes: catalog
+            .scopes
+            .iter()
+            .map(|s| s.slug.as_str().to_owned())
+            .collect(),
+        can_edit: user.role.allows(ConsoleRole::Admin),
+        managed_by: ctx.authoring.catalog_file().map(str::to_owned),
+    })
+}
+
+/// An empty select or text field is "no selector".
+#[cfg(feature = "ssr")]
+fn chosen(value: Option<String>) -> Option<String> {
+    value.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
+}
+
+/// Adds a rule: `inspector` takes `action` for the calls of `tool`, `role` and `scope`
+/// (each optional), with `max_bytes` for `result_size`.
+#[server(prefix = "/console/api", endpoint = "add_inspection_rule")]
+pub async fn add_inspection_rule(
+    inspector: String,
+    action: String,
+    tool: Option<String>,
+    role: Option<String>,
+    scope: Option<String>,
+    max_bytes: Option<String>,
+) -> Result<(), ConsoleError> {
+    use skillgate_core::model::{InspectAction, InspectionRule, Inspector};
+    use skillgate_core::users::ConsoleRole;
+    let user = crate::shared::ssr::require(ConsoleRole::Admin).await?;
+    let inspector = Inspector::parse(inspector.trim())
+        .ok_or_else(|| field("inspector", format!("`{inspector}` is not an inspector.")))?;
+    let action = InspectAction::parse(action.trim()).ok_or_else(|| {
+        field(
+            "action",
+            format!("`{action}` is not an action: pick off, flag, redact or block."),
+        )
+    })?;
+    let slug = |name: &'static str, value: Option<String>| {
+        chosen(value).map(|v| slug_field(name, &v)).transpose()
+    };
+    let max_bytes = chosen(max_bytes)
+        .map(|m| {
+            m.parse::<u64>().map_err(|_| {
+                field(
+                    "max_bytes",
+                    "Write the largest result in bytes, a whole number.",
+                )
+            })
+        })
+        .transpose()?;
+    let rule = InspectionRule {
+        inspector,
+        action,
+        tool: chosen(tool),
+        role: slug("role", role)?,
+        scope: slug("scope", scope)?,
+        max_bytes,
+    };
+    let ctx = crate::shared::ssr::context();
+    let mut policy = ctx
+        .authoring
+        .inspection_policy()
+        .await
+        .map_err(crate::shared::ssr::internal)?;
+    policy.rules.push(rule);
+    ctx.authoring
+        .set_inspection_policy(&user.name, policy)
+        .await
+        .map_err(authoring_error)
+}
+
+/// Removes the rule `key` names (as the page listed it).
+#[server(prefix = "/console/api", endpoint = "remove_inspection_rule")]
+pub async fn remove_inspection_rule(key: String) -> Result<(), ConsoleError> {
+    use skillgate_core::users::ConsoleRole;
+    let user = crate::shared::ssr::require(ConsoleRole::Admin).await?;
+    let ctx = crate::shared::ssr::context();
+    let mut policy = ctx
+        .authoring
+        .inspection_policy()
+        .await
+        .map_err(crate::shared::ssr::internal)?;
+    let Some(index) = policy
+        .rules
+        .iter()
+        .enumerate()
+        .position(|(i, r)| rule_key(i, r) == key)
+    else {
+        return Err(ConsoleError::Invalid(
+            "That rule was changed or removed meanwhile; reload the page.".into(),
+        ));
+    };
+    policy.rules.remove(index);
+    ctx.authoring
+        .set_inspection_policy(&user.name, policy)
+        .await
+        .map_err(authoring_error)
+}
+
+/// Saves the switches: a checkbox left unticked posts nothing, which is off.
+#[server(prefix = "/console/api", endpoint = "save_inspection_switches")]
+pub async fn save_inspection_switches(
+    close_open_objects: Option<String>,
+    validate_formats: Option<String>,
+    refuse_admission_with_findings: Option<String>,
+) -> Result<(), ConsoleError> {
+    use skillgate_core::users::ConsoleRole;
+    let user = crate::shared::ssr::require(ConsoleRole::Admin).await?;
+    let ctx = crate::shared::ssr::context();
+    let mut policy = ctx
+        .authoring
+        .inspection_policy()
+        .await
+        .map_err(crate::shared::ssr::internal)?;
+    policy.schemas.close_open_objects = close_open_objects.is_some();
+    policy.schemas.validate_formats = validate_formats.is_some();
+    policy.definitions.refuse_admission_with_findings = refuse_admission_with_findings.is_some();
+    ctx.authoring
+        .set_inspection_policy(&user.name, policy)
+        .await
+        .map_err(authoring_error)
+}

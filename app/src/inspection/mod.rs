@@ -1,0 +1,6 @@
+//! Inspectors: the catalog's inspection policy, its effective defaults and its rules.
+
+pub mod api;
+mod page;
+
+pub use page::InspectorsPage;

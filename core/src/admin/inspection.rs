@@ -1,0 +1,163 @@
+//! The inspection policy through the one door: checked against the catalog, stored with
+//! its `admin_change` event (`inspection.update` on `inspection:policy`), then live.
+
+use std::collections::HashSet;
+use std::fmt;
+
+use serde_json::json;
+
+use super::{AdminError, AdminService, Changed};
+use crate::model::{Catalog, InspectionPolicy, Inspector};
+use crate::store::StoreError;
+use crate::store::catalog::{inspection_policy_on, load_catalog, put_inspection_policy_on};
+
+/// The audit target of the policy: there is one.
+pub const INSPECTION_TARGET: &str = "inspection:policy";
+
+/// One problem with a policy: the rule it is in (by position) and the field.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyIssue {
+    pub rule: usize,
+    /// `tool`, `role`, `scope`, `max_bytes` or `inspector`.
+    pub field: &'static str,
+    pub message: String,
+}
+
+impl PolicyIssue {
+    /// Where the problem is, e.g. `rules[2].tool`.
+    pub fn path(&self) -> String {
+        format!("rules[{}].{}", self.rule, self.field)
+    }
+}
+
+impl fmt::Display for PolicyIssue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.path(), self.message)
+    }
+}
+
+/// Every problem of `policy` against `catalog`: a rule may name only a tool, role and
+/// scope the catalog has; `max_bytes` belongs to `result_size` rules, which need it (at
+/// least 1); no two rules name the same inspector with the same selectors (which one
+/// would win is then a matter of order, and order means nothing here).
+pub fn policy_issues(catalog: &Catalog, policy: &InspectionPolicy) -> Vec<PolicyIssue> {
+    let mut issues = Vec::new();
+    let mut seen = HashSet::new();
+    for (i, rule) in policy.rules.iter().enumerate() {
+        let mut issue = |field, message: String| {
+            issues.push(PolicyIssue {
+                rule: i,
+                field,
+                message,
+            })
+        };
+        if let Some(tool) = &rule.tool
+            && catalog.tool(tool).is_none()
+        {
+            issue("tool", format!("the catalog has no tool `{tool}`"));
+        }
+        if let Some(role) = &rule.role
+            && catalog.role(role.as_str()).is_none()
+        {
+            issue("role", format!("the catalog has no role `{role}`"));
+        }
+        if let Some(scope) = &rule.scope
+            && catalog.scope(scope.as_str()).is_none()
+        {
+            issue("scope", format!("the catalog has no scope `{scope}`"));
+        }
+        match (rule.inspector, rule.max_bytes) {
+            (Inspector::ResultSize, None) => issue(
+                "max_bytes",
+                "a `result_size` rule needs `max_bytes`: the largest result, in bytes, that passes"
+                    .to_owned(),
+            ),
+            (Inspector::ResultSize, Some(0)) => {
+                issue("max_bytes", "`max_bytes` must be at least 1".to_owned());
+            }
+            (Inspector::ResultSize, Some(_)) | (_, None) => {}
+            (other, Some(_)) => issue(
+                "max_bytes",
+                format!(
+                    "`max_bytes` applies to `result_size` rules only, not to `{}`",
+                    other.as_str()
+                ),
+            ),
+        }
+        let key = (
+            rule.inspector,
+            rule.tool.clone(),
+            rule.role.clone(),
+            rule.scope.clone(),
+        );
+        if !seen.insert(key) {
+            issue(
+                "inspector",
+                format!(
+                    "another rule already sets `{}` for the same tool, role and scope",
+                    rule.inspector.as_str()
+                ),
+            );
+        }
+    }
+    issues
+}
+
+impl AdminService {
+    /// The stored inspection policy.
+    pub async fn inspection_policy(&self) -> Result<InspectionPolicy, AdminError> {
+        let mut conn = self
+            .store
+            .pool()
+            .acquire()
+            .await
+            .map_err(StoreError::from)?;
+        Ok(inspection_policy_on(&mut conn)
+            .await
+            .map_err(StoreError::from)?)
+    }
+
+    /// Replaces the inspection policy, checked against the catalog in the same transaction
+    /// (the first problem is the error, its field named: `rules[2].tool`). Audited as
+    /// `inspection.update` on `inspection:policy` with the old and new policy; setting the
+    /// policy already in place writes nothing.
+    #[tracing::instrument(skip(self, policy))]
+    pub async fn set_inspection_policy(
+        &self,
+        actor: &str,
+        policy: InspectionPolicy,
+    ) -> Result<(), AdminError> {
+        self.authorable()?;
+        // The refusal is the change's value: nothing written, no event.
+        let outcome = self
+            .record(
+                actor,
+                Box::new(move |conn| {
+                    Box::pin(async move {
+                        let catalog = load_catalog(&mut *conn).await?;
+                        if let Some(issue) = policy_issues(&catalog, &policy).into_iter().next() {
+                            return Ok((Err(issue), Vec::new()));
+                        }
+                        let before = inspection_policy_on(&mut *conn).await?;
+                        if before == policy {
+                            return Ok((Ok(false), Vec::new()));
+                        }
+                        put_inspection_policy_on(&mut *conn, &policy).await?;
+                        let changed = Changed::new(
+                            "inspection.update",
+                            INSPECTION_TARGET.to_owned(),
+                            json!({ "value": before }),
+                            json!({ "value": policy }),
+                        );
+                        Ok((Ok(true), vec![changed]))
+                    })
+                }),
+            )
+            .await?;
+        match outcome {
+            Err(issue) => Err(AdminError::bad_input(issue.field, issue.to_string())),
+            Ok(true) => self.reload().await,
+            Ok(false) => Ok(()),
+        }
+    }
+}

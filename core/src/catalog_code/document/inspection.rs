@@ -1,0 +1,142 @@
+//! The `inspection:` section of the catalog document: the inspection policy (which content
+//! inspectors run on a call and what they do with a finding), and its conversions.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::model::{
+    DefinitionPolicy, InspectAction, InspectionPolicy, InspectionRule, Inspector, SchemaPolicy,
+};
+use crate::slug::Slug;
+
+/// The inspection policy. Left out of a file, the stored policy is kept (with `--prune`,
+/// the built-in defaults are restored); an export leaves it out when it is the defaults.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct InspectionDoc {
+    /// Per tool, role or scope: what an inspector does. The most specific matching rule
+    /// wins (tool over role over scope over none); no rule: the inspector's default.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<InspectionRuleDoc>,
+    #[serde(default)]
+    pub schemas: SchemasDoc,
+    #[serde(default)]
+    pub definitions: DefinitionsDoc,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct InspectionRuleDoc {
+    pub inspector: Inspector,
+    pub action: InspectAction,
+    /// Only calls of this tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// Only calls a role of this slug authorised.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<Slug>,
+    /// Only calls of sessions of this scope.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<Slug>,
+    /// `result_size` (and only it, which needs it): the largest result, in bytes of its
+    /// JSON, that passes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub max_bytes: Option<u64>,
+}
+
+/// How strictly arguments are checked against a tool's pinned input schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SchemasDoc {
+    /// Refuse undeclared properties even where a schema leaves its objects open.
+    #[serde(default)]
+    pub close_open_objects: bool,
+    /// Check `format` (date-time, email, uri, uuid, …) as an assertion. Default: true.
+    #[serde(default = "yes")]
+    pub validate_formats: bool,
+}
+
+impl Default for SchemasDoc {
+    fn default() -> Self {
+        Self::from(&SchemaPolicy::default())
+    }
+}
+
+/// What inspecting an offered tool definition may do to its admission.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DefinitionsDoc {
+    /// Refuse to admit a tool while its offered definition has findings.
+    #[serde(default)]
+    pub refuse_admission_with_findings: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl From<&SchemaPolicy> for SchemasDoc {
+    fn from(policy: &SchemaPolicy) -> Self {
+        Self {
+            close_open_objects: policy.close_open_objects,
+            validate_formats: policy.validate_formats,
+        }
+    }
+}
+
+impl From<&InspectionPolicy> for InspectionDoc {
+    fn from(policy: &InspectionPolicy) -> Self {
+        Self {
+            rules: policy
+                .rules
+                .iter()
+                .map(|r| InspectionRuleDoc {
+                    inspector: r.inspector,
+                    action: r.action,
+                    tool: r.tool.clone(),
+                    role: r.role.clone(),
+                    scope: r.scope.clone(),
+                    max_bytes: r.max_bytes,
+                })
+                .collect(),
+            schemas: SchemasDoc::from(&policy.schemas),
+            definitions: DefinitionsDoc {
+                refuse_admission_with_findings: policy.definitions.refuse_admission_with_findings,
+            },
+        }
+    }
+}
+
+impl InspectionDoc {
+    /// The section in an export: none when the policy is the defaults, so a catalog that
+    /// never set one exports as it did before the section existed.
+    pub fn exported(policy: &InspectionPolicy) -> Option<Self> {
+        (*policy != InspectionPolicy::default()).then(|| Self::from(policy))
+    }
+
+    /// The policy the section states (checked against the catalog by `validate`).
+    pub fn to_policy(&self) -> InspectionPolicy {
+        InspectionPolicy {
+            rules: self
+                .rules
+                .iter()
+                .map(|r| InspectionRule {
+                    inspector: r.inspector,
+                    action: r.action,
+                    tool: r.tool.clone(),
+                    role: r.role.clone(),
+                    scope: r.scope.clone(),
+                    max_bytes: r.max_bytes,
+                })
+                .collect(),
+            schemas: SchemaPolicy {
+                close_open_objects: self.schemas.close_open_objects,
+                validate_formats: self.schemas.validate_formats,
+            },
+            definitions: DefinitionPolicy {
+                refuse_admission_with_findings: self.definitions.refuse_admission_with_findings,
+            },
+        }
+    }
+}

@@ -1,0 +1,138 @@
+//! The egress inspector: URLs in a call's arguments that point at internal hosts.
+
+use serde_json::Value;
+use url::Url;
+
+use super::Finding;
+use super::net::forbidden_host;
+use crate::model::Inspector;
+
+/// Schemes whose URLs name a host a tool could be made to fetch.
+const SCHEMES: [&str; 5] = ["http", "https", "ftp", "gopher", "file"];
+
+/// Every string in `arguments` holding an absolute http(s), ftp, gopher or file URL (or a
+/// scheme-relative `//host/…`) whose host [`forbidden_host`] classifies, one finding per
+/// string and reason, at the string's JSON Pointer.
+pub fn egress_findings(arguments: &Value) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    walk(arguments, &mut String::new(), &mut findings);
+    findings
+}
+
+fn walk(value: &Value, path: &mut String, findings: &mut Vec<Finding>) {
+    match value {
+        Value::String(text) => {
+            let reasons =
+                urls_in(text).filter_map(|url| url.host().as_ref().and_then(forbidden_host));
+            for kind in reasons {
+                if findings.iter().any(|f| f.path == *path && f.kind == kind) {
+                    continue;
+                }
+                findings.push(Finding {
+                    inspector: Inspector::Egress,
+                    kind,
+                    path: path.clone(),
+                    fingerprint: None,
+                });
+            }
+        }
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                let len = path.len();
+                path.push_str(&format!("/{i}"));
+                walk(item, path, findings);
+                path.truncate(len);
+            }
+        }
+        Value::Object(map) => {
+            for (key, item) in map {
+                let len = path.len();
+                path.push('/');
+                path.push_str(&key.replace('~', "~0").replace('/', "~1"));
+                walk(item, path, findings);
+                path.truncate(len);
+            }
+        }
+        Value::Null | Value::Bool(_) | Value::Number(_) => {}
+    }
+}
+
+/// The URLs in `text`: the whole string, or any word of it (split at whitespace, quotes and
+/// brackets other than the `[]` of an IPv6 host), that parses as one of [`SCHEMES`] or
+/// starts with `//`.
+fn urls_in(text: &str) -> impl Iterator<Item = Url> + '_ {
+    let whole = std::iter::once(text.trim());
+    let words = text.split(|c: char| c.is_whitespace() || "\"'`<>(){},;|".contains(c));
+    whole.chain(words).filter_map(|word| {
+        let url = match word.strip_prefix("//") {
+            Some(rest) if !rest.is_empty() => Url::parse(&format!("http://{rest}")).ok()?,
+            Some(_) => return None,
+            None if word.contains(':') => Url::parse(word).ok()?,
+            None => return None,
+        };
+        SCHEMES.contains(&url.scheme()).then_some(url)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::egress_findings;
+
+    fn found(arguments: serde_json::Value) -> Vec<(String, &'static str)> {
+        egress_findings(&arguments)
+            .into_iter()
+            .map(|f| (f.path, f.kind))
+            .collect()
+    }
+
+    #[test]
+    fn a_metadata_url_in_an_argument_is_found_at_its_pointer() {
+        let arguments = json!({
+            "url": "http://169.254.169.254/latest/meta-data/iam/",
+            "options": {"fallbacks": ["https://example.com/", "http://10.0.0.5:8080/admin"]},
+            "a/b~c": "//localhost/x",
+        });
+        let mut got = found(arguments);
+        got.sort();
+        assert_eq!(
+            got,
+            [
+                ("/a~1b~0c".to_owned(), "loopback"),
+                ("/options/fallbacks/1".to_owned(), "private"),
+                ("/url".to_owned(), "metadata"),
+            ]
+        );
+    }
+
+    #[test]
+    fn other_spellings_and_schemes_of_internal_hosts_are_found() {
+        for url in [
+            "http://2130706433/",
+            "http://0x7f.1/",
+            "http://[::ffff:127.0.0.1]/",
+            "http://allowed.com@127.0.0.1/",
+            "gopher://127.0.0.1:6379/_FLUSHALL",
+            "ftp://192.168.0.1/",
+            "file://127.0.0.1/etc/passwd",
+            "HTTP://METADATA.GOOGLE.INTERNAL/computeMetadata/v1/",
+            "please fetch http://[fd00:ec2::254]/latest now",
+        ] {
+            assert_eq!(found(json!({ "u": url })).len(), 1, "{url}");
+        }
+    }
+
+    #[test]
+    fn public_urls_and_text_that_only_mentions_hosts_are_not_findings() {
+        let arguments = json!({
+            "url": "https://api.example.com/v1?next=http%3A%2F%2F127.0.0.1",
+            "note": "the server at 127.0.0.1 is down; see localhost docs",
+            "path": "/var/lib/10.0.0.1/data",
+            "time": "12:30",
+            "file": "file:///etc/hosts",
+            "ratio": 0.5,
+        });
+        assert_eq!(found(arguments), []);
+    }
+}

@@ -1,0 +1,127 @@
+//! Text normalisation for the phrase detectors: what a model would read, in one spelling.
+//!
+//! NFKC folds full-width and styled letters, invisible format characters are dropped,
+//! look-alike letters from other scripts become the Latin letter they imitate (Unicode's
+//! confusable skeleton), case is folded and whitespace collapsed. ASCII text, the common
+//! case, takes a fast path that only folds case and whitespace.
+
+use unicode_normalization::UnicodeNormalization;
+
+/// Invisible characters a model still reads but a reviewer does not see: zero-width and
+/// bidirectional controls, the BOM, soft hyphen, variation selectors and tag characters.
+pub fn is_hidden(c: char) -> bool {
+    matches!(c,
+        '\u{00AD}' | '\u{034F}' | '\u{061C}' | '\u{180E}'
+        | '\u{200B}'..='\u{200F}'
+        | '\u{202A}'..='\u{202E}'
+        | '\u{2060}'..='\u{2064}'
+        | '\u{2066}'..='\u{206F}'
+        | '\u{FE00}'..='\u{FE0F}'
+        | '\u{FEFF}'
+        | '\u{FFF9}'..='\u{FFFB}'
+        | '\u{E0000}'..='\u{E007F}'
+        | '\u{E0100}'..='\u{E01EF}')
+}
+
+/// The bidirectional controls among the hidden characters (they reorder what is shown).
+pub fn is_bidi(c: char) -> bool {
+    matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
+/// `text` as the detectors read it: see the module doc.
+pub fn normalize(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut space = true;
+    let mut push = |c: char, out: &mut String| {
+        if c.is_whitespace() {
+            if !space {
+                out.push(' ');
+                space = true;
+            }
+        } else {
+            out.push(c);
+            space = false;
+        }
+    };
+    if text.is_ascii() {
+        for c in text.chars() {
+            push(c.to_ascii_lowercase(), &mut out);
+        }
+    } else {
+        for c in text.nfkc() {
+            if is_hidden(c) {
+                continue;
+            }
+            if c.is_ascii() {
+                push(c.to_ascii_lowercase(), &mut out);
+                continue;
+            }
+            for lower in c.to_lowercase() {
+                match latin_look_alike(lower) {
+                    Some(latin) => latin
+                        .chars()
+                        .for_each(|l| push(l.to_ascii_lowercase(), &mut out)),
+                    None => push(lower, &mut out),
+                }
+            }
+        }
+    }
+    if out.ends_with(' ') {
+        out.pop();
+    }
+    out
+}
+
+/// The ASCII a non-ASCII letter is confusable with (Cyrillic `а` → `a`, Greek `ο` → `o`),
+/// when its skeleton is ASCII.
+fn latin_look_alike(c: char) -> Option<String> {
+    let mut buf = [0u8; 4];
+    let skeleton: String =
+        unicode_security::confusable_detection::skeleton(c.encode_utf8(&mut buf)).collect();
+    (skeleton.is_ascii() && !skeleton.is_empty()).then_some(skeleton)
+}
+
+/// The keys two tool names are compared by: equal keys read as the same name to a model
+/// (case, look-alike letters and hidden characters aside).
+pub fn name_keys(name: &str) -> [String; 2] {
+    let visible: String = name.nfkc().filter(|c| !is_hidden(*c)).collect();
+    let skeleton =
+        |s: &str| -> String { unicode_security::confusable_detection::skeleton(s).collect() };
+    [
+        skeleton(&visible.to_lowercase()).to_lowercase(),
+        skeleton(&visible).to_lowercase(),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn look_alike_letters_full_width_forms_and_hidden_characters_normalise_to_plain_latin() {
+        assert_eq!(
+            normalize("Ign\u{043E}re  ALL\tprevious"),
+            "ignore all previous"
+        );
+        assert_eq!(normalize("ｉｇｎｏｒｅ"), "ignore");
+        assert_eq!(normalize("ig\u{200B}no\u{2062}re\u{FEFF}"), "ignore");
+        assert_eq!(normalize("\u{0399}GNORE \u{03BF}k"), "ignore ok");
+    }
+
+    #[test]
+    fn names_differing_in_case_or_look_alike_letters_share_a_key() {
+        let call = name_keys("call_tool");
+        let twins = [
+            "CALL_TOOL",
+            "caII_tool",
+            "c\u{0430}ll_tool",
+            "call\u{200B}_tool",
+        ];
+        for twin in twins {
+            let keys = name_keys(twin);
+            assert!(keys.iter().any(|k| call.contains(k)), "{twin}: {keys:?}");
+        }
+        let other = name_keys("call_tools");
+        assert!(!other.iter().any(|k| call.contains(k)));
+    }
+}
