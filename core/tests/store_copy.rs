@@ -196,6 +196,13 @@ async fn source() -> Source {
         &[],
     )
     .await;
+    exec(
+        pool,
+        "INSERT INTO inspection_policy (id, policy, updated_at) \
+         VALUES (1, '{\"rules\":[{\"inspector\":\"injection\",\"action\":\"block\"}]}', $1)",
+        &[at],
+    )
+    .await;
 
     // The audit chain: 1200 events in sessions (their summaries), pruned through seq 1000
     // as retention does (an anchor and a signed `audit_pruned` event), a few more events,

@@ -1,0 +1,80 @@
+// The Inspectors page: everyone reads each inspector's threat and default action; an admin
+// adds a rule (block injection in one tool's results) and removes it again; a viewer gets
+// no form. With JavaScript on and off.
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  launch, newPage, signIn, screenshot, waitHydrated, ADMIN_PASSWORD, VIEWER_PASSWORD,
+} from './browser.js';
+
+/** The rows of the rules table (the page's second table) as text, one string per row. */
+async function ruleRows(page) {
+  return page.$$eval('table', (tables) => [...(tables[1]?.querySelectorAll('tbody tr') ?? [])]
+    .map((tr) => tr.textContent.replace(/\s+/g, ' ').trim()));
+}
+
+/** Clicks `selector` and waits until the rules table has `rows` rows. */
+async function clickUntilRows(page, js, selector, rows) {
+  if (js) {
+    await page.click(selector);
+  } else {
+    await Promise.all([page.waitForNavigation(), page.click(selector)]);
+  }
+  await page.waitForFunction(
+    (n) => document.querySelectorAll('table')[1]?.querySelectorAll('tbody tr').length === n,
+    rows,
+  );
+}
+
+for (const js of [true, false]) {
+  const mode = js ? 'js' : 'nojs';
+  // Each mode works on its own tool, so the two never see each other's rule.
+  const tool = js ? 'lookup_customer' : 'get_order_history';
+  describe(`the Inspectors page with JavaScript ${js ? 'on' : 'off'}`, () => {
+    let browser;
+    before(async () => { browser = await launch(); });
+    after(async () => { await browser?.close(); });
+
+    it('shows each inspector with its default, and an admin adds and removes a rule', async () => {
+      const admin = await newPage(browser, js);
+      await signIn(admin, 'admin', ADMIN_PASSWORD);
+      await admin.goto('/inspectors');
+      if (js) await waitHydrated(admin);
+      assert.equal((await admin.textContent('h1')).trim(), 'Inspectors');
+      const defaults = await admin.$$eval('table', (tables) => [...tables[0].querySelectorAll('tbody tr')]
+        .map((tr) => tr.textContent.replace(/\s+/g, ' ').trim()));
+      assert.ok(defaults.some((row) => row.startsWith('secrets') && /redact/.test(row)), defaults.join('\n'));
+      assert.ok(defaults.some((row) => row.startsWith('injection') && /flag/.test(row)), defaults.join('\n'));
+
+      const before = (await ruleRows(admin)).length;
+      await admin.selectOption('#rule-inspector', 'injection');
+      await admin.selectOption('#rule-action', 'block');
+      await admin.selectOption('#rule-tool', tool);
+      await clickUntilRows(admin, js, 'text="Add rule"', before + 1);
+      const added = (await ruleRows(admin)).find((row) => row.includes(tool));
+      assert.ok(added, `a rule for ${tool}`);
+      assert.match(added, /injection\s*block/);
+      await screenshot(admin, `inspectors-rule-${mode}`);
+
+      // The rule is stored: a fresh load shows it.
+      await admin.goto('/inspectors');
+      assert.ok((await ruleRows(admin)).some((row) => row.includes(tool)));
+      if (js) await waitHydrated(admin);
+
+      await clickUntilRows(admin, js, `tbody tr:has-text("${tool}") >> text="Remove"`, before);
+      assert.ok(!(await ruleRows(admin)).some((row) => row.includes(tool)));
+      if (js) assert.deepEqual(admin.hydrationErrors, []);
+      await admin.context().close();
+    });
+
+    it('shows a viewer the policy but no form to change it', async () => {
+      const viewer = await newPage(browser, js);
+      await signIn(viewer, 'viewer', VIEWER_PASSWORD);
+      await viewer.goto('/inspectors');
+      assert.equal((await viewer.textContent('h1')).trim(), 'Inspectors');
+      assert.equal(await viewer.$('#rule-inspector'), null);
+      assert.equal(await viewer.$('text="Add rule"'), null);
+      await viewer.context().close();
+    });
+  });
+}
