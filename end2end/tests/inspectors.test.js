@@ -20,8 +20,9 @@ async function clickUntilRows(page, js, selector, rows) {
   } else {
     await Promise.all([page.waitForNavigation(), page.click(selector)]);
   }
+  // With no rule left the page shows a notice instead of the rules table.
   await page.waitForFunction(
-    (n) => document.querySelectorAll('table')[1]?.querySelectorAll('tbody tr').length === n,
+    (n) => (document.querySelectorAll('table')[1]?.querySelectorAll('tbody tr').length ?? 0) === n,
     rows,
   );
 }
@@ -63,6 +64,7 @@ for (const js of [true, false]) {
 
       await clickUntilRows(admin, js, `tbody tr:has-text("${tool}") >> text="Remove"`, before);
       assert.ok(!(await ruleRows(admin)).some((row) => row.includes(tool)));
+      if (before === 0) assert.match(await admin.textContent('main'), /No rules: every inspector takes its default/);
       if (js) assert.deepEqual(admin.hydrationErrors, []);
       await admin.context().close();
     });
