@@ -108,8 +108,9 @@ pub enum InspectAction {
     /// The finding is audited; the content passes unchanged.
     #[default]
     Flag,
-    /// The finding is audited and the matched content replaced by `[REDACTED:<kind>]`
-    /// (for arguments, which cannot be rewritten on the agent's behalf: as `block`).
+    /// The finding is audited and the matched content replaced by `[REDACTED:<kind>]`.
+    /// Arguments cannot be rewritten on the agent's behalf, nor a result cut to a size
+    /// safely: for the argument inspectors and `result_size` it acts as `block`.
     Redact,
     /// The finding is audited and the call refused: the agent gets a structured refusal
     /// (`CONTENT_BLOCKED`), never the content.
