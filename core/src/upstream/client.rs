@@ -63,8 +63,9 @@ pub struct CallOutcome {
     pub is_error: bool,
     /// Wall time of the call, including a (re)connect it needed.
     pub duration: Duration,
-    /// Size of `result` serialized as JSON.
-    pub bytes: usize,
+    /// `result` serialized as JSON: what the audit digests and the size cap measures, made
+    /// once per call.
+    pub json: Vec<u8>,
 }
 
 /// A client for one upstream MCP server.
@@ -229,11 +230,11 @@ impl UpstreamClient {
                 connection.peer().call_tool(params),
             )
             .await?;
-        let bytes = serde_json::to_vec(&result).map_or(0, |json| json.len());
+        let json = serde_json::to_vec(&result).unwrap_or_default();
         Ok(CallOutcome {
             is_error: result.is_error.unwrap_or(false),
             duration: started.elapsed(),
-            bytes,
+            json,
             result,
         })
     }

@@ -59,20 +59,22 @@ impl Gateway {
         drop(stage);
         match outcome {
             Ok(mut outcome) => {
-                let digest = (!outcome.is_error).then(|| {
-                    let bytes = serde_json::to_vec(&outcome.result).unwrap_or_default();
-                    CallOutcome::Ok {
-                        result_size: bytes.len() as u64,
-                        result_digest: hex::encode(Sha256::digest(&bytes)),
-                    }
+                // The client serialized the result once; the digest reads those bytes.
+                let digest = (!outcome.is_error).then(|| CallOutcome::Ok {
+                    result_size: outcome.json.len() as u64,
+                    result_digest: hex::encode(Sha256::digest(&outcome.json)),
                 });
                 let scope = CallScope {
                     tool,
                     role: Some(role.as_str()),
                     scope: Some(view.scope.as_str()),
                 };
-                let inspection =
-                    self.inspect_result_stage(catalog, &scope, &mut outcome.result, outcome.bytes);
+                let inspection = self.inspect_result_stage(
+                    catalog,
+                    &scope,
+                    &mut outcome.result,
+                    outcome.json.len(),
+                );
                 let audited = match digest {
                     Some(digest) => digest,
                     None => CallOutcome::Error {
