@@ -9,11 +9,11 @@
 use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
-use sqlx::AnyConnection;
 
 use crate::admin::{refusal_event, target};
 use crate::audit::{AuditError, AuditLog, NewEvent};
 use crate::policy::CatalogHandle;
+use crate::store::Tx;
 use crate::store::holds::{self, HoldRow, HoldState};
 use crate::store::sessions::{load_session_on, save_session_state_on};
 use crate::store::{Store, StoreError};
@@ -248,7 +248,7 @@ impl Holds {
 }
 
 /// Gives back what `hold` reserved in its session, inside the caller's transaction.
-pub(crate) async fn release_on(conn: &mut AnyConnection, hold: &HoldRow) -> Result<(), StoreError> {
+pub(crate) async fn release_on(conn: &mut Tx, hold: &HoldRow) -> Result<(), StoreError> {
     let Some(mut stored) = load_session_on(conn, &hold.session_id).await? else {
         return Ok(());
     };

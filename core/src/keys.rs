@@ -13,6 +13,7 @@ use rand::rngs::OsRng;
 use sha2::{Digest, Sha256};
 
 use crate::slug::Slug;
+use crate::store::Tx;
 use crate::store::keys::AgentKeyRow;
 use crate::store::{Store, StoreError};
 
@@ -47,10 +48,7 @@ impl PreparedKey {
     }
 
     /// Stores the key on `conn`; a taken name is a [`StoreError::Conflict`].
-    pub async fn insert_on(
-        self,
-        conn: &mut sqlx::AnyConnection,
-    ) -> Result<(AgentKeyInfo, NewAgentKey), StoreError> {
+    pub async fn insert_on(self, conn: &mut Tx) -> Result<(AgentKeyInfo, NewAgentKey), StoreError> {
         let row = AgentKeyRow {
             name: &self.name,
             scope: &self.scope,
@@ -199,13 +197,11 @@ impl AgentKeys {
         created_by: Option<&str>,
     ) -> Result<(AgentKeyInfo, NewAgentKey), KeyError> {
         let prepared = Self::prepare(name, scope, known_scopes, expires_at, created_by)?;
-        let mut conn = self
+        let inserted = self
             .store
-            .pool()
-            .acquire()
-            .await
-            .map_err(StoreError::from)?;
-        prepared.insert_on(&mut conn).await.map_err(|e| match e {
+            .with_conn(|tx| Box::pin(prepared.insert_on(tx)))
+            .await;
+        inserted.map_err(|e| match e {
             StoreError::Conflict(_) => KeyError::NameTaken(name.to_owned()),
             other => other.into(),
         })

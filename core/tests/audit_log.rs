@@ -477,7 +477,7 @@ async fn concurrent_audited_changes_each_commit_decline_or_fail_alone() {
                                 "INSERT INTO compliance_settings (key, value) VALUES ($1, 'x')",
                             )
                             .bind(format!("k{i}"))
-                            .execute(&mut *conn)
+                            .execute(conn.test_conn())
                             .await?;
                             match i % 4 {
                                 0 => Err(skillgate_core::store::StoreError::Conflict("no".into())),

@@ -52,8 +52,12 @@ fn at(text: &str) -> DateTime<Utc> {
 }
 
 async fn save(store: &Store, view: &SessionView, expected_revision: i64) -> bool {
-    let mut conn = store.test_pool().acquire().await.unwrap();
-    save_session_state_on(&mut conn, view, expected_revision)
+    // The change owns what it reads: the store runs it for any lifetime of the connection.
+    let view = view.clone();
+    store
+        .with_conn(move |tx| {
+            Box::pin(async move { save_session_state_on(tx, &view, expected_revision).await })
+        })
         .await
         .unwrap()
 }

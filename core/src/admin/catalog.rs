@@ -3,7 +3,6 @@
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
-use sqlx::AnyConnection;
 
 use super::{AdminError, AdminService, snapshot, target};
 use crate::model::{
@@ -11,6 +10,7 @@ use crate::model::{
 };
 use crate::slug::Slug;
 use crate::store::StoreError;
+use crate::store::Tx;
 use crate::store::catalog::{self, Revised};
 use crate::upstream::{
     CredentialSummary, Secret, UpstreamCredentials, check_extra_header, parse_ca_bundle,
@@ -444,7 +444,7 @@ impl AdminService {
 
 /// The current version of a skill with its revision, read inside a change's transaction.
 pub(crate) async fn current_skill(
-    conn: &mut AnyConnection,
+    conn: &mut Tx,
     slug: &Slug,
 ) -> Result<Revised<SkillVersion>, StoreError> {
     catalog::list_skills(conn)

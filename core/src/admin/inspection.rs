@@ -106,15 +106,12 @@ pub fn policy_issues(catalog: &Catalog, policy: &InspectionPolicy) -> Vec<Policy
 impl AdminService {
     /// The stored inspection policy.
     pub async fn inspection_policy(&self) -> Result<InspectionPolicy, AdminError> {
-        let mut conn = self
+        Ok(self
             .store
-            .pool()
-            .acquire()
-            .await
-            .map_err(StoreError::from)?;
-        Ok(inspection_policy_on(&mut conn)
-            .await
-            .map_err(StoreError::from)?)
+            .with_conn(|tx| {
+                Box::pin(async move { inspection_policy_on(tx).await.map_err(StoreError::from) })
+            })
+            .await?)
     }
 
     /// Replaces the inspection policy, checked against the catalog in the same transaction

@@ -29,11 +29,11 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use futures::future::BoxFuture;
 use serde::Serialize;
 use serde_json::{Value, json};
-use sqlx::AnyConnection;
 use tokio::sync::Mutex;
 
 use crate::audit::{AuditError, AuditEvent, AuditLog, NewEvent};
 use crate::policy::{CatalogHandle, CompiledCatalog};
+use crate::store::Tx;
 use crate::store::{Store, StoreError};
 
 pub use catalog::CredentialUpdate;
@@ -77,10 +77,7 @@ impl Changed {
 /// A change run inside the door's transaction: it returns the value to hand back and what
 /// it changed, one [`Changed`] per entity.
 pub(crate) type ChangeFn<T> = Box<
-    dyn for<'c> FnOnce(
-            &'c mut AnyConnection,
-        ) -> BoxFuture<'c, Result<(T, Vec<Changed>), StoreError>>
-        + Send,
+    dyn for<'c> FnOnce(&'c mut Tx) -> BoxFuture<'c, Result<(T, Vec<Changed>), StoreError>> + Send,
 >;
 
 /// The admin service. Cheap to share behind an `Arc`.
@@ -247,9 +244,7 @@ impl AdminService {
     ) -> Result<T, AdminError>
     where
         T: Send + 'static,
-        C: for<'c> FnOnce(
-                &'c mut AnyConnection,
-            ) -> BoxFuture<'c, Result<(T, Value, Value), StoreError>>
+        C: for<'c> FnOnce(&'c mut Tx) -> BoxFuture<'c, Result<(T, Value, Value), StoreError>>
             + Send
             + 'static,
     {
@@ -266,9 +261,7 @@ impl AdminService {
     ) -> Result<T, AdminError>
     where
         T: Send + 'static,
-        C: for<'c> FnOnce(
-                &'c mut AnyConnection,
-            ) -> BoxFuture<'c, Result<(T, Value, Value), StoreError>>
+        C: for<'c> FnOnce(&'c mut Tx) -> BoxFuture<'c, Result<(T, Value, Value), StoreError>>
             + Send
             + 'static,
     {
@@ -333,9 +326,7 @@ fn bounded(text: &str, max: usize) -> String {
 fn one_entity<T, C>(action: &'static str, target: String, change: C) -> ChangeFn<T>
 where
     T: Send + 'static,
-    C: for<'c> FnOnce(
-            &'c mut AnyConnection,
-        ) -> BoxFuture<'c, Result<(T, Value, Value), StoreError>>
+    C: for<'c> FnOnce(&'c mut Tx) -> BoxFuture<'c, Result<(T, Value, Value), StoreError>>
         + Send
         + 'static,
 {

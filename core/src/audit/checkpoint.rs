@@ -301,12 +301,7 @@ impl CheckpointSigner {
 /// The key file used when none is configured: `audit-signing.key` beside the SQLite file
 /// of `database_url`; `None` for an in-memory database or another URL.
 pub fn default_key_path(database_url: &str) -> Option<PathBuf> {
-    use sqlx::sqlite::SqliteConnectOptions;
-    if !database_url.starts_with("sqlite:") || database_url.contains(":memory:") {
-        return None;
-    }
-    let options = SqliteConnectOptions::from_str(database_url).ok()?;
-    let file = options.get_filename();
+    let file = crate::store::sqlite_file(database_url).ok()??;
     let dir = file.parent().unwrap_or(Path::new(""));
     Some(dir.join("audit-signing.key"))
 }

@@ -5,13 +5,13 @@ use std::io::Write;
 use chrono::{DateTime, SecondsFormat, Utc};
 use futures::future::BoxFuture;
 use futures::stream::{BoxStream, StreamExt, TryStreamExt};
-use sqlx::AnyConnection;
 use tokio::sync::{mpsc, oneshot};
 
 use super::chain::{self, ChainVerifier, VerifyReport, canonical_json};
 use super::event::{AppendedEvent, AuditEvent, NewEvent};
 use super::export::{ExportError, ExportFilter, ExportFormat, ExportWriter};
 use crate::names::EventKind;
+use crate::store::Tx;
 use crate::store::audit::{Anchor, AuditRow};
 use crate::store::{Store, StoreError};
 
@@ -130,7 +130,7 @@ impl AuditLog {
     where
         T: Send + 'static,
         C: for<'c> FnOnce(
-                &'c mut AnyConnection,
+                &'c mut Tx,
             ) -> BoxFuture<
                 'c,
                 Result<Option<(T, Vec<NewEvent>)>, crate::store::StoreError>,

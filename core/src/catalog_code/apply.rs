@@ -7,7 +7,6 @@
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::{Value, json};
-use sqlx::AnyConnection;
 
 use super::document::CatalogDocument;
 use super::plan::{Action, Change, Plan, Write, plan};
@@ -16,6 +15,7 @@ use crate::admin::{AdminError, AdminService};
 use crate::audit::{AuditError, NewEvent};
 use crate::keys::{AgentKeyInfo, AgentKeys, NewAgentKey};
 use crate::store::StoreError;
+use crate::store::Tx;
 use crate::store::catalog::{load_catalog, put_inspection_policy_on, upsert_upstream};
 use crate::store::catalog_code::{
     catalog_state_on, delete_role_on, delete_scope_on, delete_skill_on, delete_tool_on,
@@ -197,7 +197,7 @@ fn time(at: Option<DateTime<Utc>>) -> Value {
 /// then removals in reverse (keys before scopes, tools before upstreams), each with its
 /// event; then checks the catalog as written.
 async fn execute_on(
-    conn: &mut AnyConnection,
+    conn: &mut Tx,
     plan: &Plan,
     desired: &Desired,
     actor: &str,

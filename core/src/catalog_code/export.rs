@@ -70,8 +70,7 @@ pub fn document(state: &CatalogState, now: DateTime<Utc>) -> CatalogDocument {
 
 /// The stored state an export or a plan starts from.
 pub async fn state(store: &Store) -> Result<CatalogState, StoreError> {
-    let mut conn = store.pool().acquire().await?;
-    catalog_state_on(&mut conn).await
+    store.with_conn(|tx| Box::pin(catalog_state_on(tx))).await
 }
 
 /// The database's catalog as a document, now.

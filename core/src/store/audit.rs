@@ -4,12 +4,12 @@
 use futures::future::BoxFuture;
 use futures::stream::{BoxStream, StreamExt};
 use sqlx::any::AnyRow;
-use sqlx::{Any, AnyConnection, FromRow, Row, Transaction};
+use sqlx::{Any, FromRow, Row, Transaction};
 
 pub use super::audit_row::AuditRow;
 pub(crate) use super::audit_row::{COLUMNS, seq_from_db, seq_to_db};
 use super::lane::{Lane, LaneRow, OnDirect, Param, Statements, ready};
-use super::{Store, StoreError};
+use super::{Store, StoreError, Tx};
 use crate::names::EventKind;
 
 /// `prev_hash` of the first event of a chain: 32 zero bytes, in hex.
@@ -109,10 +109,8 @@ pub struct Pruned {
 }
 
 /// A state change run inside an audited write transaction: `Ok(None)` declines.
-pub type AuditedChange<T> = Box<
-    dyn for<'c> FnOnce(&'c mut AnyConnection) -> BoxFuture<'c, Result<Option<T>, StoreError>>
-        + Send,
->;
+pub type AuditedChange<T> =
+    Box<dyn for<'c> FnOnce(&'c mut Tx) -> BoxFuture<'c, Result<Option<T>, StoreError>> + Send>;
 
 /// What became of one change of [`Store::audit_append_after_each`]: its rows, `None` when
 /// it declined, or its error.
@@ -157,11 +155,11 @@ impl Store {
         build: F,
     ) -> Result<Option<Vec<AuditRow>>, StoreError>
     where
-        C: for<'c> FnOnce(&'c mut AnyConnection) -> BoxFuture<'c, Result<Option<T>, StoreError>>,
+        C: for<'c> FnOnce(&'c mut Tx) -> BoxFuture<'c, Result<Option<T>, StoreError>>,
         F: FnOnce(&Anchor, T) -> Vec<AuditRow>,
     {
         let mut tx = self.begin_write().await?;
-        let Some(outcome) = change(&mut tx).await? else {
+        let Some(outcome) = change(Tx::wrap(&mut tx)).await? else {
             tx.rollback().await?;
             return Ok(None);
         };
@@ -194,7 +192,7 @@ impl Store {
             let mut savepoint = (&mut tx).begin().await?;
             // The change and its rows in the savepoint: a row the database refuses undoes
             // its own change only.
-            let outcome = match change(&mut savepoint).await {
+            let outcome = match change(Tx::wrap(&mut savepoint)).await {
                 Ok(Some(outcome)) => {
                     let rows = build(&tip, outcome);
                     insert_on(&mut *savepoint, &rows).await.map(|()| Some(rows))

@@ -8,6 +8,7 @@ use serde_json::Value;
 use sqlx::any::{AnyArguments, AnyRow};
 use sqlx::{Arguments, FromRow, Row};
 
+use super::Tx;
 use super::audit_row::{AuditRow, COLUMNS, seq_from_db, seq_to_db};
 use super::lane::{Param, Statements};
 use super::{Store, StoreError};
@@ -696,16 +697,17 @@ impl Store {
         value: Option<&str>,
     ) -> Result<(), StoreError> {
         let mut conn = self.pool().acquire().await?;
-        set_compliance_setting_on(&mut conn, key, value).await
+        set_compliance_setting_on(Tx::wrap(&mut conn), key, value).await
     }
 }
 
 /// [`Store::set_compliance_setting`] on a given connection (inside an admin change).
 pub(crate) async fn set_compliance_setting_on(
-    conn: &mut sqlx::AnyConnection,
+    conn: &mut Tx,
     key: &str,
     value: Option<&str>,
 ) -> Result<(), StoreError> {
+    let conn = conn.conn();
     match value {
         Some(value) => {
             sqlx::query(
@@ -729,9 +731,10 @@ pub(crate) async fn set_compliance_setting_on(
 
 /// A compliance setting read on a given connection.
 pub(crate) async fn compliance_setting_on(
-    conn: &mut sqlx::AnyConnection,
+    conn: &mut Tx,
     key: &str,
 ) -> Result<Option<String>, StoreError> {
+    let conn = conn.conn();
     Ok(
         sqlx::query_scalar("SELECT value FROM compliance_settings WHERE key = $1")
             .bind(key)

@@ -10,8 +10,9 @@
 use std::collections::BTreeSet;
 
 use chrono::{DateTime, Utc};
-use sqlx::{AnyConnection, Row};
+use sqlx::Row;
 
+use super::Tx;
 use super::catalog::{
     insert_role, insert_scope, insert_skill, insert_skill_version, load_catalog, make_current,
     overwrite_role, overwrite_scope, skill_head, to_json,
@@ -58,15 +59,15 @@ fn time(text: Option<String>) -> Result<Option<DateTime<Utc>>, StoreError> {
     .transpose()
 }
 
-pub(crate) async fn catalog_state_on(conn: &mut AnyConnection) -> Result<CatalogState, StoreError> {
-    let catalog = load_catalog(&mut *conn).await?;
+pub(crate) async fn catalog_state_on(tx: &mut Tx) -> Result<CatalogState, StoreError> {
+    let catalog = load_catalog(tx).await?;
     let unadmitted: Vec<String> = sqlx::query_scalar("SELECT name FROM tools WHERE pin IS NULL")
-        .fetch_all(&mut *conn)
+        .fetch_all(tx.conn())
         .await?;
     let rows = sqlx::query(
         "SELECT name, scope, prefix, expires_at, revoked_at FROM agent_keys WHERE kind = 'key' ORDER BY name",
     )
-    .fetch_all(&mut *conn)
+    .fetch_all(tx.conn())
     .await?;
     let keys = rows
         .iter()
@@ -88,10 +89,8 @@ pub(crate) async fn catalog_state_on(conn: &mut AnyConnection) -> Result<Catalog
 }
 
 /// Deletes an upstream; its tools go with it (the foreign key cascades), credentials too.
-pub(crate) async fn delete_upstream_on(
-    conn: &mut AnyConnection,
-    name: &Slug,
-) -> Result<(), StoreError> {
+pub(crate) async fn delete_upstream_on(conn: &mut Tx, name: &Slug) -> Result<(), StoreError> {
+    let conn = conn.conn();
     sqlx::query("DELETE FROM upstreams WHERE name = $1")
         .bind(name.as_str())
         .execute(conn)
@@ -104,10 +103,11 @@ pub(crate) async fn delete_upstream_on(
 /// that is not the new definition, the tool is (or stays) quarantined with that offer, as
 /// a sync would have left it; if it is, any quarantine is lifted.
 pub(crate) async fn put_tool_on(
-    conn: &mut AnyConnection,
+    conn: &mut Tx,
     upstream: &Slug,
     spec: &ToolSpec,
 ) -> Result<(), StoreError> {
+    let conn = conn.conn();
     let now = stamp(Utc::now());
     let pin = spec.pin();
     let row = sqlx::query(
@@ -210,7 +210,8 @@ fn optional_json(
     .transpose()
 }
 
-pub(crate) async fn delete_tool_on(conn: &mut AnyConnection, name: &str) -> Result<(), StoreError> {
+pub(crate) async fn delete_tool_on(conn: &mut Tx, name: &str) -> Result<(), StoreError> {
+    let conn = conn.conn();
     sqlx::query("DELETE FROM tools WHERE name = $1")
         .bind(name)
         .execute(conn)
@@ -220,10 +221,8 @@ pub(crate) async fn delete_tool_on(conn: &mut AnyConnection, name: &str) -> Resu
 
 /// Creates a skill at version 1, or saves `skill` as its next version and makes it current.
 /// Returns the version now current.
-pub(crate) async fn put_skill_on(
-    conn: &mut AnyConnection,
-    skill: &Skill,
-) -> Result<u32, StoreError> {
+pub(crate) async fn put_skill_on(conn: &mut Tx, skill: &Skill) -> Result<u32, StoreError> {
+    let conn = conn.conn();
     let exists: Option<i64> = sqlx::query_scalar("SELECT revision FROM skills WHERE slug = $1")
         .bind(skill.slug.as_str())
         .fetch_optional(&mut *conn)
@@ -240,10 +239,8 @@ pub(crate) async fn put_skill_on(
 }
 
 /// Deletes a skill with every version (and, by the foreign keys, its candidates).
-pub(crate) async fn delete_skill_on(
-    conn: &mut AnyConnection,
-    slug: &Slug,
-) -> Result<(), StoreError> {
+pub(crate) async fn delete_skill_on(conn: &mut Tx, slug: &Slug) -> Result<(), StoreError> {
+    let conn = conn.conn();
     sqlx::query("DELETE FROM skills WHERE slug = $1")
         .bind(slug.as_str())
         .execute(conn)
@@ -251,17 +248,16 @@ pub(crate) async fn delete_skill_on(
     Ok(())
 }
 
-pub(crate) async fn put_role_on(conn: &mut AnyConnection, role: &Role) -> Result<(), StoreError> {
+pub(crate) async fn put_role_on(conn: &mut Tx, role: &Role) -> Result<(), StoreError> {
+    let conn = conn.conn();
     if !overwrite_role(conn, role).await? {
         insert_role(conn, role).await?;
     }
     Ok(())
 }
 
-pub(crate) async fn delete_role_on(
-    conn: &mut AnyConnection,
-    slug: &Slug,
-) -> Result<(), StoreError> {
+pub(crate) async fn delete_role_on(conn: &mut Tx, slug: &Slug) -> Result<(), StoreError> {
+    let conn = conn.conn();
     sqlx::query("DELETE FROM roles WHERE slug = $1")
         .bind(slug.as_str())
         .execute(conn)
@@ -269,20 +265,16 @@ pub(crate) async fn delete_role_on(
     Ok(())
 }
 
-pub(crate) async fn put_scope_on(
-    conn: &mut AnyConnection,
-    scope: &Scope,
-) -> Result<(), StoreError> {
+pub(crate) async fn put_scope_on(conn: &mut Tx, scope: &Scope) -> Result<(), StoreError> {
+    let conn = conn.conn();
     if !overwrite_scope(conn, scope).await? {
         insert_scope(conn, scope).await?;
     }
     Ok(())
 }
 
-pub(crate) async fn delete_scope_on(
-    conn: &mut AnyConnection,
-    slug: &Slug,
-) -> Result<(), StoreError> {
+pub(crate) async fn delete_scope_on(conn: &mut Tx, slug: &Slug) -> Result<(), StoreError> {
+    let conn = conn.conn();
     sqlx::query("DELETE FROM scopes WHERE slug = $1")
         .bind(slug.as_str())
         .execute(conn)
@@ -292,10 +284,11 @@ pub(crate) async fn delete_scope_on(
 
 /// Sets when an unrevoked key stops authenticating (`None`: never).
 pub(crate) async fn set_key_expiry_on(
-    conn: &mut AnyConnection,
+    conn: &mut Tx,
     name: &str,
     expires_at: Option<DateTime<Utc>>,
 ) -> Result<(), StoreError> {
+    let conn = conn.conn();
     let done =
         sqlx::query("UPDATE agent_keys SET expires_at = $1 WHERE name = $2 AND kind = 'key' AND revoked_at IS NULL")
             .bind(expires_at.map(stamp))

@@ -6,6 +6,7 @@ use serde_json::Value;
 use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, Row};
 
+use super::Tx;
 use super::{Store, StoreError, stamp};
 use crate::policy::HeldUsage;
 
@@ -137,7 +138,8 @@ fn hold_from_row(row: &AnyRow) -> Result<HoldRow, sqlx::Error> {
 }
 
 /// Inserts a new pending hold.
-pub async fn insert_hold_on(conn: &mut AnyConnection, hold: &HoldRow) -> Result<(), StoreError> {
+pub async fn insert_hold_on(conn: &mut Tx, hold: &HoldRow) -> Result<(), StoreError> {
+    let conn = conn.conn();
     let usage = serde_json::to_string(&hold.usage)
         .map_err(|e| StoreError::Conflict(format!("hold usage does not serialize: {e}")))?;
     sqlx::query(&format!(
@@ -181,7 +183,7 @@ pub async fn hold_on(conn: &mut AnyConnection, id: &str) -> Result<Option<HoldRo
 /// `approved_until` (an approval) restarts the clock: the call must run before it; `None`
 /// denies.
 pub async fn decide_hold_on(
-    conn: &mut AnyConnection,
+    conn: &mut Tx,
     id: &str,
     approved_until: Option<DateTime<Utc>>,
     reviewer: &str,
@@ -189,6 +191,7 @@ pub async fn decide_hold_on(
     revision: &str,
     now: DateTime<Utc>,
 ) -> Result<bool, StoreError> {
+    let conn = conn.conn();
     let done = sqlx::query(
         "UPDATE holds SET state = $1, decided_by = $2, decided_at = $3, reason = $4,
                 decided_revision = $5, expires_at = COALESCE($6, expires_at), finished_at = $7
@@ -215,12 +218,13 @@ pub async fn decide_hold_on(
 /// Moves a hold from `from` to `to` at `now`; false when it was not in `from` (someone else
 /// got there first) or, for `approved`, when its approval has expired.
 pub async fn finish_hold_on(
-    conn: &mut AnyConnection,
+    conn: &mut Tx,
     id: &str,
     from: &[HoldState],
     to: HoldState,
     now: DateTime<Utc>,
 ) -> Result<bool, StoreError> {
+    let conn = conn.conn();
     let states: Vec<&str> = from.iter().map(|s| s.as_str()).collect();
     let live_only = matches!(to, HoldState::Executed | HoldState::Refused);
     let done = sqlx::query(

@@ -2,9 +2,9 @@
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use sqlx::AnyConnection;
 use sqlx::any::AnyRow;
 
+use super::Tx;
 use super::lane::{LaneRow, Param};
 use super::{Store, StoreError, stamp};
 use crate::slug::Slug;
@@ -115,7 +115,7 @@ impl Store {
         key: &AgentKeyRow<'_>,
     ) -> Result<AgentKeyInfo, StoreError> {
         let mut conn = self.pool().acquire().await?;
-        insert_agent_key_on(&mut conn, key).await
+        insert_agent_key_on(Tx::wrap(&mut conn), key).await
     }
 
     /// The key whose SHA-256 is `key_hash`, whatever its state (revoked, expired). Every
@@ -159,7 +159,7 @@ impl Store {
         at: DateTime<Utc>,
     ) -> Result<Option<AgentKeyInfo>, StoreError> {
         let mut conn = self.pool().acquire().await?;
-        revoke_agent_key_on(&mut conn, name, at).await
+        revoke_agent_key_on(Tx::wrap(&mut conn), name, at).await
     }
 
     /// Records a use of key `id` at `at`, only if the stored time is older than
@@ -187,9 +187,10 @@ impl Store {
 /// [`Store::insert_agent_key`] on a given connection: inside the audit writer's transaction,
 /// a key and its `admin_change` event commit together.
 pub(crate) async fn insert_agent_key_on(
-    conn: &mut AnyConnection,
+    conn: &mut Tx,
     key: &AgentKeyRow<'_>,
 ) -> Result<AgentKeyInfo, StoreError> {
+    let conn = conn.conn();
     let result = sqlx::query(&format!(
         "INSERT INTO agent_keys
              (name, scope, key_hash, prefix, created_at, created_by, expires_at)
@@ -226,10 +227,11 @@ pub(crate) async fn insert_agent_key_on(
 
 /// [`Store::revoke_agent_key`] on a given connection (see [`insert_agent_key_on`]).
 pub(crate) async fn revoke_agent_key_on(
-    conn: &mut AnyConnection,
+    conn: &mut Tx,
     name: &str,
     at: DateTime<Utc>,
 ) -> Result<Option<AgentKeyInfo>, StoreError> {
+    let conn = conn.conn();
     let row = sqlx::query(&format!(
         "UPDATE agent_keys SET revoked_at = COALESCE(revoked_at, $1)
          WHERE name = $2 AND kind = 'key'

@@ -30,9 +30,11 @@ pub mod revisions;
 pub mod sessions;
 #[cfg(feature = "test-support")]
 pub mod testing;
+mod tx;
 pub(crate) mod users;
 
 pub use console_sessions::ConsoleSessionStore;
+pub use tx::Tx;
 pub use users::{LoginAttemptCounts, LoginBudget, UserRecord};
 
 /// Errors at the store boundary.
@@ -444,6 +446,13 @@ fn sqlite_options(url: &str) -> Result<(SqliteConnectOptions, Option<PathBuf>), 
         Some(path.to_path_buf())
     };
     Ok((options, path))
+}
+
+/// The file a SQLite URL names: `Ok(None)` for an in-memory database, an error for a URL
+/// that is not SQLite's or does not parse. What the tools beside the store (the audit
+/// signing key's default place, `migrate --from`) need, without reading sqlx's options.
+pub fn sqlite_file(url: &str) -> Result<Option<PathBuf>, StoreError> {
+    sqlite_options(url).map(|(_, path)| path)
 }
 
 /// The one timestamp format of the database: RFC 3339, UTC, microseconds, `Z`.

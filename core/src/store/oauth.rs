@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, Row};
 
+use super::Tx;
 use super::lane::Param;
 use super::{Store, StoreError, stamp};
 use crate::slug::Slug;
@@ -276,7 +277,7 @@ impl Store {
     /// Drops a pending request the person refused (a refusal is no change to audit).
     pub async fn delete_oauth_request(&self, id: &str) -> Result<(), StoreError> {
         let mut conn = self.pool().acquire().await?;
-        take_request_on(&mut conn, id).await?;
+        take_request_on(Tx::wrap(&mut conn), id).await?;
         Ok(())
     }
 
@@ -565,10 +566,11 @@ async fn insert_pair_on(
 /// door's transaction (so the consent and its audit event commit together). Returns the
 /// credential row's id.
 pub(crate) async fn insert_grant_on(
-    conn: &mut AnyConnection,
+    conn: &mut Tx,
     grant: &NewGrant<'_>,
     code: &NewCode<'_>,
 ) -> Result<i64, StoreError> {
+    let conn = conn.conn();
     let key_id: i64 = sqlx::query_scalar(
         "INSERT INTO agent_keys (name, scope, key_hash, prefix, created_at, created_by, kind)
          VALUES ($1, $2, $3, 'oauth', $4, $5, 'oauth')
@@ -621,10 +623,8 @@ pub struct NewCode<'a> {
 }
 
 /// Deletes a pending request (consent given or refused); false when it was gone already.
-pub(crate) async fn take_request_on(
-    conn: &mut AnyConnection,
-    id: &str,
-) -> Result<bool, StoreError> {
+pub(crate) async fn take_request_on(conn: &mut Tx, id: &str) -> Result<bool, StoreError> {
+    let conn = conn.conn();
     let done = sqlx::query("DELETE FROM oauth_requests WHERE id = $1")
         .bind(id)
         .execute(conn)
@@ -635,10 +635,11 @@ pub(crate) async fn take_request_on(
 /// Revokes a grant's credential row and every token of it. Returns the grant's state
 /// before, `None` when there is no such grant.
 pub(crate) async fn revoke_grant_on(
-    conn: &mut AnyConnection,
+    conn: &mut Tx,
     key_id: i64,
     at: DateTime<Utc>,
 ) -> Result<Option<Option<DateTime<Utc>>>, StoreError> {
+    let conn = conn.conn();
     let before: Option<Option<String>> = sqlx::query_scalar(
         "SELECT k.revoked_at FROM agent_keys k JOIN oauth_grants g ON g.key_id = k.id
          WHERE k.id = $1",
@@ -664,10 +665,11 @@ pub(crate) async fn revoke_grant_on(
 
 /// Replaces a console user's allowed scopes; returns the ones before.
 pub(crate) async fn set_user_scopes_on(
-    conn: &mut AnyConnection,
+    conn: &mut Tx,
     user_id: i64,
     scopes: &[Slug],
 ) -> Result<Vec<String>, StoreError> {
+    let conn = conn.conn();
     let before: Vec<String> = sqlx::query_scalar(
         "SELECT scope FROM console_user_scopes WHERE user_id = $1 ORDER BY scope",
     )

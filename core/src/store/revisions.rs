@@ -9,10 +9,10 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
-use sqlx::AnyConnection;
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
+use super::Tx;
 use super::{Store, StoreError, stamp};
 use crate::model::Resource;
 
@@ -259,7 +259,7 @@ impl Store {
     #[cfg(any(test, feature = "dev-tools"))]
     pub async fn insert_human_feedback(&self, f: &NewHumanFeedback<'_>) -> Result<(), StoreError> {
         let mut conn = self.pool().acquire().await?;
-        insert_human_feedback_on(&mut conn, f).await
+        insert_human_feedback_on(Tx::wrap(&mut conn), f).await
     }
 
     pub async fn get_candidate(&self, id: &str) -> Result<Option<CandidateRecord>, StoreError> {
@@ -592,9 +592,10 @@ fn feedback_from_row(row: &AnyRow) -> Result<FeedbackRecord, sqlx::Error> {
 }
 
 pub(crate) async fn insert_candidate_on(
-    conn: &mut AnyConnection,
+    conn: &mut Tx,
     c: &CandidateRecord,
 ) -> Result<(), StoreError> {
+    let conn = conn.conn();
     sqlx::query(
         "INSERT INTO skill_candidates (id, skill, base_version, description, instructions, note, sources, \
          evidence, verdict, verdict_explanation, proposer_kind, proposer, status, created_at, \
@@ -629,7 +630,7 @@ pub(crate) async fn insert_candidate_on(
 /// Records the decision on a pending candidate. False when it was no longer pending
 /// (someone else decided first), in which case nothing changed.
 pub(crate) async fn decide_candidate_on(
-    conn: &mut AnyConnection,
+    conn: &mut Tx,
     id: &str,
     status: CandidateStatus,
     decided_by: &str,
@@ -637,6 +638,7 @@ pub(crate) async fn decide_candidate_on(
     approved_version: Option<u32>,
     at: DateTime<Utc>,
 ) -> Result<bool, StoreError> {
+    let conn = conn.conn();
     let done = sqlx::query(
         "UPDATE skill_candidates SET status = $1, decided_by = $2, reason = $3, decided_at = $4, \
          approved_version = $5 WHERE id = $6 AND status = 'pending'",
@@ -652,10 +654,8 @@ pub(crate) async fn decide_candidate_on(
     Ok(done.rows_affected() == 1)
 }
 
-pub(crate) async fn insert_pattern_on(
-    conn: &mut AnyConnection,
-    p: &PatternRecord,
-) -> Result<(), StoreError> {
+pub(crate) async fn insert_pattern_on(conn: &mut Tx, p: &PatternRecord) -> Result<(), StoreError> {
+    let conn = conn.conn();
     sqlx::query(
         "INSERT INTO wiki_patterns (id, skill, name, content, sources, created_by, created_at) \
          VALUES ($1, $2, $3, $4, $5, $6, $7)",
@@ -680,9 +680,10 @@ pub(crate) async fn insert_pattern_on(
 }
 
 pub(crate) async fn insert_human_feedback_on(
-    conn: &mut AnyConnection,
+    conn: &mut Tx,
     f: &NewHumanFeedback<'_>,
 ) -> Result<(), StoreError> {
+    let conn = conn.conn();
     sqlx::query(
         "INSERT INTO skill_feedback (id, skill, version, rating, comment, kind, author, at) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",

@@ -1,8 +1,9 @@
 //! SQL for governance sessions and skill feedback.
 
 use chrono::{DateTime, Utc};
-use sqlx::{AnyConnection, Row};
+use sqlx::Row;
 
+use super::Tx;
 use super::lane::Param;
 use super::{Store, StoreError, stamp};
 use crate::policy::SessionView;
@@ -41,10 +42,8 @@ pub struct NewFeedback<'a> {
 }
 
 /// [`Store::load_session`] on a given connection, e.g. inside a transaction that changes it.
-pub async fn load_session_on(
-    conn: &mut AnyConnection,
-    id: &str,
-) -> Result<Option<StoredSession>, StoreError> {
+pub async fn load_session_on(conn: &mut Tx, id: &str) -> Result<Option<StoredSession>, StoreError> {
+    let conn = conn.conn();
     let row = sqlx::query(LOAD_SESSION)
         .bind(id)
         .fetch_optional(conn)
@@ -80,10 +79,8 @@ fn stored_session(
 
 /// [`Store::insert_session`] on a given connection, e.g. inside the audit writer's
 /// transaction, so a session and its `session_started` event commit together.
-pub async fn insert_session_on(
-    conn: &mut AnyConnection,
-    session: &NewSession<'_>,
-) -> Result<(), StoreError> {
+pub async fn insert_session_on(conn: &mut Tx, session: &NewSession<'_>) -> Result<(), StoreError> {
+    let conn = conn.conn();
     sqlx::query(
         "INSERT INTO governance_sessions
            (id, key_id, key_name, scope, connection, task_summary, created_at, expires_at, state, revision)
@@ -106,10 +103,11 @@ pub async fn insert_session_on(
 /// [`Store::save_session_state`] on a given connection, e.g. inside the audit writer's
 /// transaction, so a learned role and its `learn_granted` event commit together.
 pub async fn save_session_state_on(
-    conn: &mut AnyConnection,
+    conn: &mut Tx,
     view: &SessionView,
     expected_revision: i64,
 ) -> Result<bool, StoreError> {
+    let conn = conn.conn();
     let done = sqlx::query(
         "UPDATE governance_sessions SET state = $1, revision = revision + 1
          WHERE id = $2 AND revision = $3",
@@ -131,7 +129,7 @@ impl Store {
     #[cfg(any(test, feature = "dev-tools"))]
     pub async fn insert_session(&self, session: &NewSession<'_>) -> Result<(), StoreError> {
         let mut conn = self.pool().acquire().await?;
-        insert_session_on(&mut conn, session).await
+        insert_session_on(Tx::wrap(&mut conn), session).await
     }
 
     /// The session `id` as stored now. Every governed call reads it, so it reads inline
@@ -178,7 +176,7 @@ impl Store {
         expected_revision: i64,
     ) -> Result<bool, StoreError> {
         let mut conn = self.pool().acquire().await?;
-        save_session_state_on(&mut conn, view, expected_revision).await
+        save_session_state_on(Tx::wrap(&mut conn), view, expected_revision).await
     }
 
     pub(crate) async fn insert_feedback(

@@ -1,8 +1,9 @@
 //! SQL for console users and login throttling.
 
 use chrono::{DateTime, Utc};
-use sqlx::{AnyConnection, Row};
+use sqlx::Row;
 
+use super::Tx;
 use super::{Store, StoreError, stamp};
 
 /// A console user row. Holds the password *hash*, so it is deliberately neither
@@ -66,7 +67,7 @@ impl Store {
         password_hash: &str,
     ) -> Result<i64, StoreError> {
         let mut conn = self.pool().acquire().await?;
-        insert_user_on(&mut conn, name, role, password_hash).await
+        insert_user_on(Tx::wrap(&mut conn), name, role, password_hash).await
     }
 
     pub async fn find_user(&self, name: &str) -> Result<Option<UserRecord>, StoreError> {
@@ -99,7 +100,7 @@ impl Store {
         password_hash: &str,
     ) -> Result<(), StoreError> {
         let mut conn = self.pool().acquire().await?;
-        set_user_password_on(&mut conn, name, password_hash).await
+        set_user_password_on(Tx::wrap(&mut conn), name, password_hash).await
     }
 
     /// Reserves one failed-sign-in slot for `user_name` and for `address` before the
@@ -171,16 +172,17 @@ impl Store {
         before: DateTime<Utc>,
     ) -> Result<(), StoreError> {
         let mut conn = self.pool().acquire().await?;
-        clear_login_failures_on(&mut conn, user_name, before).await
+        clear_login_failures_on(Tx::wrap(&mut conn), user_name, before).await
     }
 }
 
 pub(crate) async fn insert_user_on(
-    conn: &mut AnyConnection,
+    conn: &mut Tx,
     name: &str,
     role: &str,
     password_hash: &str,
 ) -> Result<i64, StoreError> {
+    let conn = conn.conn();
     let now = stamp(Utc::now());
     let result = sqlx::query_scalar::<_, i64>(
         "INSERT INTO console_users (name, role, password_hash, created_at, updated_at)
@@ -203,10 +205,11 @@ pub(crate) async fn insert_user_on(
 }
 
 pub(crate) async fn set_user_password_on(
-    conn: &mut AnyConnection,
+    conn: &mut Tx,
     name: &str,
     password_hash: &str,
 ) -> Result<(), StoreError> {
+    let conn = conn.conn();
     let done =
         sqlx::query("UPDATE console_users SET password_hash = $1, updated_at = $2 WHERE name = $3")
             .bind(password_hash)
@@ -221,10 +224,11 @@ pub(crate) async fn set_user_password_on(
 }
 
 pub(crate) async fn clear_login_failures_on(
-    conn: &mut AnyConnection,
+    conn: &mut Tx,
     user_name: &str,
     before: DateTime<Utc>,
 ) -> Result<(), StoreError> {
+    let conn = conn.conn();
     sqlx::query("DELETE FROM login_failures WHERE user_name = $1 OR at < $2")
         .bind(user_name)
         .bind(stamp(before))
@@ -237,11 +241,12 @@ pub(crate) async fn clear_login_failures_on(
 /// enabled admin (nobody could then manage the console); the caller's transaction rolls
 /// the update back on that error. Returns the row as it was before, for the audit.
 pub(crate) async fn update_user_access_on(
-    conn: &mut AnyConnection,
+    conn: &mut Tx,
     name: &str,
     role: &str,
     disabled: bool,
 ) -> Result<UserRecord, StoreError> {
+    let conn = conn.conn();
     let before = sqlx::query("SELECT * FROM console_users WHERE name = $1")
         .bind(name)
         .fetch_optional(&mut *conn)
@@ -273,7 +278,8 @@ pub(crate) async fn update_user_access_on(
 }
 
 /// How many console users there are, on a given connection.
-pub(crate) async fn count_users_on(conn: &mut AnyConnection) -> Result<i64, StoreError> {
+pub(crate) async fn count_users_on(conn: &mut Tx) -> Result<i64, StoreError> {
+    let conn = conn.conn();
     Ok(sqlx::query_scalar("SELECT COUNT(*) FROM console_users")
         .fetch_one(&mut *conn)
         .await?)

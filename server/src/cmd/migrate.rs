@@ -5,7 +5,6 @@
 use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::str::FromStr as _;
 
 use anyhow::Context as _;
 use skillgate_core::audit::checkpoint::default_key_path;
@@ -100,9 +99,9 @@ fn require_source_file(url: &str) -> anyhow::Result<()> {
         !url.contains(":memory:"),
         "--from {url} is a new, empty in-memory database: name the deployment's file"
     );
-    let options = sqlx::sqlite::SqliteConnectOptions::from_str(url)
-        .with_context(|| format!("--from {url} is not a database URL"))?;
-    let path = options.get_filename();
+    let path = skillgate_core::store::sqlite_file(url)
+        .with_context(|| format!("--from {url} is not a database URL"))?
+        .with_context(|| format!("--from {url} names no database file"))?;
     anyhow::ensure!(
         path.is_file(),
         "--from {url}: there is no database file at {}",

@@ -3,16 +3,15 @@
 //! table's triggers), so every replica recompiles.
 
 use chrono::Utc;
-use sqlx::AnyConnection;
 
 use super::super::{StoreError, stamp};
+use super::Tx;
 use super::{from_json, to_json};
 use crate::model::InspectionPolicy;
 
 /// The stored policy; a database without the row reads as the built-in defaults.
-pub(crate) async fn inspection_policy_on(
-    conn: &mut AnyConnection,
-) -> Result<InspectionPolicy, sqlx::Error> {
+pub(crate) async fn inspection_policy_on(conn: &mut Tx) -> Result<InspectionPolicy, sqlx::Error> {
+    let conn = conn.conn();
     let text: Option<String> =
         sqlx::query_scalar("SELECT policy FROM inspection_policy WHERE id = 1")
             .fetch_optional(&mut *conn)
@@ -26,9 +25,10 @@ pub(crate) async fn inspection_policy_on(
 /// Writes `policy` over the stored one, unchecked (the admin door and a catalog apply
 /// check it against the catalog first).
 pub(crate) async fn put_inspection_policy_on(
-    conn: &mut AnyConnection,
+    conn: &mut Tx,
     policy: &InspectionPolicy,
 ) -> Result<(), StoreError> {
+    let conn = conn.conn();
     let now = stamp(Utc::now());
     let done =
         sqlx::query("UPDATE inspection_policy SET policy = $1, updated_at = $2 WHERE id = 1")

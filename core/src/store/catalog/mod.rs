@@ -11,6 +11,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use sqlx::AnyConnection;
 
+use super::Tx;
 use super::{Store, StoreError};
 use crate::model::{Catalog, CatalogDraft, ToolSpec, Upstream};
 use crate::policy::CompiledCatalog;
@@ -81,7 +82,7 @@ impl Store {
     /// The whole catalog with current skill versions, to compile a snapshot from.
     pub async fn load_catalog(&self) -> Result<Catalog, StoreError> {
         let mut conn = self.pool().acquire().await?;
-        load_catalog(&mut conn).await
+        load_catalog(Tx::wrap(&mut conn)).await
     }
 
     /// The catalog generation: a counter that every change to the catalog's tables moves
@@ -118,7 +119,7 @@ impl Store {
             .clone()
             .into_catalog(vec![upstream.clone()])
             .validate()?;
-        upsert_upstream(&mut tx, upstream).await?;
+        upsert_upstream(Tx::wrap(&mut tx), upstream).await?;
         let specs: Vec<ToolSpec> = draft
             .tools
             .iter()
@@ -140,32 +141,28 @@ impl Store {
     }
 }
 
-pub(crate) async fn load_catalog(conn: &mut AnyConnection) -> Result<Catalog, StoreError> {
+pub(crate) async fn load_catalog(tx: &mut Tx) -> Result<Catalog, StoreError> {
     // The built-in curation upstream and its tools live in code, not in the database.
     let (builtin, builtin_tools) = crate::model::curation::builtin_catalog_parts();
-    let mut upstreams = list_upstreams(conn).await?;
+    let mut upstreams = list_upstreams(tx).await?;
     upstreams.push(builtin);
-    let mut tools = list_tools(conn).await?;
+    let mut tools = list_tools(tx.conn()).await?;
     tools.extend(builtin_tools);
     Ok(Catalog {
         upstreams,
         tools,
-        skills: list_skills(conn)
+        skills: list_skills(tx)
             .await?
             .into_iter()
             .map(|s| s.value)
             .collect(),
-        roles: list_roles(conn)
-            .await?
-            .into_iter()
-            .map(|r| r.value)
-            .collect(),
-        scopes: list_scopes(conn)
+        roles: list_roles(tx).await?.into_iter().map(|r| r.value).collect(),
+        scopes: list_scopes(tx)
             .await?
             .into_iter()
             .map(|s| s.value)
             .collect(),
-        inspection: inspection_policy_on(conn).await?,
+        inspection: inspection_policy_on(tx).await?,
     })
 }
 

@@ -7,6 +7,7 @@ use chrono::Utc;
 use sqlx::AnyConnection;
 
 use super::super::{StoreError, stamp};
+use super::Tx;
 use super::load_catalog;
 use super::to_json;
 use super::tools::{
@@ -53,10 +54,11 @@ pub struct ToolSync {
 /// A name listed twice counts once, with its last listing; a name another upstream
 /// provides is a conflict and nothing is saved.
 pub(crate) async fn sync_tools_on(
-    conn: &mut AnyConnection,
+    conn: &mut Tx,
     upstream: &Slug,
     listed: &[ToolSpec],
 ) -> Result<ToolSync, StoreError> {
+    let conn = conn.conn();
     known_upstream(&mut *conn, upstream).await?;
     let offers: BTreeMap<&str, &ToolSpec> = listed.iter().map(|t| (t.name.as_str(), t)).collect();
     let stored: BTreeMap<String, StoredTool> = stored_tools(&mut *conn)
@@ -233,13 +235,13 @@ pub(super) async fn mark_missing_on(
 /// `expected_offer` (what the admin reviewed). The offer must be usable: its input schema
 /// compiles and the limits of the roles and scopes that bound the tool still apply to it.
 pub(crate) async fn admit_tool_on(
-    conn: &mut AnyConnection,
+    tx: &mut Tx,
     tool: &str,
     expected_offer: &str,
 ) -> Result<PinChange, StoreError> {
     let row = sqlx::query(&format!("{TOOL_COLUMNS} WHERE name = $1"))
         .bind(tool)
-        .fetch_optional(&mut *conn)
+        .fetch_optional(tx.conn())
         .await?
         .ok_or_else(|| StoreError::NotFound(format!("tool `{tool}`")))?;
     let row = stored_tool(&row)?;
@@ -259,7 +261,7 @@ pub(crate) async fn admit_tool_on(
     let mut offer = ToolSpec::from_definition(offered)
         .map_err(|e| StoreError::Corrupt(format!("offered definition of `{tool}`: {e}")))?;
     offer.sensitive_args = row.spec.sensitive_args.clone();
-    let mut catalog = load_catalog(&mut *conn).await?;
+    let mut catalog = load_catalog(tx).await?;
     let Some(entry) = catalog.tools.iter_mut().find(|t| t.spec.name == tool) else {
         return Err(StoreError::NotFound(format!("tool `{tool}`")));
     };
@@ -293,7 +295,7 @@ pub(crate) async fn admit_tool_on(
     .bind(offered_pin)
     .bind(stamp(Utc::now()))
     .bind(tool)
-    .execute(&mut *conn)
+    .execute(tx.conn())
     .await?;
     Ok(PinChange {
         tool: tool.to_owned(),

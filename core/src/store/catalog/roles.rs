@@ -4,6 +4,7 @@ use chrono::Utc;
 use sqlx::{AnyConnection, Row};
 
 use super::super::{Store, StoreError, stamp};
+use super::Tx;
 use super::{Revised, conflict, from_json, load_catalog, revision_of, slug_of, to_json};
 use crate::model::Role;
 use crate::slug::Slug;
@@ -12,7 +13,7 @@ impl Store {
     #[cfg(any(test, feature = "dev-tools"))]
     pub async fn create_role(&self, role: &Role) -> Result<i64, StoreError> {
         let mut tx = self.begin_write().await?;
-        let saved = create_role_on(&mut tx, role).await?;
+        let saved = create_role_on(Tx::wrap(&mut tx), role).await?;
         tx.commit().await?;
         Ok(saved)
     }
@@ -25,14 +26,14 @@ impl Store {
         expected_revision: i64,
     ) -> Result<i64, StoreError> {
         let mut tx = self.begin_write().await?;
-        let saved = update_role_on(&mut tx, role, expected_revision).await?;
+        let saved = update_role_on(Tx::wrap(&mut tx), role, expected_revision).await?;
         tx.commit().await?;
         Ok(saved)
     }
 
     pub async fn list_roles(&self) -> Result<Vec<Revised<Role>>, StoreError> {
         let mut conn = self.pool().acquire().await?;
-        Ok(list_roles(&mut conn).await?)
+        Ok(list_roles(Tx::wrap(&mut conn)).await?)
     }
 
     pub async fn get_role(&self, slug: &Slug) -> Result<Option<Revised<Role>>, StoreError> {
@@ -46,11 +47,8 @@ impl Store {
 
 /// [`Store::create_role`] on a given connection: inside the audit writer's transaction, a catalog
 /// save commits together with its `admin_change` event.
-pub(crate) async fn create_role_on(
-    conn: &mut AnyConnection,
-    role: &Role,
-) -> Result<i64, StoreError> {
-    let catalog = load_catalog(&mut *conn).await?;
+pub(crate) async fn create_role_on(tx: &mut Tx, role: &Role) -> Result<i64, StoreError> {
+    let catalog = load_catalog(tx).await?;
     catalog.validate_role(role)?;
     if catalog.role(role.slug.as_str()).is_some() {
         return Err(StoreError::Conflict(format!(
@@ -58,18 +56,18 @@ pub(crate) async fn create_role_on(
             role.slug
         )));
     }
-    insert_role(&mut *conn, role).await?;
+    insert_role(tx.conn(), role).await?;
     Ok(1)
 }
 
 /// [`Store::update_role`] on a given connection: inside the audit writer's transaction, a catalog
 /// save commits together with its `admin_change` event.
 pub(crate) async fn update_role_on(
-    conn: &mut AnyConnection,
+    tx: &mut Tx,
     role: &Role,
     expected_revision: i64,
 ) -> Result<i64, StoreError> {
-    let revision = revision_of(&mut *conn, "roles", "role", &role.slug).await?;
+    let revision = revision_of(tx.conn(), "roles", "role", &role.slug).await?;
     if revision != expected_revision {
         return Err(conflict(
             "role",
@@ -78,8 +76,8 @@ pub(crate) async fn update_role_on(
             revision,
         ));
     }
-    load_catalog(&mut *conn).await?.validate_role(role)?;
-    overwrite_role(conn, role).await?;
+    load_catalog(tx).await?.validate_role(role)?;
+    overwrite_role(tx.conn(), role).await?;
     Ok(revision + 1)
 }
 
@@ -127,9 +125,8 @@ pub(in crate::store) async fn insert_role(
     Ok(())
 }
 
-pub(crate) async fn list_roles(
-    conn: &mut AnyConnection,
-) -> Result<Vec<Revised<Role>>, sqlx::Error> {
+pub(crate) async fn list_roles(conn: &mut Tx) -> Result<Vec<Revised<Role>>, sqlx::Error> {
+    let conn = conn.conn();
     let rows = sqlx::query("SELECT slug, title, description, instructions, skills, limits, revision FROM roles ORDER BY slug")
         .fetch_all(conn)
         .await?;

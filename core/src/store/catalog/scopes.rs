@@ -4,6 +4,7 @@ use chrono::Utc;
 use sqlx::{AnyConnection, Row};
 
 use super::super::{Store, StoreError, stamp};
+use super::Tx;
 use super::{Revised, conflict, from_json, load_catalog, revision_of, slug_of, to_json};
 use crate::model::Scope;
 
@@ -11,7 +12,7 @@ impl Store {
     #[cfg(any(test, feature = "dev-tools"))]
     pub async fn create_scope(&self, scope: &Scope) -> Result<i64, StoreError> {
         let mut tx = self.begin_write().await?;
-        let saved = create_scope_on(&mut tx, scope).await?;
+        let saved = create_scope_on(Tx::wrap(&mut tx), scope).await?;
         tx.commit().await?;
         Ok(saved)
     }
@@ -23,24 +24,21 @@ impl Store {
         expected_revision: i64,
     ) -> Result<i64, StoreError> {
         let mut tx = self.begin_write().await?;
-        let saved = update_scope_on(&mut tx, scope, expected_revision).await?;
+        let saved = update_scope_on(Tx::wrap(&mut tx), scope, expected_revision).await?;
         tx.commit().await?;
         Ok(saved)
     }
 
     pub async fn list_scopes(&self) -> Result<Vec<Revised<Scope>>, StoreError> {
         let mut conn = self.pool().acquire().await?;
-        Ok(list_scopes(&mut conn).await?)
+        Ok(list_scopes(Tx::wrap(&mut conn)).await?)
     }
 }
 
 /// [`Store::create_scope`] on a given connection: inside the audit writer's transaction, a catalog
 /// save commits together with its `admin_change` event.
-pub(crate) async fn create_scope_on(
-    conn: &mut AnyConnection,
-    scope: &Scope,
-) -> Result<i64, StoreError> {
-    let catalog = load_catalog(&mut *conn).await?;
+pub(crate) async fn create_scope_on(tx: &mut Tx, scope: &Scope) -> Result<i64, StoreError> {
+    let catalog = load_catalog(tx).await?;
     catalog.validate_scope(scope)?;
     if catalog.scope(scope.slug.as_str()).is_some() {
         return Err(StoreError::Conflict(format!(
@@ -48,18 +46,18 @@ pub(crate) async fn create_scope_on(
             scope.slug
         )));
     }
-    insert_scope(&mut *conn, scope).await?;
+    insert_scope(tx.conn(), scope).await?;
     Ok(1)
 }
 
 /// [`Store::update_scope`] on a given connection: inside the audit writer's transaction, a catalog
 /// save commits together with its `admin_change` event.
 pub(crate) async fn update_scope_on(
-    conn: &mut AnyConnection,
+    tx: &mut Tx,
     scope: &Scope,
     expected_revision: i64,
 ) -> Result<i64, StoreError> {
-    let revision = revision_of(&mut *conn, "scopes", "scope", &scope.slug).await?;
+    let revision = revision_of(tx.conn(), "scopes", "scope", &scope.slug).await?;
     if revision != expected_revision {
         return Err(conflict(
             "scope",
@@ -68,8 +66,8 @@ pub(crate) async fn update_scope_on(
             revision,
         ));
     }
-    load_catalog(&mut *conn).await?.validate_scope(scope)?;
-    overwrite_scope(conn, scope).await?;
+    load_catalog(tx).await?.validate_scope(scope)?;
+    overwrite_scope(tx.conn(), scope).await?;
     Ok(revision + 1)
 }
 
@@ -110,9 +108,8 @@ pub(in crate::store) async fn insert_scope(
     Ok(())
 }
 
-pub(crate) async fn list_scopes(
-    conn: &mut AnyConnection,
-) -> Result<Vec<Revised<Scope>>, sqlx::Error> {
+pub(crate) async fn list_scopes(conn: &mut Tx) -> Result<Vec<Revised<Scope>>, sqlx::Error> {
+    let conn = conn.conn();
     let rows = sqlx::query(
         "SELECT slug, description, roles, guardrails, revision FROM scopes ORDER BY slug",
     )

@@ -4,6 +4,7 @@ use chrono::Utc;
 use sqlx::{AnyConnection, Row};
 
 use super::super::{Store, StoreError, stamp};
+use super::Tx;
 use super::{Revised, conflict, decode_err, from_json, load_catalog, slug_of, to_json};
 use crate::model::{CatalogError, Skill, SkillVersion};
 use crate::slug::Slug;
@@ -13,7 +14,7 @@ impl Store {
     #[cfg(any(test, feature = "dev-tools"))]
     pub async fn create_skill(&self, skill: &Skill) -> Result<Revised<SkillVersion>, StoreError> {
         let mut tx = self.begin_write().await?;
-        let saved = create_skill_on(&mut tx, skill).await?;
+        let saved = create_skill_on(Tx::wrap(&mut tx), skill).await?;
         tx.commit().await?;
         Ok(saved)
     }
@@ -27,7 +28,7 @@ impl Store {
         expected_revision: i64,
     ) -> Result<Revised<SkillVersion>, StoreError> {
         let mut tx = self.begin_write().await?;
-        let saved = update_skill_on(&mut tx, skill, expected_revision).await?;
+        let saved = update_skill_on(Tx::wrap(&mut tx), skill, expected_revision).await?;
         tx.commit().await?;
         Ok(saved)
     }
@@ -42,7 +43,9 @@ impl Store {
         skill_md: Option<&str>,
     ) -> Result<Revised<SkillVersion>, StoreError> {
         let mut tx = self.begin_write().await?;
-        let saved = update_skill_from_file_on(&mut tx, skill, expected_revision, skill_md).await?;
+        let saved =
+            update_skill_from_file_on(Tx::wrap(&mut tx), skill, expected_revision, skill_md)
+                .await?;
         tx.commit().await?;
         Ok(saved)
     }
@@ -73,7 +76,9 @@ impl Store {
         expected_revision: i64,
     ) -> Result<i64, StoreError> {
         let mut tx = self.begin_write().await?;
-        let saved = set_current_skill_version_on(&mut tx, slug, version, expected_revision).await?;
+        let saved =
+            set_current_skill_version_on(Tx::wrap(&mut tx), slug, version, expected_revision)
+                .await?;
         tx.commit().await?;
         Ok(saved)
     }
@@ -95,48 +100,48 @@ impl Store {
     /// Current versions of all skills with their revisions.
     pub async fn list_skills(&self) -> Result<Vec<Revised<SkillVersion>>, StoreError> {
         let mut conn = self.pool().acquire().await?;
-        Ok(list_skills(&mut conn).await?)
+        Ok(list_skills(Tx::wrap(&mut conn)).await?)
     }
 }
 
 /// [`Store::create_skill`] on a given connection: inside the audit writer's transaction, a catalog
 /// save commits together with its `admin_change` event.
 pub(crate) async fn create_skill_on(
-    conn: &mut AnyConnection,
+    tx: &mut Tx,
     skill: &Skill,
 ) -> Result<Revised<SkillVersion>, StoreError> {
-    let catalog = load_catalog(&mut *conn).await?;
+    let catalog = load_catalog(tx).await?;
     catalog.validate_skill(skill)?;
-    refuse_unadmitted(&mut *conn, skill).await?;
+    refuse_unadmitted(tx.conn(), skill).await?;
     if catalog.skill(skill.slug.as_str()).is_some() {
         return Err(StoreError::Conflict(format!(
             "skill `{}` already exists",
             skill.slug
         )));
     }
-    let saved = insert_skill(&mut *conn, skill).await?;
+    let saved = insert_skill(tx.conn(), skill).await?;
     Ok(saved)
 }
 
 /// [`Store::update_skill`] on a given connection: inside the audit writer's transaction, a catalog
 /// save commits together with its `admin_change` event.
 pub(crate) async fn update_skill_on(
-    conn: &mut AnyConnection,
+    tx: &mut Tx,
     skill: &Skill,
     expected_revision: i64,
 ) -> Result<Revised<SkillVersion>, StoreError> {
-    update_skill_from_file_on(conn, skill, expected_revision, None).await
+    update_skill_from_file_on(tx, skill, expected_revision, None).await
 }
 
 /// [`update_skill_on`], keeping `skill_md` (the file the version was uploaded as) with it.
 pub(crate) async fn update_skill_from_file_on(
-    conn: &mut AnyConnection,
+    tx: &mut Tx,
     skill: &Skill,
     expected_revision: i64,
     skill_md: Option<&str>,
 ) -> Result<Revised<SkillVersion>, StoreError> {
-    let mut catalog = load_catalog(&mut *conn).await?;
-    let (latest, revision) = skill_head(&mut *conn, &skill.slug).await?;
+    let mut catalog = load_catalog(tx).await?;
+    let (latest, revision) = skill_head(tx.conn(), &skill.slug).await?;
     if revision != expected_revision {
         return Err(conflict(
             "skill",
@@ -146,7 +151,7 @@ pub(crate) async fn update_skill_from_file_on(
         ));
     }
     catalog.validate_skill(skill)?;
-    refuse_unadmitted(&mut *conn, skill).await?;
+    refuse_unadmitted(tx.conn(), skill).await?;
     let version = latest + 1;
     if let Some(existing) = catalog
         .skills
@@ -165,8 +170,8 @@ pub(crate) async fn update_skill_from_file_on(
     {
         catalog.validate_role(role)?;
     }
-    insert_skill_version(&mut *conn, skill, version, skill_md).await?;
-    make_current(conn, &skill.slug, version).await?;
+    insert_skill_version(tx.conn(), skill, version, skill_md).await?;
+    make_current(tx.conn(), &skill.slug, version).await?;
     Ok(Revised {
         value: SkillVersion {
             version: version as u32,
@@ -179,11 +184,12 @@ pub(crate) async fn update_skill_from_file_on(
 /// [`Store::set_current_skill_version`] on a given connection: inside the audit writer's transaction, a catalog
 /// save commits together with its `admin_change` event.
 pub(crate) async fn set_current_skill_version_on(
-    conn: &mut AnyConnection,
+    conn: &mut Tx,
     slug: &Slug,
     version: u32,
     expected_revision: i64,
 ) -> Result<i64, StoreError> {
+    let conn = conn.conn();
     let (_, revision) = skill_head(&mut *conn, slug).await?;
     if revision != expected_revision {
         return Err(conflict(
@@ -261,9 +267,8 @@ fn skill_version_from_row(row: &sqlx::any::AnyRow) -> Result<SkillVersion, sqlx:
     })
 }
 
-pub(crate) async fn list_skills(
-    conn: &mut AnyConnection,
-) -> Result<Vec<Revised<SkillVersion>>, sqlx::Error> {
+pub(crate) async fn list_skills(conn: &mut Tx) -> Result<Vec<Revised<SkillVersion>>, sqlx::Error> {
+    let conn = conn.conn();
     let rows = sqlx::query(&format!(
         "{SKILL_VERSION_COLUMNS} AND v.version = s.current_version ORDER BY v.skill"
     ))

@@ -6,6 +6,7 @@ use chrono::Utc;
 use sqlx::{AnyConnection, Row};
 
 use super::super::{Store, StoreError, stamp};
+use super::Tx;
 use super::{decode_err, from_json, slug_of, to_json};
 use crate::model::{CatalogError, CatalogTool, ToolSpec, quarantine_reason};
 use crate::slug::Slug;
@@ -31,7 +32,7 @@ impl Store {
     #[cfg(any(test, feature = "dev-tools"))]
     pub async fn set_sensitive_args(&self, tool: &str, args: &[String]) -> Result<(), StoreError> {
         let mut conn = self.pool().acquire().await?;
-        set_sensitive_args_on(&mut conn, tool, args).await
+        set_sensitive_args_on(Tx::wrap(&mut conn), tool, args).await
     }
 
     /// Flags the tools of `upstream` that its last `tools/list` did not name (keeping the
@@ -244,10 +245,11 @@ pub(super) async fn seed_tools(
 
 /// [`Store::set_sensitive_args`] on a given connection (see [`create_role_on`]).
 pub(crate) async fn set_sensitive_args_on(
-    conn: &mut AnyConnection,
+    conn: &mut Tx,
     tool: &str,
     args: &[String],
 ) -> Result<(), StoreError> {
+    let conn = conn.conn();
     let done = sqlx::query("UPDATE tools SET sensitive_args = $1, updated_at = $2 WHERE name = $3")
         .bind(to_json(&args))
         .bind(stamp(Utc::now()))

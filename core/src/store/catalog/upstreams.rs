@@ -3,9 +3,10 @@
 use std::collections::BTreeMap;
 
 use chrono::Utc;
-use sqlx::{AnyConnection, Row};
+use sqlx::Row;
 
 use super::super::{Store, StoreError, stamp};
+use super::Tx;
 use super::{from_json, slug_of, to_json};
 use crate::model::Upstream;
 use crate::slug::Slug;
@@ -15,12 +16,12 @@ impl Store {
     #[cfg(any(test, feature = "dev-tools"))]
     pub async fn upsert_upstream(&self, upstream: &Upstream) -> Result<(), StoreError> {
         let mut conn = self.pool().acquire().await?;
-        upsert_upstream(&mut conn, upstream).await
+        upsert_upstream(Tx::wrap(&mut conn), upstream).await
     }
 
     pub async fn list_upstreams(&self) -> Result<Vec<Upstream>, StoreError> {
         let mut conn = self.pool().acquire().await?;
-        Ok(list_upstreams(&mut conn).await?)
+        Ok(list_upstreams(Tx::wrap(&mut conn)).await?)
     }
 
     /// Replaces the stored credentials of an upstream (`None` removes them).
@@ -31,7 +32,7 @@ impl Store {
         credentials: Option<&UpstreamCredentials>,
     ) -> Result<(), StoreError> {
         let mut conn = self.pool().acquire().await?;
-        set_upstream_credentials_on(&mut conn, upstream, credentials).await
+        set_upstream_credentials_on(Tx::wrap(&mut conn), upstream, credentials).await
     }
 
     /// Every upstream's stored credentials, by upstream name (upstreams without any are absent).
@@ -39,16 +40,17 @@ impl Store {
         &self,
     ) -> Result<BTreeMap<String, UpstreamCredentials>, StoreError> {
         let mut conn = self.pool().acquire().await?;
-        upstream_credentials_on(&mut conn).await
+        upstream_credentials_on(Tx::wrap(&mut conn)).await
     }
 }
 
 /// [`Store::set_upstream_credentials`] on a given connection (see [`create_role_on`]).
 pub(crate) async fn set_upstream_credentials_on(
-    conn: &mut AnyConnection,
+    conn: &mut Tx,
     upstream: &Slug,
     credentials: Option<&UpstreamCredentials>,
 ) -> Result<(), StoreError> {
+    let conn = conn.conn();
     let done = sqlx::query("UPDATE upstreams SET credentials = $1 WHERE name = $2")
         .bind(
             credentials
@@ -66,8 +68,9 @@ pub(crate) async fn set_upstream_credentials_on(
 
 /// [`Store::upstream_credentials`] on a given connection.
 pub(crate) async fn upstream_credentials_on(
-    conn: &mut AnyConnection,
+    conn: &mut Tx,
 ) -> Result<BTreeMap<String, UpstreamCredentials>, StoreError> {
+    let conn = conn.conn();
     let rows: Vec<(String, String)> =
         sqlx::query_as("SELECT name, credentials FROM upstreams WHERE credentials IS NOT NULL")
             .fetch_all(conn)
@@ -81,10 +84,8 @@ pub(crate) async fn upstream_credentials_on(
         .collect()
 }
 
-pub(crate) async fn upsert_upstream(
-    conn: &mut AnyConnection,
-    upstream: &Upstream,
-) -> Result<(), StoreError> {
+pub(crate) async fn upsert_upstream(conn: &mut Tx, upstream: &Upstream) -> Result<(), StoreError> {
+    let conn = conn.conn();
     sqlx::query(
         "INSERT INTO upstreams (name, kind, config, updated_at) VALUES ($1, $2, $3, $4) \
          ON CONFLICT (name) DO UPDATE SET kind = excluded.kind, config = excluded.config, updated_at = excluded.updated_at",
@@ -98,7 +99,8 @@ pub(crate) async fn upsert_upstream(
     Ok(())
 }
 
-pub(crate) async fn list_upstreams(conn: &mut AnyConnection) -> Result<Vec<Upstream>, sqlx::Error> {
+pub(crate) async fn list_upstreams(conn: &mut Tx) -> Result<Vec<Upstream>, sqlx::Error> {
+    let conn = conn.conn();
     let rows = sqlx::query("SELECT name, config FROM upstreams ORDER BY name")
         .fetch_all(conn)
         .await?;
