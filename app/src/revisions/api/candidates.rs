@@ -1,29 +1,13 @@
-//! Server functions of skill revisions: the candidate review queue, decisions, wiki
-//! patterns, feedback (agents' and reviewers'), SKILL.md uploads and version restores.
-//!
-//! Reading needs the viewer role; deciding, writing feedback and uploading need reviewer;
-//! restoring an old version needs admin. Every check runs on the server.
+//! The review queue: candidates listed, read with their diff, evidence and gate verdict,
+//! decided, and proposed from a pasted `SKILL.md`.
 
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 
+#[cfg(feature = "ssr")]
+use super::PAGE_ROWS;
+use super::{CandidateRow, DiffLine};
 use crate::shared::ConsoleError;
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CandidateRow {
-    pub id: String,
-    pub skill: String,
-    pub base_version: u32,
-    pub verdict: String,
-    pub status: String,
-    pub proposer: String,
-    pub proposer_kind: String,
-    pub created_at: String,
-    /// Pending and based on a version that is no longer current.
-    pub stale: bool,
-}
-
-pub use crate::catalog::DiffLine;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GateCheckRow {
@@ -71,55 +55,6 @@ pub struct CandidateDetail {
     /// Why not, when they may not.
     pub cannot_decide: Option<String>,
 }
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PatternRow {
-    pub id: String,
-    pub name: String,
-    pub content: String,
-    pub sources: Vec<String>,
-    pub created_by: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FeedbackRow {
-    pub id: String,
-    pub version: u32,
-    pub rating: u8,
-    pub comment: Option<String>,
-    pub kind: String,
-    pub author: Option<String>,
-    pub session_id: Option<String>,
-    pub at: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SkillRevisionsData {
-    pub skill: String,
-    pub current_version: u32,
-    pub versions: Vec<u32>,
-    pub patterns: Vec<PatternRow>,
-    /// All patterns of the skill; `patterns` holds the first of them.
-    pub patterns_total: u64,
-    /// One page of feedback, oldest first.
-    pub feedback: Vec<FeedbackRow>,
-    /// The cursor of the next feedback page (`?feedback_after=`), when there is one.
-    pub feedback_next: Option<String>,
-    /// Whether this feedback page is a later one (a link back to the first is shown).
-    pub feedback_paged: bool,
-    /// One page of candidates, newest first.
-    pub candidates: Vec<CandidateRow>,
-    /// The cursor of the next (older) candidates page (`?candidates_before=`).
-    pub candidates_next: Option<String>,
-    pub candidates_paged: bool,
-    pub can_review: bool,
-    pub can_restore: bool,
-    /// What the bundle upload (a plain form post) left for this page.
-    pub notice: Option<crate::components::flash::Notice>,
-}
-
-/// Rows per page of the console's candidate and feedback lists.
-pub const PAGE_ROWS: u32 = 50;
 
 /// One page of the review queue, newest first.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -196,110 +131,6 @@ pub async fn decide_candidate(
     }
 }
 
-#[server(prefix = "/console/api")]
-pub async fn skill_revisions(
-    skill: String,
-    feedback_after: Option<String>,
-    candidates_before: Option<String>,
-) -> Result<Option<SkillRevisionsData>, ConsoleError> {
-    use skillgate_core::revisions::RevisionError;
-    use skillgate_core::users::ConsoleRole;
-    let user = ssr::require_role(ConsoleRole::Viewer).await?;
-    let revisions = ssr::revisions();
-    let current = match revisions.get_skill(&skill, None).await {
-        Ok(current) => current,
-        Err(RevisionError::NotFound(_)) => return Ok(None),
-        Err(e) => return Err(ssr::error(e)),
-    };
-    let slug = current.skill.slug.clone();
-    let versions = revisions
-        .store()
-        .skill_versions(&slug)
-        .await
-        .map_err(ssr::internal)?
-        .into_iter()
-        .map(|v| v.version)
-        .collect();
-    let (patterns, patterns_total) = revisions.list_patterns(&skill).await.map_err(ssr::error)?;
-    let patterns = patterns
-        .into_iter()
-        .map(|p| PatternRow {
-            id: p.id,
-            name: p.name,
-            content: p.content,
-            sources: p.sources,
-            created_by: p.created_by,
-        })
-        .collect();
-    let feedback_after = ssr::cursor(&feedback_after);
-    let feedback = revisions
-        .list_feedback(&skill, None, feedback_after, PAGE_ROWS)
-        .await
-        .map_err(ssr::error)?;
-    let feedback_next = feedback.next;
-    let feedback = feedback
-        .items
-        .into_iter()
-        .map(|f| FeedbackRow {
-            id: f.id,
-            version: f.version,
-            rating: f.rating,
-            comment: f.comment,
-            kind: f.kind,
-            author: f.author,
-            session_id: f.session_id,
-            at: f.at,
-        })
-        .collect();
-    let candidates_before = ssr::cursor(&candidates_before);
-    let candidates = revisions
-        .list_candidates(None, Some(&skill), candidates_before, PAGE_ROWS)
-        .await
-        .map_err(ssr::error)?;
-    Ok(Some(SkillRevisionsData {
-        skill,
-        current_version: current.version,
-        versions,
-        patterns,
-        patterns_total,
-        feedback,
-        feedback_next,
-        feedback_paged: feedback_after.is_some(),
-        candidates: ssr::rows(&revisions, candidates.items).await?,
-        candidates_next: candidates.next,
-        candidates_paged: candidates_before.is_some(),
-        can_review: user.role.allows(ConsoleRole::Reviewer),
-        can_restore: user.role.allows(ConsoleRole::Admin),
-        notice: crate::components::flash::ssr::take().await?,
-    }))
-}
-
-/// A reviewer's feedback; `kind` is `general` or `requirement`.
-#[server(prefix = "/console/api")]
-pub async fn add_feedback(
-    skill: String,
-    rating: u8,
-    comment: String,
-    kind: String,
-) -> Result<String, ConsoleError> {
-    use skillgate_core::users::ConsoleRole;
-    let user = ssr::require_role(ConsoleRole::Reviewer).await?;
-    let requirement = match kind.as_str() {
-        "general" => false,
-        "requirement" => true,
-        other => {
-            return Err(ConsoleError::Invalid(format!(
-                "unknown feedback kind `{other}`: general or requirement"
-            )));
-        }
-    };
-    let id = ssr::revisions()
-        .add_human_feedback(&skill, rating, &comment, requirement, &user.name)
-        .await
-        .map_err(ssr::error)?;
-    Ok(format!("Feedback {id} recorded."))
-}
-
 /// A candidate from a pasted `SKILL.md` (Agent Skills) and an optional WikiSkill
 /// `provenance.json`. A file (a `SKILL.md` or a zip bundle) is uploaded to the plain form
 /// handler `POST /console/skills/{skill}/bundle` of the server instead.
@@ -334,92 +165,16 @@ pub async fn upload_skill_md(
     ))
 }
 
-#[server(prefix = "/console/api")]
-pub async fn restore_version(skill: String, version: u32) -> Result<String, ConsoleError> {
-    use skillgate_core::users::ConsoleRole;
-    let user = ssr::require_role(ConsoleRole::Admin).await?;
-    ssr::revisions()
-        .restore(&skill, version, &user.name)
-        .await
-        .map_err(ssr::error)?;
-    Ok(format!("Version {version} of {skill} is current again."))
-}
-
 #[cfg(feature = "ssr")]
 mod ssr {
     use serde_json::Value;
     use similar::{ChangeTag, TextDiff};
-    use skillgate_core::revisions::{CandidateView, RevisionError, Revisions};
-    use skillgate_core::store::StoreError;
-    use skillgate_core::store::revisions::{CandidateRecord, CandidateStatus, Proposer};
+    use skillgate_core::revisions::{CandidateView, Revisions};
+    use skillgate_core::store::revisions::{CandidateStatus, Proposer};
     use skillgate_core::users::{ConsoleRole, ConsoleUser};
 
     use super::*;
-    pub use crate::shared::ssr::internal;
-
-    pub async fn require_role(role: ConsoleRole) -> Result<ConsoleUser, ConsoleError> {
-        crate::shared::ssr::require(role).await
-    }
-
-    /// The revisions service the server provides next to the console context.
-    pub fn revisions() -> Revisions {
-        expect_context::<Revisions>()
-    }
-
-    /// A page cursor from the query string; an empty one means the first page.
-    pub fn cursor(value: &Option<String>) -> Option<&str> {
-        value.as_deref().map(str::trim).filter(|v| !v.is_empty())
-    }
-
-    /// Refusals the reviewer can act on become sentences; failures stay on the server.
-    pub fn error(e: RevisionError) -> ConsoleError {
-        match e {
-            RevisionError::Store(
-                e @ (StoreError::Sqlx(_) | StoreError::Migrate(_) | StoreError::Open { .. }),
-            ) => internal(e),
-            RevisionError::Audit(e) => internal(e),
-            other => ConsoleError::Invalid(other.to_string()),
-        }
-    }
-
-    async fn current_versions(
-        revisions: &Revisions,
-    ) -> Result<std::collections::HashMap<String, u32>, ConsoleError> {
-        Ok(revisions
-            .store()
-            .list_skills()
-            .await
-            .map_err(internal)?
-            .into_iter()
-            .map(|s| (s.value.skill.slug.to_string(), s.value.version))
-            .collect())
-    }
-
-    fn row(c: &CandidateRecord, current: Option<u32>) -> CandidateRow {
-        CandidateRow {
-            id: c.id.clone(),
-            skill: c.skill.clone(),
-            base_version: c.base_version,
-            verdict: c.verdict.clone(),
-            status: c.status.as_str().to_owned(),
-            proposer: c.proposer.name().to_owned(),
-            proposer_kind: c.proposer.kind().to_owned(),
-            created_at: c.created_at.clone(),
-            stale: c.status == CandidateStatus::Pending
-                && current.is_some_and(|v| v != c.base_version),
-        }
-    }
-
-    pub async fn rows(
-        revisions: &Revisions,
-        candidates: Vec<CandidateRecord>,
-    ) -> Result<Vec<CandidateRow>, ConsoleError> {
-        let current = current_versions(revisions).await?;
-        Ok(candidates
-            .iter()
-            .map(|c| row(c, current.get(&c.skill).copied()))
-            .collect())
-    }
+    pub use crate::revisions::api::ssr::*;
 
     fn number(v: &Value) -> String {
         match v {
