@@ -10,6 +10,10 @@
 //! - [`limit`], innermost, reads a server function's body (`/console/api/`) up to that limit
 //!   before Leptos does, so a chunked body is refused as soon as it passes it.
 //!
+//! - `http::router` sets axum's `DefaultBodyLimit` to the same limit on the console, so
+//!   the extractor Leptos reads a server function's body with does not stop at axum's 2 MiB
+//!   default (which answered 500 between the two limits).
+//!
 //! The other console routes read their bodies with axum's extractors or the guard, which
 //! answer 413 themselves.
 

@@ -93,6 +93,11 @@ pub fn router(parts: Parts) -> Router {
             AppState,
             _,
         >(provide, shell))
+        // Leptos reads a server function's body through axum's extractor, whose own 2 MiB
+        // default would answer 500 between it and the console's limit: one limit for both.
+        .layer(axum::extract::DefaultBodyLimit::max(
+            console_guard::MAX_FORM_BYTES,
+        ))
         // Innermost: a server function's body is bounded before Leptos reads it.
         .layer(axum::middleware::from_fn(console_body::limit))
         .layer(static_asset_compression())
