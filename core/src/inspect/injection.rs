@@ -7,15 +7,9 @@
 use std::sync::LazyLock;
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
-use base64::Engine;
 use regex::{Regex, RegexSet};
 
-use super::normalize::normalize;
-
-/// Base64 runs shorter than this are ids and hashes, not wrapped text.
-const MIN_BASE64: usize = 24;
-/// Wrapped text is unwrapped at most this deep (base64 of base64 of …).
-const MAX_DEPTH: u8 = 2;
+use super::normalize::{MAX_UNWRAP_DEPTH, normalize, wrapped};
 
 /// The phrase detectors of results; definitions add [`DEFINITION_PATTERNS`].
 static RESULT_PATTERNS: &[(&str, &str)] = &[
@@ -149,7 +143,6 @@ pub struct InjectionDetector {
     patterns: Vec<(&'static str, Regex)>,
     /// How many of the patterns are result patterns (the rest are definition-only).
     result_patterns: usize,
-    base64: Regex,
 }
 
 /// Which patterns to run.
@@ -177,7 +170,6 @@ impl InjectionDetector {
                 .map(|(kind, re)| (*kind, Regex::new(re).expect("injection pattern compiles")))
                 .collect(),
             result_patterns: RESULT_PATTERNS.len(),
-            base64: Regex::new(r"[A-Za-z0-9+/_-]{24,}={0,2}").expect("base64 pattern compiles"),
         }
     }
 
@@ -196,13 +188,11 @@ impl InjectionDetector {
                 kinds.push(kind);
             }
         }
-        if depth >= MAX_DEPTH || text.len() < MIN_BASE64 {
+        if depth >= MAX_UNWRAP_DEPTH {
             return;
         }
-        for m in self.base64.find_iter(text) {
-            if let Some(decoded) = decode_text(m.as_str()) {
-                self.scan_into(&decoded, scope, depth + 1, kinds);
-            }
+        for (_, decoded) in wrapped(text) {
+            self.scan_into(&decoded, scope, depth + 1, kinds);
         }
     }
 
@@ -235,23 +225,6 @@ impl InjectionDetector {
     }
 }
 
-/// The text a base64 segment wraps, when it decodes to readable UTF-8.
-fn decode_text(segment: &str) -> Option<String> {
-    use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
-    if segment.len() > 64 * 1024 {
-        return None;
-    }
-    let bytes = [STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD]
-        .iter()
-        .find_map(|engine| engine.decode(segment).ok())?;
-    let text = String::from_utf8(bytes).ok()?;
-    let readable = text
-        .chars()
-        .filter(|c| !c.is_control() || c.is_whitespace())
-        .count();
-    (readable * 10 >= text.chars().count() * 9).then_some(text)
-}
-
 pub static DETECTOR: LazyLock<InjectionDetector> = LazyLock::new(InjectionDetector::new);
 
 #[cfg(test)]
@@ -263,6 +236,7 @@ mod tests {
     }
 
     fn b64(text: &str) -> String {
+        use base64::Engine as _;
         base64::engine::general_purpose::STANDARD.encode(text)
     }
 

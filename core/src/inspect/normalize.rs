@@ -4,8 +4,25 @@
 //! look-alike letters from other scripts become the Latin letter they imitate (Unicode's
 //! confusable skeleton), case is folded and whitespace collapsed. ASCII text, the common
 //! case, takes a fast path that only folds case and whitespace.
+//!
+//! [`wrapped`] finds the text hidden in base64 runs, for the detectors that look inside.
 
+use std::ops::Range;
+use std::sync::LazyLock;
+
+use base64::Engine;
+use regex::Regex;
 use unicode_normalization::UnicodeNormalization;
+
+/// Base64 runs shorter than this are ids and hashes, not wrapped text.
+pub const MIN_WRAPPED: usize = 24;
+/// Wrapped text is unwrapped at most this deep (base64 of base64 of …).
+pub const MAX_UNWRAP_DEPTH: u8 = 2;
+/// A run longer than this is not decoded (an attachment, not a wrapped phrase or key).
+const MAX_WRAPPED: usize = 64 * 1024;
+
+static BASE64_RUN: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"[A-Za-z0-9+/_-]{24,}={0,2}").expect("base64 pattern compiles"));
 
 /// Invisible characters a model still reads but a reviewer does not see: zero-width and
 /// bidirectional controls, the BOM, soft hyphen, variation selectors and tag characters.
@@ -79,6 +96,33 @@ fn latin_look_alike(c: char) -> Option<String> {
     let skeleton: String =
         unicode_security::confusable_detection::skeleton(c.encode_utf8(&mut buf)).collect();
     (skeleton.is_ascii() && !skeleton.is_empty()).then_some(skeleton)
+}
+
+/// The base64 runs of `text` that decode (standard or URL-safe alphabet, padded or not) to
+/// readable UTF-8, with their byte span in `text` and the text they wrap. Binary payloads
+/// (images, archives) and random tokens decode to unreadable bytes and are skipped.
+pub fn wrapped(text: &str) -> impl Iterator<Item = (Range<usize>, String)> + '_ {
+    let short = text.len() < MIN_WRAPPED;
+    BASE64_RUN
+        .find_iter(if short { "" } else { text })
+        .filter_map(|m| decode_text(m.as_str()).map(|decoded| (m.range(), decoded)))
+}
+
+/// The text a base64 run wraps, when it decodes to readable UTF-8.
+fn decode_text(run: &str) -> Option<String> {
+    use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
+    if run.len() > MAX_WRAPPED {
+        return None;
+    }
+    let bytes = [STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD]
+        .iter()
+        .find_map(|engine| engine.decode(run).ok())?;
+    let text = String::from_utf8(bytes).ok()?;
+    let readable = text
+        .chars()
+        .filter(|c| !c.is_control() || c.is_whitespace())
+        .count();
+    (readable * 10 >= text.chars().count() * 9).then_some(text)
 }
 
 /// The keys two tool names are compared by: equal keys read as the same name to a model

@@ -1,10 +1,14 @@
 //! Credential detectors: vendor key formats by their fixed prefixes, PEM private keys, JWTs,
-//! and high-entropy values assigned to a credential-named key (`password=`, `"token": …`).
+//! and high-entropy values assigned to a credential-named key (`password=`, `"token": …`),
+//! in the text and inside base64 runs that wrap it (a credential file or an `.env` sent
+//! encoded): such a run is reported whole, so redaction removes all of it.
 
 use std::sync::LazyLock;
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 use regex::Regex;
+
+use super::normalize::{MAX_UNWRAP_DEPTH, wrapped};
 
 /// A secret found in one string: its detector and its byte span.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -103,6 +107,7 @@ impl SecretDetector {
         if self.anchors.is_match(text) {
             self.scan_patterns(text, &mut hits);
         }
+        self.scan_wrapped(text, 0, &mut hits);
         if hits.is_empty()
             && key.is_some_and(|key| self.is_credential_key(key))
             && is_random_secret(text)
@@ -140,6 +145,35 @@ impl SecretDetector {
             if !names_a_non_secret(key) && is_random_secret(value.as_str()) {
                 push(hits, "high_entropy_secret", value.start(), value.end());
             }
+        }
+        hits.sort_by_key(|h| h.start);
+    }
+
+    /// Adds each base64 run of `text` that wraps a secret, whole, as the kind found inside
+    /// (the first one); runs already inside a hit are not decoded again.
+    fn scan_wrapped(&self, text: &str, depth: u8, hits: &mut Vec<Hit>) {
+        if depth >= MAX_UNWRAP_DEPTH {
+            return;
+        }
+        let mut found = Vec::new();
+        for (span, decoded) in wrapped(text) {
+            if hits
+                .iter()
+                .any(|h| span.start < h.end && h.start < span.end)
+            {
+                continue;
+            }
+            let mut inner = Vec::new();
+            if self.anchors.is_match(&decoded) {
+                self.scan_patterns(&decoded, &mut inner);
+            }
+            self.scan_wrapped(&decoded, depth + 1, &mut inner);
+            if let Some(first) = inner.first() {
+                found.push((first.kind, span));
+            }
+        }
+        for (kind, span) in found {
+            push(hits, kind, span.start, span.end);
         }
         hits.sort_by_key(|h| h.start);
     }
@@ -237,6 +271,47 @@ mod tests {
     fn an_aws_access_key_and_the_secret_key_beside_it_are_found() {
         let text = "aws_access_key_id = AKIAQ3EGUWB6CMRXNL2T\naws_secret_access_key = 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";
         assert_eq!(kinds(text), ["aws_access_key", "aws_secret_key"]);
+    }
+
+    fn b64(text: &str) -> String {
+        use base64::Engine as _;
+        base64::engine::general_purpose::STANDARD.encode(text)
+    }
+
+    #[test]
+    fn a_secret_wrapped_in_base64_once_or_twice_is_found_over_the_whole_run() {
+        let env = "AWS_ACCESS_KEY_ID=AKIAQ3EGUWB6CMRXNL2T\nregion=eu-west-1\n";
+        let once = b64(env);
+        let text = format!("attachment .env: {once} (uploaded)");
+        let hits = DETECTOR.scan(&text, None);
+        assert_eq!(hits.len(), 1, "{text}");
+        assert_eq!(hits[0].kind, "aws_access_key");
+        assert_eq!(&text[hits[0].start..hits[0].end], once);
+        let twice = b64(&format!("config: {}", b64("password=Zq8v#Lr2pX7wKt9mB4")));
+        assert_eq!(kinds(&twice), ["high_entropy_secret"]);
+        // URL-safe and unpadded, as tokens travel in URLs.
+        let url_safe = {
+            use base64::Engine as _;
+            base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .encode("ghp_8hK2mPq9RvX4wLz7TnB3cJ5dF6gY1aS0eU2i")
+        };
+        assert_eq!(kinds(&url_safe), ["github_token"]);
+    }
+
+    #[test]
+    fn base64_of_ordinary_text_or_of_binary_data_is_not_a_secret() {
+        assert!(
+            kinds(&b64(
+                "The quarterly report is attached; see page 4 for the totals."
+            ))
+            .is_empty()
+        );
+        let png: Vec<u8> = (0u8..=255).cycle().take(600).collect();
+        let binary = {
+            use base64::Engine as _;
+            base64::engine::general_purpose::STANDARD.encode(png)
+        };
+        assert!(kinds(&format!("data:image/png;base64,{binary}")).is_empty());
     }
 
     #[test]
