@@ -19,8 +19,8 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 use skillgate_core::admin::AdminService;
 use skillgate_core::model::{
-    InspectAction, InspectionPolicy, InspectionRule, Inspector, Role, SchemaPolicy, Scope, Skill,
-    ToolSpec, Upstream, UpstreamKind,
+    InspectAction, InspectionPolicy, InspectionRule, Inspector, SchemaPolicy, ToolSpec, Upstream,
+    UpstreamKind,
 };
 use skillgate_core::slug::Slug;
 use skillgate_core::store::Store;
@@ -252,37 +252,16 @@ async fn fixture() -> Fixture {
         .chain(sink_tools().iter())
         .map(|(name, _, _)| (*name).to_owned())
         .collect();
-    store
-        .create_skill(&Skill {
-            slug: slug("guarded-tools"),
-            description: "The test upstreams' tools.".to_owned(),
-            instructions: "Use them.".to_owned(),
-            tools,
-            resources: Vec::new(),
-            frontmatter_extra: Default::default(),
-        })
-        .await
-        .unwrap();
-    store
-        .create_role(&Role {
-            slug: slug("guarded-user"),
-            title: "Guarded user".to_owned(),
-            description: "Calls the test upstreams.".to_owned(),
-            instructions: "Call them.".to_owned(),
-            skills: vec![slug("guarded-tools")],
-            limits: Vec::new(),
-        })
-        .await
-        .unwrap();
-    store
-        .create_scope(&Scope {
-            slug: slug("guarded"),
-            description: String::new(),
-            roles: vec![slug("guarded-user")],
-            guardrails: Vec::new(),
-        })
-        .await
-        .unwrap();
+    common::catalog::grant(
+        &store,
+        common::catalog::Grant {
+            skill: "guarded-tools",
+            role: "guarded-user",
+            scope: "guarded",
+            tools: tools,
+        },
+    )
+    .await;
     AdminService::open(store)
         .await
         .unwrap()

@@ -29,7 +29,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Value, json};
-use skillgate_core::model::{Role, Scope, Skill, ToolSpec, Upstream, UpstreamKind};
+use skillgate_core::model::{ToolSpec, Upstream, UpstreamKind};
 use skillgate_core::slug::Slug;
 use skillgate_core::store::Store;
 
@@ -244,37 +244,16 @@ async fn register_upstream(server: &Server, url: &str) {
         sensitive_args: Vec::new(),
     };
     store.seed_tools(&slug("accounts"), &[spec]).await.unwrap();
-    store
-        .create_skill(&Skill {
-            slug: slug("account-lookup"),
-            description: "Looks accounts up.".to_owned(),
-            instructions: "Look them up.".to_owned(),
+    common::catalog::grant(
+        &store,
+        common::catalog::Grant {
+            skill: "account-lookup",
+            role: "account-reader",
+            scope: "accounts",
             tools: vec!["find_account".to_owned()],
-            resources: Vec::new(),
-            frontmatter_extra: Default::default(),
-        })
-        .await
-        .unwrap();
-    store
-        .create_role(&Role {
-            slug: slug("account-reader"),
-            title: "Account reader".to_owned(),
-            description: "Reads accounts.".to_owned(),
-            instructions: "Read them.".to_owned(),
-            skills: vec![slug("account-lookup")],
-            limits: Vec::new(),
-        })
-        .await
-        .unwrap();
-    store
-        .create_scope(&Scope {
-            slug: slug("accounts"),
-            description: String::new(),
-            roles: vec![slug("account-reader")],
-            guardrails: Vec::new(),
-        })
-        .await
-        .unwrap();
+        },
+    )
+    .await;
 }
 
 /// A plain JSON-RPC POST to `/mcp`, as any MCP client sends it, with the headers given.

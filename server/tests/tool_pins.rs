@@ -22,7 +22,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 use skillgate_core::audit::{AuditEvent, AuditLog};
-use skillgate_core::model::{Role, Scope, Skill, ToolSpec, Upstream, UpstreamKind};
+use skillgate_core::model::{ToolSpec, Upstream, UpstreamKind};
 use skillgate_core::slug::Slug;
 use skillgate_core::store::Store;
 
@@ -140,37 +140,16 @@ async fn register(server: &Server, url: &str) {
         .seed_tools(&slug("orders"), &[lookup_order(ORIGINAL)])
         .await
         .unwrap();
-    store
-        .create_skill(&Skill {
-            slug: slug("order-lookup"),
-            description: "Look orders up.".into(),
-            instructions: "Look the order up before you answer.".into(),
+    common::catalog::grant(
+        &store,
+        common::catalog::Grant {
+            skill: "order-lookup",
+            role: "order-desk",
+            scope: "orders",
             tools: vec!["lookup_order".into()],
-            resources: Vec::new(),
-            frontmatter_extra: Default::default(),
-        })
-        .await
-        .unwrap();
-    store
-        .create_role(&Role {
-            slug: slug("order-desk"),
-            title: "Order desk".into(),
-            description: "Answers questions about orders.".into(),
-            instructions: "Answer from the order.".into(),
-            skills: vec![slug("order-lookup")],
-            limits: Vec::new(),
-        })
-        .await
-        .unwrap();
-    store
-        .create_scope(&Scope {
-            slug: slug("orders"),
-            description: String::new(),
-            roles: vec![slug("order-desk")],
-            guardrails: Vec::new(),
-        })
-        .await
-        .unwrap();
+        },
+    )
+    .await;
 }
 
 async fn tool_history(server: &Server, tool: &str) -> Vec<AuditEvent> {

@@ -16,7 +16,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Map, Value, json};
-use skillgate_core::model::{Role, Scope, Skill, ToolSpec, Upstream, UpstreamKind};
+use skillgate_core::model::{ToolSpec, Upstream, UpstreamKind};
 use skillgate_core::slug::Slug;
 use skillgate_core::store::Store;
 
@@ -115,37 +115,16 @@ async fn register_careless(server: &Server, url: &str) {
         })
         .collect();
     store.seed_tools(&slug("careless"), &specs).await.unwrap();
-    store
-        .create_skill(&Skill {
-            slug: slug("careless-tools"),
-            description: "The careless upstream's tools.".to_owned(),
-            instructions: "Use them with care.".to_owned(),
+    common::catalog::grant(
+        &store,
+        common::catalog::Grant {
+            skill: "careless-tools",
+            role: "careless-user",
+            scope: "careless",
             tools: advertised().iter().map(|(n, _)| (*n).to_owned()).collect(),
-            resources: Vec::new(),
-            frontmatter_extra: Default::default(),
-        })
-        .await
-        .unwrap();
-    store
-        .create_role(&Role {
-            slug: slug("careless-user"),
-            title: "Careless user".to_owned(),
-            description: "Calls the careless upstream.".to_owned(),
-            instructions: "Call them.".to_owned(),
-            skills: vec![slug("careless-tools")],
-            limits: Vec::new(),
-        })
-        .await
-        .unwrap();
-    store
-        .create_scope(&Scope {
-            slug: slug("careless"),
-            description: String::new(),
-            roles: vec![slug("careless-user")],
-            guardrails: Vec::new(),
-        })
-        .await
-        .unwrap();
+        },
+    )
+    .await;
 }
 
 #[tokio::test]

@@ -3,6 +3,7 @@
 
 #![allow(dead_code)] // each test file uses a different part of this module
 
+pub mod catalog;
 pub mod console;
 
 use std::io::{BufRead, BufReader};
