@@ -124,8 +124,8 @@ clippy: deps-build
 # The server tests that run on PostgreSQL too: everything but the few about SQLite's files
 # (the signing key beside the database file, CLI output on a file database).
 PG_SERVER_TESTS := mcp_endpoint hardening mcp_skills oauth holds holds_console feedback \
-  guardrails inspection_policy upstream_guardrails revisions console_security connect_console gitops tool_pins upstream_errors \
-  upstream_schemas catalog_code skill_bundles refusals
+  guardrails guardrail_hook inspection_policy upstream_guardrails revisions console_security connect_console gitops tool_pins upstream_errors \
+  upstream_schemas catalog_code skill_bundles refusals upstream_identity
 
 # Everything on SQLite, then the store's contract on PostgreSQL: the core's tests and the
 # server tests above, each database fresh in a throwaway server (core/src/store/testing.rs).

@@ -14,7 +14,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
-use crate::model::{InspectAction, Inspector};
+use crate::model::{HookStage, InspectAction, Inspector};
 use crate::policy::DenyCode;
 
 /// A phase of a governed request, in the order a `call_tool` passes through them.
@@ -88,6 +88,7 @@ impl Outcome {
             Outcome::Denied(DenyCode::ToolUnusable) => "tool_unusable",
             Outcome::Denied(DenyCode::InternalError) => "internal_error",
             Outcome::Denied(DenyCode::ToolQuarantined) => "tool_quarantined",
+            Outcome::Denied(DenyCode::UpstreamQuarantined) => "upstream_quarantined",
             Outcome::Denied(DenyCode::ContentBlocked) => "content_blocked",
         }
     }
@@ -109,6 +110,14 @@ struct FindingLabel {
     action: &'static str,
 }
 
+/// A hook's name is an admin's slug, so the series count is bounded by the catalog.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct HookLabel {
+    hook: String,
+    stage: &'static str,
+    outcome: &'static str,
+}
+
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct StatusLabel {
     status: &'static str,
@@ -125,6 +134,7 @@ pub struct Metrics {
     decisions: Family<DecisionLabel, Counter>,
     refusals: Family<StatusLabel, Counter>,
     findings: Family<FindingLabel, Counter>,
+    hooks: Family<HookLabel, Histogram>,
     panics: Counter,
     password_verifications: Counter,
 }
@@ -184,6 +194,14 @@ impl Metrics {
             "What the content inspectors found in governed calls, by inspector and action taken",
             findings.clone(),
         );
+        let hooks = Family::<HookLabel, Histogram>::new_with_constructor(|| {
+            Histogram::new(latency_buckets())
+        });
+        registry.register(
+            "guardrail_hook_seconds",
+            "Time external guardrail hooks took to answer, by hook, stage and outcome (allow, deny, modify, error)",
+            hooks.clone(),
+        );
         let panics = Counter::default();
         registry.register(
             "handler_panics",
@@ -203,6 +221,7 @@ impl Metrics {
             decisions,
             refusals,
             findings,
+            hooks,
             panics,
             password_verifications,
         }
@@ -247,6 +266,23 @@ impl Metrics {
                 action: action.as_str(),
             })
             .inc();
+    }
+
+    /// Observes one external hook's answer (`allow`, `deny`, `modify`) or failure (`error`).
+    pub fn observe_hook(
+        &self,
+        hook: &str,
+        stage: HookStage,
+        outcome: &'static str,
+        elapsed: Duration,
+    ) {
+        self.hooks
+            .get_or_create(&HookLabel {
+                hook: hook.to_owned(),
+                stage: stage.as_str(),
+                outcome,
+            })
+            .observe(elapsed.as_secs_f64());
     }
 
     /// Counts an MCP request whose handler panicked.
@@ -423,6 +459,25 @@ mod tests {
             line_value(
                 &text,
                 r#"skillgate_inspection_findings_total{inspector="injection",action="flag"}"#
+            ),
+            Some(1.0)
+        );
+    }
+
+    #[test]
+    fn a_hook_answer_is_timed_by_hook_stage_and_outcome() {
+        let metrics = Metrics::new();
+        metrics.observe_hook(
+            "moderation",
+            HookStage::Result,
+            "deny",
+            Duration::from_millis(3),
+        );
+        let text = metrics.render();
+        assert_eq!(
+            line_value(
+                &text,
+                r#"skillgate_guardrail_hook_seconds_count{hook="moderation",stage="result",outcome="deny"}"#
             ),
             Some(1.0)
         );

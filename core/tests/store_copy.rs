@@ -203,6 +203,15 @@ async fn source() -> Source {
         &[at],
     )
     .await;
+    exec(
+        pool,
+        "INSERT INTO upstream_identity (upstream, endpoint, pinned, offered, state, pinned_at, \
+         quarantined_since) VALUES ('demo', '{\"kind\":\"stdio\"}', \
+         '{\"server_name\":\"demo\",\"server_version\":\"1.2.0\"}', \
+         '{\"server_name\":\"demo\",\"server_version\":\"1.2.1\"}', 'quarantined', $1, $1)",
+        &[at],
+    )
+    .await;
 
     // The audit chain: 1200 events in sessions (their summaries), pruned through seq 1000
     // as retention does (an anchor and a signed `audit_pruned` event), a few more events,

@@ -49,6 +49,7 @@ fn main() -> ExitCode {
         a_command_that_does_not_exist_gives_a_clear_error,
         a_crash_looping_command_is_not_restarted_in_a_tight_loop,
         dropping_the_client_stops_its_child_process,
+        a_stdio_upstream_with_another_server_version_than_the_pin_is_closed_before_any_request,
     ];
     run(&tests)
 }
@@ -311,4 +312,30 @@ async fn dropping_the_client_stops_its_child_process() {
         async move { gone }
     })
     .await;
+}
+
+async fn a_stdio_upstream_with_another_server_version_than_the_pin_is_closed_before_any_request() {
+    let client = stdio_client();
+    client.list_tools().await.unwrap();
+    let seen = client.seen_identity().expect("the handshake's identity");
+    assert_eq!(seen.spki_sha256, None, "no TLS key over stdio");
+
+    // A pin of another version: the next start of the upstream is refused.
+    let pinned = skillgate_core::model::UpstreamIdentity {
+        server_version: format!("{}-previous", seen.server_version),
+        ..seen.clone()
+    };
+    let reconnect = stdio_client();
+    reconnect.pin_identity(Some(pinned));
+    let refused = reconnect.list_tools().await.unwrap_err();
+    assert!(
+        matches!(&refused, UpstreamError::IdentityChanged { reason, .. }
+            if reason.contains("server_version")),
+        "{refused}"
+    );
+    assert_eq!(reconnect.seen_identity(), Some(seen.clone()));
+
+    let matching = stdio_client();
+    matching.pin_identity(Some(seen));
+    assert!(matching.list_tools().await.is_ok());
 }

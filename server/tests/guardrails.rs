@@ -258,7 +258,7 @@ async fn fixture() -> Fixture {
             skill: "guarded-tools",
             role: "guarded-user",
             scope: "guarded",
-            tools: tools,
+            tools,
         },
     )
     .await;

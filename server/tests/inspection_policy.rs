@@ -12,7 +12,10 @@ use reqwest::StatusCode;
 use serde_json::Value;
 use skillgate_core::admin::{AdminError, AdminService};
 use skillgate_core::audit::AuditLog;
-use skillgate_core::model::{InspectAction, InspectionPolicy, InspectionRule, Inspector};
+use skillgate_core::model::{
+    GuardrailHook, HookFailure, HookStage, InspectAction, InspectionPolicy, InspectionRule,
+    Inspector,
+};
 use skillgate_core::policy::CatalogHandle;
 use skillgate_core::slug::Slug;
 use skillgate_core::store::Store;
@@ -40,7 +43,8 @@ fn rule(inspector: Inspector, action: InspectAction) -> InspectionRule {
 }
 
 /// Injection blocked for one tool, results over 64 KiB blocked in the support scope,
-/// formats left unchecked and tools with findings kept out.
+/// formats left unchecked, tools with findings kept out, and an external hook on one tool's
+/// results.
 fn a_policy() -> InspectionPolicy {
     let mut injection = rule(Inspector::Injection, InspectAction::Block);
     injection.tool = Some("lookup_customer".to_owned());
@@ -53,6 +57,17 @@ fn a_policy() -> InspectionPolicy {
     };
     policy.schemas.validate_formats = false;
     policy.definitions.refuse_admission_with_findings = true;
+    policy.hooks = vec![GuardrailHook {
+        name: Slug::parse("moderation").unwrap(),
+        url: "https://guard.example/check".to_owned(),
+        stages: vec![HookStage::Result],
+        tool: Some("lookup_customer".to_owned()),
+        role: None,
+        scope: None,
+        timeout_ms: 1500,
+        on_error: HookFailure::Allow,
+        secret_env: "GUARD_SECRET".to_owned(),
+    }];
     policy
 }
 
@@ -181,6 +196,7 @@ async fn the_policy_round_trips_through_catalog_export_and_apply() {
     let exported = succeeded(server.cli(&["catalog", "export"]));
     assert!(exported.contains("inspection:\n"), "{exported}");
     assert!(exported.contains("max_bytes: 65536"), "{exported}");
+    assert!(exported.contains("secret_env: GUARD_SECRET"), "{exported}");
 
     // Applied to a database whose policy is the default, it is a change the plan names.
     admin

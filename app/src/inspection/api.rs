@@ -1,5 +1,6 @@
-//! Server functions of the inspectors page: read the policy, add and remove a rule, and
-//! save the schema and admission switches. Every change goes through the admin door.
+//! Server functions of the inspectors page: read the policy, add and remove a rule or an
+//! external hook, and save the schema and admission switches. Every change goes through
+//! the admin door.
 
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -31,10 +32,29 @@ pub struct RuleRow {
     pub max_bytes: Option<u64>,
 }
 
+/// An external guardrail hook as the page shows it (named uniquely: its name removes it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HookRow {
+    pub name: String,
+    pub url: String,
+    /// `arguments`, `result`.
+    pub stages: Vec<String>,
+    pub tool: Option<String>,
+    pub role: Option<String>,
+    pub scope: Option<String>,
+    pub timeout_ms: u64,
+    pub on_error: String,
+    pub secret_env: String,
+    /// Whether the gateway serving the page has `secret_env` set (never its value): a hook
+    /// without it fails as its `on_error` says.
+    pub secret_set: bool,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct InspectorsView {
     pub inspectors: Vec<InspectorRow>,
     pub rules: Vec<RuleRow>,
+    pub hooks: Vec<HookRow>,
     pub close_open_objects: bool,
     pub validate_formats: bool,
     pub refuse_admission_with_findings: bool,
@@ -124,11 +144,28 @@ pub async fn get_inspection() -> Result<InspectorsView, ConsoleError> {
             max_bytes: r.max_bytes,
         })
         .collect();
+    let hooks = policy
+        .hooks
+        .iter()
+        .map(|h| HookRow {
+            name: h.name.as_str().to_owned(),
+            url: h.url.clone(),
+            stages: h.stages.iter().map(|s| s.as_str().to_owned()).collect(),
+            tool: h.tool.clone(),
+            role: h.role.as_ref().map(|s| s.as_str().to_owned()),
+            scope: h.scope.as_ref().map(|s| s.as_str().to_owned()),
+            timeout_ms: h.timeout_ms,
+            on_error: h.on_error.as_str().to_owned(),
+            secret_env: h.secret_env.clone(),
+            secret_set: std::env::var_os(&h.secret_env).is_some_and(|v| !v.is_empty()),
+        })
+        .collect();
     let mut tools: Vec<String> = catalog.tools.iter().map(|t| t.spec.name.clone()).collect();
     tools.sort();
     Ok(InspectorsView {
         inspectors,
         rules,
+        hooks,
         close_open_objects: policy.schemas.close_open_objects,
         validate_formats: policy.schemas.validate_formats,
         refuse_admission_with_findings: policy.definitions.refuse_admission_with_findings,
@@ -236,6 +273,116 @@ pub async fn remove_inspection_rule(key: String) -> Result<(), ConsoleError> {
         ));
     };
     policy.rules.remove(index);
+    ctx.authoring
+        .set_inspection_policy(&user.name, policy)
+        .await
+        .map_err(authoring_error)
+}
+
+pub use hook_form::*;
+
+/// The hook form's server function, in its own module for one lint (as the upstream form's).
+#[allow(
+    clippy::too_many_arguments,
+    reason = "a plain (no JavaScript) form posts one argument per field, by these names"
+)]
+mod hook_form {
+    use leptos::prelude::*;
+
+    #[cfg(feature = "ssr")]
+    use crate::catalog::authoring::{authoring_error, field, slug_field};
+    use crate::shared::ConsoleError;
+
+    /// Adds an external hook `name` at `url` for the stages ticked (`stage_arguments`,
+    /// `stage_result`), the calls of `tool`, `role` and `scope` (each optional), answering
+    /// within `timeout_ms` (default 2000), failing as `on_error` says, signed with the secret
+    /// in the gateway's environment variable `secret_env`.
+    #[server(prefix = "/console/api", endpoint = "add_inspection_hook")]
+    pub async fn add_inspection_hook(
+        name: String,
+        url: String,
+        stage_arguments: Option<String>,
+        stage_result: Option<String>,
+        tool: Option<String>,
+        role: Option<String>,
+        scope: Option<String>,
+        timeout_ms: Option<String>,
+        on_error: String,
+        secret_env: String,
+    ) -> Result<(), ConsoleError> {
+        use skillgate_core::model::{GuardrailHook, HOOK_TIMEOUT_MS, HookFailure, HookStage};
+        use skillgate_core::users::ConsoleRole;
+        let user = crate::shared::ssr::require(ConsoleRole::Admin).await?;
+        use super::chosen;
+        let slug = |name: &'static str, value: Option<String>| {
+            chosen(value).map(|v| slug_field(name, &v)).transpose()
+        };
+        let stages: Vec<HookStage> = [
+            (stage_arguments, HookStage::Arguments),
+            (stage_result, HookStage::Result),
+        ]
+        .into_iter()
+        .filter_map(|(ticked, stage)| ticked.map(|_| stage))
+        .collect();
+        let timeout_ms = chosen(timeout_ms)
+            .map(|t| {
+                t.parse::<u64>().map_err(|_| {
+                    field(
+                        "timeout_ms",
+                        "Write the time the hook has to answer in milliseconds, a whole number.",
+                    )
+                })
+            })
+            .transpose()?
+            .unwrap_or(HOOK_TIMEOUT_MS);
+        let on_error = HookFailure::parse(on_error.trim()).ok_or_else(|| {
+            field(
+                "on_error",
+                format!("`{on_error}` is not a failure mode: pick block or allow."),
+            )
+        })?;
+        let hook = GuardrailHook {
+            name: slug_field("name", name.trim())?,
+            url: url.trim().to_owned(),
+            stages,
+            tool: chosen(tool),
+            role: slug("role", role)?,
+            scope: slug("scope", scope)?,
+            timeout_ms,
+            on_error,
+            secret_env: secret_env.trim().to_owned(),
+        };
+        let ctx = crate::shared::ssr::context();
+        let mut policy = ctx
+            .authoring
+            .inspection_policy()
+            .await
+            .map_err(crate::shared::ssr::internal)?;
+        policy.hooks.push(hook);
+        ctx.authoring
+            .set_inspection_policy(&user.name, policy)
+            .await
+            .map_err(authoring_error)
+    }
+}
+
+/// Removes the hook `name`.
+#[server(prefix = "/console/api", endpoint = "remove_inspection_hook")]
+pub async fn remove_inspection_hook(name: String) -> Result<(), ConsoleError> {
+    use skillgate_core::users::ConsoleRole;
+    let user = crate::shared::ssr::require(ConsoleRole::Admin).await?;
+    let ctx = crate::shared::ssr::context();
+    let mut policy = ctx
+        .authoring
+        .inspection_policy()
+        .await
+        .map_err(crate::shared::ssr::internal)?;
+    let Some(index) = policy.hooks.iter().position(|h| h.name.as_str() == name) else {
+        return Err(ConsoleError::Invalid(
+            "That hook was removed meanwhile; reload the page.".into(),
+        ));
+    };
+    policy.hooks.remove(index);
     ctx.authoring
         .set_inspection_policy(&user.name, policy)
         .await

@@ -1,6 +1,6 @@
 //! The inspectors page: what each content inspector guards against and does by default,
-//! the rules that change that per tool, role or scope, and the schema and admission
-//! switches. Admins edit; reviewers and viewers read.
+//! the rules that change that per tool, role or scope, the external guardrail hooks, and
+//! the schema and admission switches. Admins edit; reviewers and viewers read.
 
 use leptos::form::ActionForm;
 use leptos::prelude::*;
@@ -12,23 +12,55 @@ use crate::components::forms::{FieldError, FormOutcome, error_for, last_error};
 use crate::components::{ErrorNotice, Loading};
 
 use super::api::{
-    AddInspectionRule, InspectorsView, RemoveInspectionRule, RuleRow, SaveInspectionSwitches,
-    get_inspection,
+    AddInspectionHook, AddInspectionRule, HookRow, InspectorsView, RemoveInspectionHook,
+    RemoveInspectionRule, RuleRow, SaveInspectionSwitches, get_inspection,
 };
 
 const RULE_FIELDS: &[&str] = &["inspector", "action", "tool", "role", "scope", "max_bytes"];
+const HOOK_FIELDS: &[&str] = &[
+    "name",
+    "url",
+    "stages",
+    "tool",
+    "role",
+    "scope",
+    "timeout_ms",
+    "on_error",
+    "secret_env",
+];
+
+/// The actions of the page, one per form.
+#[derive(Clone, Copy)]
+struct Actions {
+    add: ServerAction<AddInspectionRule>,
+    remove: ServerAction<RemoveInspectionRule>,
+    switches: ServerAction<SaveInspectionSwitches>,
+    add_hook: ServerAction<AddInspectionHook>,
+    remove_hook: ServerAction<RemoveInspectionHook>,
+}
 
 #[component]
 pub fn InspectorsPage() -> impl IntoView {
     let add = ServerAction::<AddInspectionRule>::new();
     let remove = ServerAction::<RemoveInspectionRule>::new();
     let switches = ServerAction::<SaveInspectionSwitches>::new();
+    let add_hook = ServerAction::<AddInspectionHook>::new();
+    let remove_hook = ServerAction::<RemoveInspectionHook>::new();
+    let actions = Actions {
+        add,
+        remove,
+        switches,
+        add_hook,
+        remove_hook,
+    };
     let data = Resource::new(
         move || {
             (
                 add.version().get(),
                 remove.version().get(),
                 switches.version().get(),
+                add_hook.version().get(),
+                remove_hook.version().get(),
             )
         },
         |_| get_inspection(),
@@ -42,7 +74,7 @@ pub fn InspectorsPage() -> impl IntoView {
         <Suspense fallback=|| view! { <Loading /> }>
             {move || Suspend::new(async move {
                 match data.await {
-                    Ok(view) => inspectors(view, add, remove, switches).into_any(),
+                    Ok(view) => inspectors(view, actions).into_any(),
                     Err(e) => view! { <ErrorNotice error=e /> }.into_any(),
                 }
             })}
@@ -50,12 +82,14 @@ pub fn InspectorsPage() -> impl IntoView {
     }
 }
 
-fn inspectors(
-    data: InspectorsView,
-    add: ServerAction<AddInspectionRule>,
-    remove: ServerAction<RemoveInspectionRule>,
-    switches: ServerAction<SaveInspectionSwitches>,
-) -> impl IntoView {
+fn inspectors(data: InspectorsView, actions: Actions) -> impl IntoView {
+    let Actions {
+        add,
+        remove,
+        switches,
+        add_hook,
+        remove_hook,
+    } = actions;
     let editable = data.can_edit && data.managed_by.is_none();
     let names: Vec<String> = data.inspectors.iter().map(|i| i.name.clone()).collect();
     let managed = data.managed_by.clone().map(|file| {
@@ -108,11 +142,17 @@ fn inspectors(
                     add,
                     names,
                     data.actions,
-                    data.tools,
-                    data.roles,
-                    data.scopes,
+                    data.tools.clone(),
+                    data.roles.clone(),
+                    data.scopes.clone(),
                 )
             })}
+        <h2>"External hooks"</h2>
+        <p class="muted">
+            "A web service asked about a call after the built-in inspectors: it answers allow, deny or (for a result) a modified result. Requests are signed with HMAC-SHA256 using the secret in the named environment variable of the gateway; a hook that does not answer in time blocks the call unless set to allow."
+        </p>
+        {hooks_table(data.hooks, editable, remove_hook)}
+        {editable.then(|| hook_form(add_hook, data.tools, data.roles, data.scopes))}
         <h2>"Schemas and admission"</h2>
         <ActionForm action=switches attr:class="card form">
             <CsrfField />
@@ -236,6 +276,204 @@ fn rules_table(
         </table>
     }
     .into_any()
+}
+
+fn hooks_table(
+    hooks: Vec<HookRow>,
+    editable: bool,
+    remove: ServerAction<RemoveInspectionHook>,
+) -> impl IntoView {
+    if hooks.is_empty() {
+        return view! { <p class="notice info">"No external hooks."</p> }.into_any();
+    }
+    let any = |v: Option<String>| v.unwrap_or_else(|| "any".to_owned());
+    view! {
+        <FormOutcome action=remove fields=&[] saved="Removed." />
+        <table class="table">
+            <thead>
+                <tr>
+                    <th scope="col">"Hook"</th>
+                    <th scope="col">"URL"</th>
+                    <th scope="col">"Stages"</th>
+                    <th scope="col">"Tool"</th>
+                    <th scope="col">"Role"</th>
+                    <th scope="col">"Scope"</th>
+                    <th scope="col">"Timeout"</th>
+                    <th scope="col">"On error"</th>
+                    <th scope="col">"Secret variable"</th>
+                    {editable.then(|| view! { <th scope="col">"Remove"</th> })}
+                </tr>
+            </thead>
+            <tbody>
+                {hooks
+                    .into_iter()
+                    .map(|h| {
+                        let name = h.name.clone();
+                        let secret = if h.secret_set {
+                            view! { <span class="badge">"set"</span> }.into_any()
+                        } else {
+                            view! { <span class="badge warn">"not set: the hook fails"</span> }
+                                .into_any()
+                        };
+                        view! {
+                            <tr>
+                                <td>
+                                    <code>{h.name}</code>
+                                </td>
+                                <td>
+                                    <code>{h.url}</code>
+                                </td>
+                                <td>{h.stages.join(", ")}</td>
+                                <td>{any(h.tool)}</td>
+                                <td>{any(h.role)}</td>
+                                <td>{any(h.scope)}</td>
+                                <td>{format!("{} ms", h.timeout_ms)}</td>
+                                <td>
+                                    <span class="badge">{h.on_error}</span>
+                                </td>
+                                <td>
+                                    <code>{h.secret_env}</code>
+                                    " "
+                                    {secret}
+                                </td>
+                                {editable
+                                    .then(|| {
+                                        view! {
+                                            <td>
+                                                <ActionForm action=remove attr:class="inline-form">
+                                                    <CsrfField />
+                                                    <input type="hidden" name="name" value=name />
+                                                    <button type="submit" class="secondary">
+                                                        "Remove"
+                                                    </button>
+                                                </ActionForm>
+                                            </td>
+                                        }
+                                    })}
+                            </tr>
+                        }
+                    })
+                    .collect_view()}
+            </tbody>
+        </table>
+    }
+    .into_any()
+}
+
+fn hook_form(
+    add: ServerAction<AddInspectionHook>,
+    tools: Vec<String>,
+    roles: Vec<String>,
+    scopes: Vec<String>,
+) -> impl IntoView {
+    let error = last_error(add);
+    let err = move |f: &'static str| Signal::derive(move || error_for(error(), f));
+    view! {
+        <ActionForm action=add attr:class="card form" attr:aria-labelledby="hook-heading">
+            <CsrfField />
+            <h3 id="hook-heading">"Add a hook"</h3>
+            <FormOutcome action=add fields=HOOK_FIELDS saved="Added." />
+            <div class="form-row">
+                <div>
+                    <label for="hook-name">"Name"</label>
+                    <input id="hook-name" name="name" required aria-describedby="hook-name-error" />
+                    <FieldError id="hook-name-error" message=err("name") />
+                </div>
+                <div>
+                    <label for="hook-url">"URL (https://, or http:// to this machine)"</label>
+                    <input
+                        id="hook-url"
+                        name="url"
+                        type="url"
+                        required
+                        aria-describedby="hook-url-error"
+                    />
+                    <FieldError id="hook-url-error" message=err("url") />
+                </div>
+                <div>
+                    <label for="hook-secret-env">"Secret variable"</label>
+                    <input
+                        id="hook-secret-env"
+                        name="secret_env"
+                        required
+                        placeholder="SKILLGATE_HOOK_SECRET"
+                        aria-describedby="hook-secret-env-error"
+                    />
+                    <FieldError id="hook-secret-env-error" message=err("secret_env") />
+                </div>
+            </div>
+            <fieldset aria-describedby="hook-stages-error">
+                <legend>"Stages"</legend>
+                <label class="checkbox" for="hook-stage-arguments">
+                    <input
+                        type="checkbox"
+                        id="hook-stage-arguments"
+                        name="stage_arguments"
+                        value="on"
+                    />
+                    " Arguments, before deciding"
+                </label>
+                <label class="checkbox" for="hook-stage-result">
+                    <input
+                        type="checkbox"
+                        id="hook-stage-result"
+                        name="stage_result"
+                        value="on"
+                        checked
+                    />
+                    " Result, before the agent's answer"
+                </label>
+                <FieldError id="hook-stages-error" message=err("stages") />
+            </fieldset>
+            <div class="form-row">
+                <div>
+                    <label for="hook-timeout">"Timeout (ms)"</label>
+                    <input
+                        id="hook-timeout"
+                        name="timeout_ms"
+                        inputmode="numeric"
+                        placeholder="2000"
+                        aria-describedby="hook-timeout-error"
+                    />
+                    <FieldError id="hook-timeout-error" message=err("timeout_ms") />
+                </div>
+                <div>
+                    <label for="hook-on-error">"When it cannot answer"</label>
+                    <select id="hook-on-error" name="on_error" aria-describedby="hook-on-error-error">
+                        <option value="block">"block the call"</option>
+                        <option value="allow">"allow the call (flagged)"</option>
+                    </select>
+                    <FieldError id="hook-on-error-error" message=err("on_error") />
+                </div>
+            </div>
+            <div class="form-row">
+                <div>
+                    <label for="hook-tool">"Tool"</label>
+                    <select id="hook-tool" name="tool" aria-describedby="hook-tool-error">
+                        {options(tools, "any tool")}
+                    </select>
+                    <FieldError id="hook-tool-error" message=err("tool") />
+                </div>
+                <div>
+                    <label for="hook-role">"Role"</label>
+                    <select id="hook-role" name="role" aria-describedby="hook-role-error">
+                        {options(roles, "any role")}
+                    </select>
+                    <FieldError id="hook-role-error" message=err("role") />
+                </div>
+                <div>
+                    <label for="hook-scope">"Scope"</label>
+                    <select id="hook-scope" name="scope" aria-describedby="hook-scope-error">
+                        {options(scopes, "any scope")}
+                    </select>
+                    <FieldError id="hook-scope-error" message=err("scope") />
+                </div>
+            </div>
+            <button type="submit" class="primary">
+                "Add hook"
+            </button>
+        </ActionForm>
+    }
 }
 
 /// `<option>`s for `names`, after an "any" option with an empty value.

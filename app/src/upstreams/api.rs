@@ -27,6 +27,33 @@ pub struct UpstreamRow {
     pub ca_bundle: bool,
     /// Whether the upstream may be dialled over plain `http://` on a remote host.
     pub allow_plaintext: bool,
+    /// Its pinned identity, once a sync has seen it.
+    pub identity: Option<IdentityView>,
+}
+
+/// An upstream's pinned identity and, while it is quarantined, the one it offers instead.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IdentityView {
+    /// `key sha256/…, serverInfo NAME VERSION`.
+    pub pinned: String,
+    pub pinned_at: String,
+    /// What it presents now, when that differs from the pin (then it is quarantined).
+    pub offered: Option<String>,
+    /// The fingerprint the admit form quotes, so a further change is not admitted unseen.
+    pub offered_digest: Option<String>,
+    pub quarantined_since: Option<String>,
+}
+
+#[cfg(feature = "ssr")]
+fn identity_text(identity: &skillgate_core::model::UpstreamIdentity) -> String {
+    let key = identity
+        .spki_sha256
+        .as_deref()
+        .map_or_else(|| "no TLS key".to_owned(), |k| format!("key {k}"));
+    format!(
+        "{key}, serverInfo {} {}",
+        identity.server_name, identity.server_version
+    )
 }
 
 /// The upstreams page: the upstreams, the last sync's reports, and a health answer when
@@ -58,10 +85,29 @@ pub async fn list_upstreams(check: Option<String>) -> Result<UpstreamsView, Cons
         .credential_summaries()
         .await
         .map_err(ssr::authoring_error)?;
+    let identities = ctx
+        .authoring
+        .store()
+        .upstream_identities()
+        .await
+        .map_err(|e| ssr::authoring_error(e.into()))?;
     let rows = catalog
         .upstreams
         .iter()
         .map(|u| UpstreamRow {
+            identity: identities
+                .iter()
+                .find(|i| i.upstream == u.name.as_str())
+                .map(|i| IdentityView {
+                    pinned: identity_text(&i.pinned),
+                    pinned_at: i.pinned_at.clone(),
+                    offered: i.offered.as_ref().map(identity_text),
+                    offered_digest: i
+                        .offered
+                        .as_ref()
+                        .map(skillgate_core::store::catalog::identity_digest),
+                    quarantined_since: i.quarantined_since.clone(),
+                }),
             env_keys: credentials
                 .get(u.name.as_str())
                 .map(|c| c.env_keys.clone())
@@ -230,4 +276,26 @@ pub async fn sync_upstreams() -> Result<Vec<SyncSummary>, ConsoleError> {
     use skillgate_core::users::ConsoleRole;
     crate::shared::ssr::require(ConsoleRole::Admin).await?;
     Ok(crate::shared::ssr::context().upstreams.sync().await)
+}
+
+/// Admits the identity `upstream` presents now, if it is still the one whose fingerprint is
+/// `offered` (what the page showed), then syncs, so the gateway's connections expect it.
+#[server(prefix = "/console/api", endpoint = "admit_upstream_identity")]
+pub async fn admit_upstream_identity(
+    upstream: String,
+    offered: String,
+) -> Result<Vec<SyncSummary>, ConsoleError> {
+    use skillgate_core::users::ConsoleRole;
+    let user = crate::shared::ssr::require(ConsoleRole::Admin).await?;
+    if offered.len() != 64 || !offered.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(ConsoleError::Invalid(
+            "The form names no offered identity (a SHA-256 in hex): reload the upstreams page and review it again.".into(),
+        ));
+    }
+    let ctx = crate::shared::ssr::context();
+    ctx.authoring
+        .admit_upstream_identity(&user.name, &upstream, &offered.to_ascii_lowercase())
+        .await
+        .map_err(ssr::authoring_error)?;
+    Ok(ctx.upstreams.sync().await)
 }

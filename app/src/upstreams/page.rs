@@ -12,16 +12,27 @@ use crate::components::forms::{FieldError, FormOutcome, error_for, last_error};
 use crate::components::{ErrorNotice, Loading};
 use leptos_router::hooks::use_query_map;
 
-use super::api::{RegisterUpstream, SyncSummary, SyncUpstreams, UpstreamRow, list_upstreams};
+use super::api::{
+    AdmitUpstreamIdentity, IdentityView, RegisterUpstream, SyncSummary, SyncUpstreams, UpstreamRow,
+    list_upstreams,
+};
 
 #[component]
 pub fn UpstreamsPage() -> impl IntoView {
     let register = ServerAction::<RegisterUpstream>::new();
     let sync = ServerAction::<SyncUpstreams>::new();
+    let admit = ServerAction::<AdmitUpstreamIdentity>::new();
     let query = use_query_map();
     let check = move || query.read().get("check");
     let view_data = Resource::new(
-        move || (check(), register.version().get(), sync.version().get()),
+        move || {
+            (
+                check(),
+                register.version().get(),
+                sync.version().get(),
+                admit.version().get(),
+            )
+        },
         |(check, ..)| list_upstreams(check),
     );
     let error = last_error(register);
@@ -39,6 +50,7 @@ pub fn UpstreamsPage() -> impl IntoView {
             </button>
         </ActionForm>
         <FormOutcome action=sync fields=&[] saved="Synced." />
+        <FormOutcome action=admit fields=&[] saved="Identity admitted and synced." />
         <Suspense fallback=|| view! { <Loading /> }>
             {move || Suspend::new(async move {
                 match view_data.await {
@@ -48,7 +60,7 @@ pub fn UpstreamsPage() -> impl IntoView {
                                 .health
                                 .map(|h| view! { <p class="notice info health" role="status">{h}</p> })}
                             {sync_reports(data.last_sync)}
-                            {upstream_table(data.rows)}
+                            {upstream_table(data.rows, admit)}
                         }
                             .into_any()
                     }
@@ -226,7 +238,55 @@ fn credentials_text(row: &UpstreamRow) -> String {
     }
 }
 
-fn upstream_table(rows: Vec<UpstreamRow>) -> impl IntoView {
+/// The pinned identity; while quarantined, the offered one beside it and the admit form.
+fn identity_cell(
+    upstream: String,
+    identity: Option<IdentityView>,
+    admit: ServerAction<AdmitUpstreamIdentity>,
+) -> impl IntoView {
+    let Some(identity) = identity else {
+        return view! { <span class="muted">"not synced yet"</span> }.into_any();
+    };
+    let quarantined = identity
+        .quarantined_since
+        .clone()
+        .zip(identity.offered.clone());
+    view! {
+        <p class="identity-pinned">
+            "Pinned: " <code>{identity.pinned}</code>
+            <span class="muted">" since " {identity.pinned_at}</span>
+        </p>
+        {quarantined
+            .map(|(since, offered)| {
+                let digest = identity.offered_digest.clone().unwrap_or_default();
+                view! {
+                    <p class="identity-offered">
+                        <span
+                            class="badge danger"
+                            title="Its tools' calls are refused with UPSTREAM_QUARANTINED"
+                        >
+                            "quarantined"
+                        </span>
+                        " since " {since} ". Offered: " <code>{offered}</code>
+                    </p>
+                    <ActionForm action=admit attr:class="inline-form">
+                        <CsrfField />
+                        <input type="hidden" name="upstream" value=upstream.clone() />
+                        <input type="hidden" name="offered" value=digest />
+                        <button type="submit" class="danger">
+                            "Admit the offered identity"
+                        </button>
+                    </ActionForm>
+                }
+            })}
+    }
+    .into_any()
+}
+
+fn upstream_table(
+    rows: Vec<UpstreamRow>,
+    admit: ServerAction<AdmitUpstreamIdentity>,
+) -> impl IntoView {
     if rows.is_empty() {
         return view! { <p class="notice info">"No upstreams yet."</p> }.into_any();
     }
@@ -238,6 +298,7 @@ fn upstream_table(rows: Vec<UpstreamRow>) -> impl IntoView {
                     <th scope="col">"Transport"</th>
                     <th scope="col">"Command or URL"</th>
                     <th scope="col">"Credentials"</th>
+                    <th scope="col">"Identity"</th>
                     <th scope="col">"Tools"</th>
                     <th scope="col">"Health"</th>
                 </tr>
@@ -274,6 +335,9 @@ fn upstream_table(rows: Vec<UpstreamRow>) -> impl IntoView {
                                         })}
                                 </td>
                                 <td class="credentials-cell">{credentials}</td>
+                                <td class="identity-cell">
+                                    {identity_cell(u.name.clone(), u.identity, admit)}
+                                </td>
                                 <td>{link_list("/tools", u.tools)}</td>
                                 <td>
                                     <a href=href aria-label=label>

@@ -7,18 +7,21 @@ use std::fmt;
 use serde_json::json;
 
 use super::{AdminError, AdminService, Changed};
-use crate::model::{Catalog, InspectionPolicy, Inspector};
+use crate::model::{Catalog, InspectionPolicy, Inspector, hook_issues};
 use crate::store::StoreError;
 use crate::store::catalog::{inspection_policy_on, load_catalog, put_inspection_policy_on};
 
 /// The audit target of the policy: there is one.
 pub const INSPECTION_TARGET: &str = "inspection:policy";
 
-/// One problem with a policy: the rule it is in (by position) and the field.
+/// One problem with a policy: the rule or hook it is in (by position) and the field.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PolicyIssue {
+    /// `rules` or `hooks`.
+    pub list: &'static str,
     pub rule: usize,
-    /// `tool`, `role`, `scope`, `max_bytes` or `inspector`.
+    /// `tool`, `role`, `scope`, `max_bytes` or `inspector`; of a hook also `name`, `url`,
+    /// `stages`, `timeout_ms` or `secret_env`.
     pub field: &'static str,
     pub message: String,
 }
@@ -26,7 +29,7 @@ pub struct PolicyIssue {
 impl PolicyIssue {
     /// Where the problem is, e.g. `rules[2].tool`.
     pub fn path(&self) -> String {
-        format!("rules[{}].{}", self.rule, self.field)
+        format!("{}[{}].{}", self.list, self.rule, self.field)
     }
 }
 
@@ -39,13 +42,15 @@ impl fmt::Display for PolicyIssue {
 /// Every problem of `policy` against `catalog`: a rule may name only a tool, role and
 /// scope the catalog has; `max_bytes` belongs to `result_size` rules, which need it (at
 /// least 1); no two rules name the same inspector with the same selectors (which one
-/// would win is then a matter of order, and order means nothing here).
+/// would win is then a matter of order, and order means nothing here); and each hook's
+/// problems ([`hook_issues`]).
 pub fn policy_issues(catalog: &Catalog, policy: &InspectionPolicy) -> Vec<PolicyIssue> {
     let mut issues = Vec::new();
     let mut seen = HashSet::new();
     for (i, rule) in policy.rules.iter().enumerate() {
         let mut issue = |field, message: String| {
             issues.push(PolicyIssue {
+                list: "rules",
                 rule: i,
                 field,
                 message,
@@ -100,6 +105,16 @@ pub fn policy_issues(catalog: &Catalog, policy: &InspectionPolicy) -> Vec<Policy
             );
         }
     }
+    issues.extend(
+        hook_issues(catalog, &policy.hooks)
+            .into_iter()
+            .map(|(rule, field, message)| PolicyIssue {
+                list: "hooks",
+                rule,
+                field,
+                message,
+            }),
+    );
     issues
 }
 

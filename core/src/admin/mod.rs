@@ -16,6 +16,7 @@
 
 mod catalog;
 mod error;
+mod identity;
 mod inspection;
 mod keys;
 mod oauth;

@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::model::{InspectAction, Inspector};
+use crate::model::{FoundBy, InspectAction};
 use crate::names::{Actor, EventKind};
 use crate::policy::{Hold, Permit};
 use crate::store::audit::PrunedRange;
@@ -27,7 +27,8 @@ pub struct NewEvent {
 /// and where, never the matched content (a secret only by its SHA-256 fingerprint).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FindingRecord {
-    pub inspector: Inspector,
+    /// A built-in inspector, or `hook:<name>`.
+    pub inspector: FoundBy,
     pub kind: String,
     /// RFC 6901 pointer into the inspected arguments or result (`""`: the whole of it).
     pub path: String,
@@ -35,6 +36,9 @@ pub struct FindingRecord {
     pub action: InspectAction,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fingerprint: Option<String>,
+    /// An external hook's: its stated reason, or why it could not be asked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// Which part of a call an inspection read, for [`NewEvent::inspection_finding`].

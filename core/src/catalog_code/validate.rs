@@ -335,6 +335,7 @@ pub(crate) fn resolve(
             None if prune => InspectionPolicy::default(),
             None => state.catalog.inspection.clone(),
         },
+        quarantined_upstreams: state.catalog.quarantined_upstreams.clone(),
     };
     after.upstreams.extend(
         stored

@@ -1,12 +1,14 @@
 //! Content inspection: the built-in inspectors that read what flows through a governed call
 //! (secrets and prompt injection in results, secrets in arguments) and what an upstream
 //! offers (its tool definitions). Pure: no I/O, no policy; the pipeline decides what a
-//! finding does ([`crate::model::InspectAction`]).
+//! finding does ([`crate::model::InspectAction`]). The one exception is [`hook`], which
+//! asks an operator's external guardrail service.
 //!
 //! Every detector is compiled once, process-wide ([`Inspectors::shared`]).
 
 mod definition;
 pub mod egress;
+pub mod hook;
 mod injection;
 pub mod net;
 mod normalize;

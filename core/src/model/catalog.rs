@@ -1,6 +1,6 @@
 //! The whole catalog as plain data, and the checks an entry passes before it is saved.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -52,6 +52,7 @@ impl CatalogDraft {
             roles: self.roles,
             scopes: self.scopes,
             inspection: InspectionPolicy::default(),
+            quarantined_upstreams: BTreeMap::new(),
         }
     }
 }
@@ -67,6 +68,10 @@ pub struct Catalog {
     /// Which content inspectors run on a call and what they do with a finding.
     #[serde(default)]
     pub inspection: InspectionPolicy,
+    /// Upstreams whose identity differs from the pinned one, by name, with the reason a
+    /// refused call names: their tools are not called until an admin admits the identity.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub quarantined_upstreams: BTreeMap<String, String>,
 }
 
 impl Catalog {

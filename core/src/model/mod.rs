@@ -14,8 +14,9 @@ mod upstream;
 pub use catalog::{Catalog, CatalogDraft, CatalogTool};
 pub use error::CatalogError;
 pub use inspection::{
-    CallScope, DefinitionPolicy, InspectAction, InspectionPolicy, InspectionRule, Inspector,
-    Resolved, SchemaPolicy,
+    CallScope, DefinitionPolicy, FoundBy, GuardrailHook, HOOK_TIMEOUT_MS, HOOK_TIMEOUT_RANGE,
+    HookFailure, HookStage, InspectAction, InspectionPolicy, InspectionRule, Inspector, Resolved,
+    SchemaPolicy, hook_issues,
 };
 pub use limit::{
     ApprovalCondition, ArgCheck, CmpOp, DEFAULT_APPROVAL_MINUTES, Limit, MAX_APPROVAL_MINUTES,
@@ -25,4 +26,4 @@ pub use role::{MAX_ROLE_DESCRIPTION, Role};
 pub use scope::Scope;
 pub use skill::{Resource, Skill, SkillVersion};
 pub use tool::{ToolSpec, quarantine_reason};
-pub use upstream::{Upstream, UpstreamKind, check_upstream_url};
+pub use upstream::{Upstream, UpstreamIdentity, UpstreamKind, check_upstream_url};

@@ -93,9 +93,93 @@ pub struct Upstream {
     pub kind: UpstreamKind,
 }
 
+/// Who an upstream is, as the gateway saw it when it connected: the key of its TLS
+/// certificate and the `serverInfo` of its MCP handshake. Pinned at the first sync like a
+/// tool definition; any difference later (a re-issued certificate, even from the same CA,
+/// or a new server version) quarantines the upstream until an admin admits it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UpstreamIdentity {
+    /// `sha256/<base64>` of the end-entity certificate's SubjectPublicKeyInfo (HPKP's
+    /// spelling); `None` for stdio, plain `http://` and built-in upstreams.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spki_sha256: Option<String>,
+    /// `serverInfo.name` of the MCP `initialize` result.
+    pub server_name: String,
+    /// `serverInfo.version`: a version bump is an identity change too.
+    pub server_version: String,
+}
+
+impl UpstreamIdentity {
+    /// The fields in which `other` differs from `self`, by their names.
+    pub fn differences(&self, other: &Self) -> Vec<&'static str> {
+        let mut fields = Vec::new();
+        if self.spki_sha256 != other.spki_sha256 {
+            fields.push("spki_sha256");
+        }
+        if self.server_name != other.server_name {
+            fields.push("server_name");
+        }
+        if self.server_version != other.server_version {
+            fields.push("server_version");
+        }
+        fields
+    }
+
+    /// The reason a call of a quarantined upstream's tool names: what changed, pinned and
+    /// offered (public values: a key fingerprint, a name, a version).
+    pub fn quarantine_reason(&self, offered: &Self) -> String {
+        let changed: Vec<String> = self
+            .differences(offered)
+            .into_iter()
+            .map(|field| {
+                let (pinned, now) = match field {
+                    "spki_sha256" => (
+                        self.spki_sha256.as_deref().unwrap_or("none"),
+                        offered.spki_sha256.as_deref().unwrap_or("none"),
+                    ),
+                    "server_name" => (self.server_name.as_str(), offered.server_name.as_str()),
+                    _ => (
+                        self.server_version.as_str(),
+                        offered.server_version.as_str(),
+                    ),
+                };
+                format!("{field} {pinned} -> {now}")
+            })
+            .collect();
+        format!(
+            "its identity differs from the pinned one ({})",
+            changed.join(", ")
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_identity_differs_in_each_field_and_the_reason_names_both_values() {
+        let pinned = UpstreamIdentity {
+            spki_sha256: Some("sha256/AAA=".into()),
+            server_name: "demo".into(),
+            server_version: "1.2.0".into(),
+        };
+        assert!(pinned.differences(&pinned.clone()).is_empty());
+        let bumped = UpstreamIdentity {
+            server_version: "1.2.1".into(),
+            ..pinned.clone()
+        };
+        assert_eq!(pinned.differences(&bumped), ["server_version"]);
+        let rekeyed = UpstreamIdentity {
+            spki_sha256: Some("sha256/BBB=".into()),
+            ..pinned.clone()
+        };
+        assert_eq!(pinned.differences(&rekeyed), ["spki_sha256"]);
+        assert_eq!(
+            pinned.quarantine_reason(&rekeyed),
+            "its identity differs from the pinned one (spki_sha256 sha256/AAA= -> sha256/BBB=)"
+        );
+    }
 
     #[test]
     fn plain_http_to_this_machine_is_accepted_in_every_loopback_spelling() {

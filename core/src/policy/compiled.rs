@@ -372,9 +372,22 @@ impl CompiledCatalog {
         let tools: BTreeSet<&String> = self
             .effective_roles(session)
             .flat_map(|(_, r)| r.tools.iter())
-            .filter(|name| self.tool(name).is_none_or(|t| t.quarantine.is_none()))
+            .filter(|name| {
+                self.tool(name).is_none_or(|t| {
+                    t.quarantine.is_none()
+                        && self.upstream_quarantine(t.upstream.as_str()).is_none()
+                })
+            })
             .collect();
         tools.into_iter().cloned().collect()
+    }
+
+    /// Why calls of `upstream`'s tools are refused, when its identity is quarantined.
+    pub fn upstream_quarantine(&self, upstream: &str) -> Option<&str> {
+        self.catalog
+            .quarantined_upstreams
+            .get(upstream)
+            .map(String::as_str)
     }
 
     pub(crate) fn compiled_tool(&self, name: &str) -> Option<&CompiledTool> {

@@ -40,7 +40,8 @@ pub fn arguments_digest(arguments: &Arguments) -> String {
 /// The order is fixed (DESIGN.md, "The policy engine") and each step fails closed:
 /// 1. unknown, expired or foreign session → `ACCESS_DENIED`, revealing nothing more;
 /// 2. no learned, in-scope role grants the tool → `ACCESS_DENIED` with the available tools;
-///    a granted tool that is quarantined → `TOOL_QUARANTINED`; one whose schema cannot be
+///    a granted tool whose upstream is quarantined → `UPSTREAM_QUARANTINED`; a granted tool
+///    that is quarantined → `TOOL_QUARANTINED`; one whose schema cannot be
 ///    compiled → `TOOL_UNUSABLE`;
 /// 3. arguments that do not match the tool's schema → `INVALID_ARGUMENTS`;
 /// 4. the scope's guardrails on the tool → `GOVERNANCE_VIOLATION` naming the guardrail;
@@ -96,6 +97,19 @@ pub fn decide(
             .with_available(catalog.available_tools(session)),
         );
     };
+    if let Some(upstream) = catalog.tool(tool).map(|t| &t.upstream)
+        && let Some(reason) = catalog.upstream_quarantine(upstream.as_str())
+    {
+        return deny(
+            Denial::new(
+                DenyCode::UpstreamQuarantined,
+                format!(
+                    "`{tool}` is not called: its upstream `{upstream}` is quarantined until an admin admits it: {reason}"
+                ),
+            )
+            .with_available(catalog.available_tools(session)),
+        );
+    }
     if let Some(reason) = catalog.tool(tool).and_then(|t| t.quarantine.as_deref()) {
         return deny(
             Denial::new(

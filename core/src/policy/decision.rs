@@ -29,6 +29,9 @@ pub enum DenyCode {
     /// The tool is quarantined: new and not yet admitted, or its upstream's definition
     /// differs from the one an admin pinned. An agent reads it as an access denial.
     ToolQuarantined,
+    /// The tool's upstream is quarantined: its identity (certificate key, `serverInfo`)
+    /// differs from the pinned one, and no admin has admitted the new one yet.
+    UpstreamQuarantined,
     /// A content inspector set to block found something in the call's arguments (an
     /// internal URL, a secret another upstream returned) or in its result.
     ContentBlocked,
@@ -44,6 +47,7 @@ impl DenyCode {
             Self::ToolUnusable => "TOOL UNUSABLE",
             Self::InternalError => "INTERNAL ERROR",
             Self::ToolQuarantined => "ACCESS DENIED",
+            Self::UpstreamQuarantined => "ACCESS DENIED",
             Self::ContentBlocked => "CONTENT BLOCKED",
         }
     }
@@ -57,6 +61,7 @@ impl DenyCode {
             Self::ToolUnusable => "TOOL_UNUSABLE",
             Self::InternalError => "INTERNAL_ERROR",
             Self::ToolQuarantined => "TOOL_QUARANTINED",
+            Self::UpstreamQuarantined => "UPSTREAM_QUARANTINED",
             Self::ContentBlocked => "CONTENT_BLOCKED",
         }
     }

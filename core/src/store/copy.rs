@@ -32,6 +32,7 @@ pub const COPIED_TABLES: &[&str] = &[
     "roles",
     "scopes",
     "inspection_policy",
+    "upstream_identity",
     "skill_candidates",
     "wiki_patterns",
     "console_users",

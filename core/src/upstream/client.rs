@@ -13,8 +13,9 @@ use tokio::time::timeout_at;
 use tracing::Instrument as _;
 
 use super::connection::{Connection, request_error};
+use super::identity::IdentityWatch;
 use super::{UpstreamConfig, UpstreamError};
-use crate::model::ToolSpec;
+use crate::model::{ToolSpec, UpstreamIdentity};
 use crate::policy::Permit;
 use crate::trace::{self, UpstreamTransport};
 
@@ -87,7 +88,15 @@ pub struct UpstreamClient {
     config: UpstreamConfig,
     options: UpstreamOptions,
     slot: Arc<Mutex<Slot>>,
+    /// The pinned identity and the one last presented (see [`super::identity`]).
+    watch: Arc<IdentityWatch>,
+    /// Told when a connection presents another identity than the pinned one.
+    on_identity_change: Option<IdentityHook>,
 }
+
+/// What the pool calls when an upstream (by name) presented an identity other than the
+/// pinned one, so the quarantine is recorded without waiting for the next sync.
+pub type IdentityHook = Arc<dyn Fn(&str, UpstreamIdentity) + Send + Sync>;
 
 #[derive(Default)]
 struct Slot {
@@ -127,6 +136,50 @@ impl UpstreamClient {
             config,
             options,
             slot: Arc::default(),
+            watch: Arc::default(),
+            on_identity_change: None,
+        }
+    }
+
+    /// With `hook` told of every identity change a connection meets.
+    pub fn with_identity_hook(mut self, hook: Option<IdentityHook>) -> Self {
+        self.on_identity_change = hook;
+        self
+    }
+
+    /// Sets the identity every new connection must present (`None`: not pinned yet). A
+    /// live session is not reopened; a reconnect, or a new TLS connection under it, is
+    /// checked against the pin.
+    pub fn pin_identity(&self, identity: Option<UpstreamIdentity>) {
+        self.watch.pin(identity);
+    }
+
+    /// The identity the upstream presented at its last handshake (its certificate's key
+    /// as last verified); `None` before the first.
+    pub fn seen_identity(&self) -> Option<UpstreamIdentity> {
+        self.watch.seen()
+    }
+
+    /// `error`, or [`UpstreamError::IdentityChanged`] when the upstream presented another
+    /// identity than the pinned one (a refused certificate key surfaces as a TLS error
+    /// first); the hook is told.
+    fn identity_checked(&self, error: UpstreamError) -> UpstreamError {
+        let Some(offered) = self.watch.mismatch() else {
+            return error;
+        };
+        let reason = match &error {
+            UpstreamError::IdentityChanged { reason, .. } => reason.clone(),
+            _ => self
+                .watch
+                .pinned()
+                .map_or_else(String::new, |pinned| pinned.quarantine_reason(&offered)),
+        };
+        if let Some(hook) = &self.on_identity_change {
+            hook(&self.name, offered);
+        }
+        UpstreamError::IdentityChanged {
+            upstream: self.name.clone(),
+            reason,
         }
     }
 
@@ -286,6 +339,7 @@ impl UpstreamClient {
                 operation: "connecting".to_owned(),
                 timeout,
             })?
+            .map_err(|error| self.identity_checked(error))
     }
 
     async fn request_by<T>(
@@ -305,7 +359,8 @@ impl UpstreamClient {
                 if matches!(error, ServiceError::McpError(_)) {
                     connection.mark_answered();
                 }
-                Err(request_error(&self.name, error))
+                // A new TLS connection under the session met another certificate key.
+                Err(self.identity_checked(request_error(&self.name, error)))
             }
             Err(_) => Err(UpstreamError::Timeout {
                 upstream: self.name.clone(),
@@ -346,6 +401,7 @@ impl UpstreamClient {
             self.name.clone(),
             self.config.clone(),
             self.options.clone(),
+            self.watch.clone(),
         ));
         task.await.unwrap_or_else(|join_error| {
             Err(UpstreamError::Protocol {
@@ -361,18 +417,18 @@ async fn open_into(
     name: String,
     config: UpstreamConfig,
     options: UpstreamOptions,
+    watch: Arc<IdentityWatch>,
 ) -> Result<Arc<Connection>, UpstreamError> {
     let started_at = Instant::now();
-    let opened =
-        match tokio::time::timeout(options.connect_timeout, Connection::open(&name, &config)).await
-        {
-            Ok(opened) => opened,
-            Err(_) => Err(UpstreamError::Timeout {
-                upstream: name.clone(),
-                operation: "starting and the MCP handshake".to_owned(),
-                timeout: options.connect_timeout,
-            }),
-        };
+    let open = Connection::open(&name, &config, &watch);
+    let opened = match tokio::time::timeout(options.connect_timeout, open).await {
+        Ok(opened) => opened,
+        Err(_) => Err(UpstreamError::Timeout {
+            upstream: name.clone(),
+            operation: "starting and the MCP handshake".to_owned(),
+            timeout: options.connect_timeout,
+        }),
+    };
     match opened {
         Ok(connection) => {
             let connection = Arc::new(connection);

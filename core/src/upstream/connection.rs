@@ -3,6 +3,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::error::Error as StdError;
 use std::process::Stdio;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
@@ -17,7 +18,8 @@ use rmcp::{Peer, RoleClient, ServiceExt};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{ChildStderr, Command};
 
-use super::http::{PooledHttp, keep_alive_client_trusting, parse_ca_bundle};
+use super::http::{PooledHttp, keep_alive_client_watched, parse_ca_bundle};
+use super::identity::IdentityWatch;
 use super::{Secret, UpstreamConfig, UpstreamError, check_extra_header};
 
 /// A handshaken session. Dropping it ends the session; for stdio that kills the child.
@@ -32,9 +34,13 @@ pub(super) struct Connection {
 }
 
 impl Connection {
+    /// Starts or connects to `upstream` and completes the MCP handshake. The identity it
+    /// presents (certificate key, `serverInfo`) is recorded in `watch`; one that differs
+    /// from the pinned identity closes the connection before any request.
     pub(super) async fn open(
         upstream: &str,
         config: &UpstreamConfig,
+        watch: &Arc<IdentityWatch>,
     ) -> Result<Self, UpstreamError> {
         let started_at = Instant::now();
         match config {
@@ -58,6 +64,7 @@ impl Connection {
                     .await
                     .map_err(|e| init_error(upstream, config, &e))?;
                 tracing::info!(upstream, pid, command = %command, "started stdio upstream");
+                check_identity(upstream, &service, watch, false)?;
                 Ok(Self::new(service, pid, started_at))
             }
             UpstreamConfig::Http {
@@ -84,7 +91,7 @@ impl Connection {
                     transport_config = transport_config.auth_header(bearer.expose());
                 }
                 let transport = StreamableHttpClientTransport::with_client(
-                    http_client(upstream, config, ca_bundle.as_deref())?,
+                    http_client(upstream, config, ca_bundle.as_deref(), watch)?,
                     transport_config,
                 );
                 let service = client_config()
@@ -92,6 +99,7 @@ impl Connection {
                     .await
                     .map_err(|e| init_error(upstream, config, &e))?;
                 tracing::info!(upstream, url = %url, "connected to http upstream");
+                check_identity(upstream, &service, watch, url.starts_with("https:"))?;
                 Ok(Self::new(service, None, started_at))
             }
             UpstreamConfig::InProcess(server) => {
@@ -149,25 +157,57 @@ impl Connection {
     }
 }
 
-/// The pooled client of an HTTP upstream, trusting its CA bundle beside the system roots.
+/// Records the identity the handshake of `service` presented; an error when it differs
+/// from the pin (the caller drops the session, which closes it).
+fn check_identity(
+    upstream: &str,
+    service: &RunningService<RoleClient, ClientConfig>,
+    watch: &IdentityWatch,
+    tls: bool,
+) -> Result<(), UpstreamError> {
+    let (name, version) = service
+        .peer_info()
+        .and_then(|info| info.server_info.clone())
+        .map(|server| (server.name, server.version))
+        .unwrap_or_default();
+    let (seen, matches) = watch.handshake(tls, &name, &version);
+    if matches {
+        return Ok(());
+    }
+    let reason = watch
+        .pinned()
+        .map_or_else(String::new, |pinned| pinned.quarantine_reason(&seen));
+    tracing::warn!(upstream, %reason, "upstream identity changed: connection closed");
+    Err(UpstreamError::IdentityChanged {
+        upstream: upstream.to_owned(),
+        reason,
+    })
+}
+
+/// The pooled client of an HTTP upstream, trusting its CA bundle beside the system roots,
+/// whose TLS verifier records (and checks) the certificate's key in `watch`.
 /// The admin door refuses a bundle that does not parse, so failing here means the stored
 /// catalog was changed around it.
 fn http_client(
     upstream: &str,
     config: &UpstreamConfig,
     ca_bundle: Option<&str>,
+    watch: &Arc<IdentityWatch>,
 ) -> Result<PooledHttp, UpstreamError> {
-    let Some(pem) = ca_bundle else {
-        return Ok(PooledHttp::new());
-    };
-    let refused = |reason: String| UpstreamError::Connect {
+    let refused = |what: &str, reason: String| UpstreamError::Connect {
         upstream: upstream.to_owned(),
         target: config.target().to_owned(),
-        reason: format!("its CA bundle cannot be used: {reason}"),
+        reason: format!("{what}: {reason}"),
     };
-    let roots = parse_ca_bundle(pem).map_err(refused)?;
-    let client = keep_alive_client_trusting(&roots).map_err(|e| refused(error_chain(&e)))?;
-    Ok(PooledHttp::with_client(client))
+    let roots = match ca_bundle {
+        Some(pem) => parse_ca_bundle(pem)
+            .map_err(|reason| refused("its CA bundle cannot be used", reason))?,
+        None => Vec::new(),
+    };
+    let client = keep_alive_client_watched(&roots, watch.clone())
+        .map_err(|reason| refused("its TLS client cannot be built", reason))?;
+    let tls = config.target().starts_with("https:");
+    Ok(PooledHttp::watched(client, watch.clone(), tls))
 }
 
 /// The extra headers as rmcp sends them on every request (checked again: a stored row is

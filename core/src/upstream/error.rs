@@ -30,6 +30,11 @@ pub enum UpstreamError {
     #[error("upstream `{upstream}`: its TLS certificate is not trusted: {reason}")]
     Certificate { upstream: String, reason: String },
 
+    /// The upstream presented another identity than the pinned one (another certificate
+    /// key, another `serverInfo`): the connection was closed before any request.
+    #[error("upstream `{upstream}`: its identity differs from the pinned one ({reason})")]
+    IdentityChanged { upstream: String, reason: String },
+
     #[error("upstream `{upstream}` refused our credentials (HTTP 401/403)")]
     Unauthorized { upstream: String },
 
@@ -71,6 +76,7 @@ impl UpstreamError {
             | Self::Spawn { upstream, .. }
             | Self::Connect { upstream, .. }
             | Self::Certificate { upstream, .. }
+            | Self::IdentityChanged { upstream, .. }
             | Self::Unauthorized { upstream }
             | Self::Disconnected { upstream, .. }
             | Self::Timeout { upstream, .. }
@@ -87,6 +93,7 @@ impl UpstreamError {
             Self::Spawn { .. } => "spawn",
             Self::Connect { .. } => "connect",
             Self::Certificate { .. } => "certificate",
+            Self::IdentityChanged { .. } => "identity_changed",
             Self::Unauthorized { .. } => "unauthorized",
             Self::Disconnected { .. } => "disconnected",
             Self::Timeout { .. } => "timeout",
@@ -114,6 +121,10 @@ impl UpstreamError {
             }
             Self::Certificate { upstream, .. } => format!(
                 "the TLS certificate of the upstream `{upstream}` was not trusted by the gateway"
+            ),
+            Self::IdentityChanged { upstream, .. } => format!(
+                "the upstream `{upstream}` presented another identity than the pinned one; \
+                 it is quarantined until an admin admits it"
             ),
             Self::Unauthorized { upstream } => {
                 format!("the upstream `{upstream}` refused the gateway's credentials")
@@ -194,6 +205,10 @@ mod tests {
                 message: secret.clone(),
             },
             UpstreamError::Protocol {
+                upstream: upstream(),
+                reason: secret.clone(),
+            },
+            UpstreamError::IdentityChanged {
                 upstream: upstream(),
                 reason: secret,
             },

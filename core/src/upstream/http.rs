@@ -34,6 +34,8 @@ use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::{PemObject as _, SectionKind};
 use sse_stream::Sse;
 
+use super::identity::IdentityWatch;
+
 /// How long the end of a response body may take after its response event before the
 /// response is handed on anyway (the connection is then given up, as rmcp would).
 const DRAIN: Duration = Duration::from_millis(100);
@@ -64,6 +66,48 @@ pub fn keep_alive_client_trusting(
                 .collect::<Result<Vec<_>, _>>()?,
         )
         .build()
+}
+
+/// [`keep_alive_client_trusting`] whose TLS verifier also records the key of each
+/// certificate it verified in `watch` and refuses a key other than the pinned one (see
+/// [`super::identity`]). The verification itself is the one reqwest builds: the platform
+/// verifier, with `extra_roots` beside the system's roots.
+pub(super) fn keep_alive_client_watched(
+    extra_roots: &[CertificateDer<'static>],
+    watch: Arc<super::identity::IdentityWatch>,
+) -> Result<reqwest::Client, String> {
+    install_crypto_provider();
+    let provider = rustls::crypto::CryptoProvider::get_default()
+        .cloned()
+        .unwrap_or_else(|| Arc::new(rustls::crypto::ring::default_provider()));
+    let inner = if extra_roots.is_empty() {
+        rustls_platform_verifier::Verifier::new(provider.clone())
+    } else {
+        rustls_platform_verifier::Verifier::new_with_extra_roots(
+            extra_roots.iter().cloned(),
+            provider.clone(),
+        )
+    }
+    .map_err(|e| e.to_string())?;
+    let verifier = super::identity::PinningVerifier {
+        inner: Arc::new(inner),
+        watch,
+    };
+    let mut tls = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(verifier))
+        .with_no_client_auth();
+    // The HTTP/1.1 the gateway's keep-alive pooling is built for (see the module docs).
+    tls.alpn_protocols = vec![b"http/1.1".to_vec()];
+    reqwest::Client::builder()
+        .tcp_nodelay(true)
+        .pool_idle_timeout(Duration::from_secs(90))
+        .redirect(reqwest::redirect::Policy::none())
+        .tls_backend_preconfigured(tls)
+        .build()
+        .map_err(|e| e.to_string())
 }
 
 /// The certificates of a PEM CA bundle (one or more `CERTIFICATE` blocks), each usable as
@@ -109,18 +153,135 @@ pub fn install_crypto_provider() {
 
 /// [`keep_alive_client`] as rmcp's streamable HTTP client, reading each SSE response to
 /// its end before handing its JSON-RPC response on (see the module docs).
+///
+/// With a watch, the `serverInfo` of every `initialize` answer is recorded in it and one
+/// that differs from the pinned identity fails the handshake: the first one, and the
+/// re-initialization rmcp makes by itself when the upstream forgot the session (which never
+/// reaches the gateway's own handshake code).
 #[derive(Clone)]
-pub struct PooledHttp(reqwest::Client);
+pub struct PooledHttp {
+    client: reqwest::Client,
+    watch: Option<(Arc<IdentityWatch>, bool)>,
+}
 
 impl PooledHttp {
     pub fn new() -> Self {
-        Self(keep_alive_client())
+        Self::with_client(keep_alive_client())
     }
 
     /// Over `client`, such as one from [`keep_alive_client_trusting`].
     pub fn with_client(client: reqwest::Client) -> Self {
-        Self(client)
+        Self {
+            client,
+            watch: None,
+        }
     }
+
+    /// Over `client`, checking each handshake's identity against `watch` (`tls`: the
+    /// identity includes the certificate key the client's verifier records there).
+    pub(super) fn watched(client: reqwest::Client, watch: Arc<IdentityWatch>, tls: bool) -> Self {
+        Self {
+            client,
+            watch: Some((watch, tls)),
+        }
+    }
+
+    /// `response` to an `initialize`, its `serverInfo` recorded in the watch; an answer
+    /// whose identity differs from the pin ends in an error instead.
+    fn checked(
+        &self,
+        initialize: bool,
+        response: StreamableHttpPostResponse,
+    ) -> Result<StreamableHttpPostResponse> {
+        let Some((watch, tls)) = self.watch.clone().filter(|_| initialize) else {
+            return Ok(response);
+        };
+        match response {
+            StreamableHttpPostResponse::Json(message, session) => {
+                let data = serde_json::to_string(&message).unwrap_or_default();
+                match handshake_refusal(&watch, tls, &data) {
+                    Some(refusal) => Err(StreamableHttpError::UnexpectedServerResponse(
+                        refusal.to_string().into(),
+                    )),
+                    None => Ok(StreamableHttpPostResponse::Json(message, session)),
+                }
+            }
+            StreamableHttpPostResponse::Sse(events, session) => {
+                let events = events
+                    .map(move |event| {
+                        let event = event?;
+                        if is_response(&event)
+                            && let Some(refusal) =
+                                handshake_refusal(&watch, tls, event.data.as_deref().unwrap_or(""))
+                        {
+                            return Err(SseError::Body(Box::new(refusal)));
+                        }
+                        Ok(event)
+                    })
+                    .boxed();
+                Ok(StreamableHttpPostResponse::Sse(events, session))
+            }
+            other => Ok(other),
+        }
+    }
+}
+
+/// An `initialize` answer presented another identity than the pinned one.
+#[derive(Debug)]
+struct IdentityRefused(String);
+
+impl std::fmt::Display for IdentityRefused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the upstream's identity differs from the pinned one ({})",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for IdentityRefused {}
+
+/// Records the `serverInfo` of the `initialize` answer `data` (JSON-RPC text) in `watch`;
+/// the refusal when it differs from the pin.
+fn handshake_refusal(watch: &IdentityWatch, tls: bool, data: &str) -> Option<IdentityRefused> {
+    #[derive(serde::Deserialize)]
+    struct Answer {
+        result: Option<InitResult>,
+    }
+    #[derive(serde::Deserialize)]
+    struct InitResult {
+        #[serde(rename = "serverInfo")]
+        server_info: Option<Info>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Info {
+        #[serde(default)]
+        name: String,
+        #[serde(default)]
+        version: String,
+    }
+    let info = serde_json::from_str::<Answer>(data)
+        .ok()?
+        .result?
+        .server_info
+        .unwrap_or(Info {
+            name: String::new(),
+            version: String::new(),
+        });
+    let (seen, matches) = watch.handshake(tls, &info.name, &info.version);
+    if matches {
+        return None;
+    }
+    let reason = watch
+        .pinned()
+        .map_or_else(String::new, |pinned| pinned.quarantine_reason(&seen));
+    Some(IdentityRefused(reason))
+}
+
+fn is_initialize(message: &ClientJsonRpcMessage) -> bool {
+    matches!(message, ClientJsonRpcMessage::Request(request)
+        if matches!(request.request, ClientRequest::InitializeRequest(_)))
 }
 
 impl Default for PooledHttp {
@@ -224,8 +385,10 @@ impl StreamableHttpClient for PooledHttp {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<StreamableHttpPostResponse> {
+        let initialize = is_initialize(&message);
         let custom_headers = with_trace_context(&message, custom_headers);
-        self.0
+        let response = self
+            .client
             .post_message_with_max_sse_event_size(
                 uri,
                 message,
@@ -235,7 +398,8 @@ impl StreamableHttpClient for PooledHttp {
                 max_sse_event_size,
             )
             .await
-            .map(drained)
+            .map(drained)?;
+        self.checked(initialize, response)
     }
 
     async fn post_message_with_response_limits(
@@ -247,8 +411,10 @@ impl StreamableHttpClient for PooledHttp {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse> {
+        let initialize = is_initialize(&message);
         let custom_headers = with_trace_context(&message, custom_headers);
-        self.0
+        let response = self
+            .client
             .post_message_with_response_limits(
                 uri,
                 message,
@@ -258,7 +424,8 @@ impl StreamableHttpClient for PooledHttp {
                 limits,
             )
             .await
-            .map(drained)
+            .map(drained)?;
+        self.checked(initialize, response)
     }
 
     async fn delete_session(
@@ -268,7 +435,7 @@ impl StreamableHttpClient for PooledHttp {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<()> {
-        self.0
+        self.client
             .delete_session(uri, session_id, auth_header, custom_headers)
             .await
     }
@@ -281,7 +448,7 @@ impl StreamableHttpClient for PooledHttp {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<BoxStream<'static, Result<Sse, SseError>>> {
-        self.0
+        self.client
             .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
             .await
     }
@@ -295,7 +462,7 @@ impl StreamableHttpClient for PooledHttp {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<BoxStream<'static, Result<Sse, SseError>>> {
-        self.0
+        self.client
             .get_stream_with_max_sse_event_size(
                 uri,
                 session_id,

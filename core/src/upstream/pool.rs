@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
-use super::{UpstreamClient, UpstreamConfig, UpstreamError, UpstreamOptions};
+use super::{IdentityHook, UpstreamClient, UpstreamConfig, UpstreamError, UpstreamOptions};
 
 /// Upstream clients by name, shared by every request.
 ///
@@ -12,10 +12,21 @@ use super::{UpstreamClient, UpstreamConfig, UpstreamError, UpstreamOptions};
 /// other here; a client's session is shared by all its callers. Replacing or removing an
 /// upstream drops the pool's handle: the old session ends (its child is killed) once the
 /// calls still using it have finished.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct UpstreamPool {
     clients: RwLock<HashMap<String, Arc<UpstreamClient>>>,
     options: UpstreamOptions,
+    /// Given to every client: told when an upstream presents another identity.
+    on_identity_change: Option<IdentityHook>,
+}
+
+impl std::fmt::Debug for UpstreamPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UpstreamPool")
+            .field("clients", &self.clients)
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
 }
 
 impl UpstreamPool {
@@ -23,7 +34,14 @@ impl UpstreamPool {
         Self {
             clients: RwLock::default(),
             options,
+            on_identity_change: None,
         }
+    }
+
+    /// With `hook` told whenever an upstream presents an identity other than its pin.
+    pub fn with_identity_hook(mut self, hook: IdentityHook) -> Self {
+        self.on_identity_change = Some(hook);
+        self
     }
 
     /// Adds or reconfigures `name`. An unchanged config keeps the running session.
@@ -32,7 +50,8 @@ impl UpstreamPool {
         if clients.get(name).is_some_and(|c| *c.config() == config) {
             return;
         }
-        let client = UpstreamClient::with_options(name, config, self.options.clone());
+        let client = UpstreamClient::with_options(name, config, self.options.clone())
+            .with_identity_hook(self.on_identity_change.clone());
         clients.insert(name.to_owned(), Arc::new(client));
     }
 

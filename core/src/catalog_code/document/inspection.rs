@@ -5,7 +5,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::model::{
-    DefinitionPolicy, InspectAction, InspectionPolicy, InspectionRule, Inspector, SchemaPolicy,
+    DefinitionPolicy, GuardrailHook, HOOK_TIMEOUT_MS, HookFailure, HookStage, InspectAction,
+    InspectionPolicy, InspectionRule, Inspector, SchemaPolicy,
 };
 use crate::slug::Slug;
 
@@ -22,6 +23,75 @@ pub struct InspectionDoc {
     pub schemas: SchemasDoc,
     #[serde(default)]
     pub definitions: DefinitionsDoc,
+    /// External guardrail hooks, asked after the built-in inspectors, in this order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hooks: Vec<HookDoc>,
+}
+
+/// An external guardrail hook: a web service the gateway POSTs a signed JSON request to,
+/// which answers `allow`, `deny` or (for a result) `modify`. See docs/guardrails.md.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HookDoc {
+    pub name: Slug,
+    /// `https://`, or `http://` to this machine.
+    pub url: String,
+    /// Which parts of a call the hook reads: `arguments` (before deciding), `result`.
+    pub stages: Vec<HookStage>,
+    /// Only calls of this tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// Only calls a role of this slug authorised (never at the `arguments` stage).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<Slug>,
+    /// Only calls of sessions of this scope.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<Slug>,
+    /// How long the hook has to answer. Default: 2000.
+    #[serde(default = "hook_timeout")]
+    #[schemars(range(min = 50, max = 30000))]
+    pub timeout_ms: u64,
+    /// When the hook gives no usable answer: `block` (default) or `allow`.
+    #[serde(default)]
+    pub on_error: HookFailure,
+    /// The environment variable of the gateway holding the signing secret.
+    pub secret_env: String,
+}
+
+fn hook_timeout() -> u64 {
+    HOOK_TIMEOUT_MS
+}
+
+impl From<&GuardrailHook> for HookDoc {
+    fn from(hook: &GuardrailHook) -> Self {
+        Self {
+            name: hook.name.clone(),
+            url: hook.url.clone(),
+            stages: hook.stages.clone(),
+            tool: hook.tool.clone(),
+            role: hook.role.clone(),
+            scope: hook.scope.clone(),
+            timeout_ms: hook.timeout_ms,
+            on_error: hook.on_error,
+            secret_env: hook.secret_env.clone(),
+        }
+    }
+}
+
+impl From<&HookDoc> for GuardrailHook {
+    fn from(hook: &HookDoc) -> Self {
+        Self {
+            name: hook.name.clone(),
+            url: hook.url.clone(),
+            stages: hook.stages.clone(),
+            tool: hook.tool.clone(),
+            role: hook.role.clone(),
+            scope: hook.scope.clone(),
+            timeout_ms: hook.timeout_ms,
+            on_error: hook.on_error,
+            secret_env: hook.secret_env.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -104,6 +174,7 @@ impl From<&InspectionPolicy> for InspectionDoc {
             definitions: DefinitionsDoc {
                 refuse_admission_with_findings: policy.definitions.refuse_admission_with_findings,
             },
+            hooks: policy.hooks.iter().map(HookDoc::from).collect(),
         }
     }
 }
@@ -137,6 +208,7 @@ impl InspectionDoc {
             definitions: DefinitionPolicy {
                 refuse_admission_with_findings: self.definitions.refuse_admission_with_findings,
             },
+            hooks: self.hooks.iter().map(GuardrailHook::from).collect(),
         }
     }
 }

@@ -9,12 +9,13 @@ use sha2::{Digest, Sha256};
 use tracing::Instrument as _;
 
 use super::SAVE_ATTEMPTS;
-use super::inspect::{Inspection, inspect_result};
-use crate::audit::{CallOutcome, EventKind, InspectedPart, NewEvent};
+use super::inspect::{Inspection, inspect_result, run_hooks};
+use crate::audit::{CallOutcome, EventKind, InspectedPart, NewEvent, redact_sensitive};
 use crate::gateway::{AgentIdentity, Gateway, GatewayError, ToolReply};
 use crate::inspect::Inspectors;
+use crate::inspect::hook::HookCall;
 use crate::metrics::Phase;
-use crate::model::{CallScope, Inspector, UpstreamKind};
+use crate::model::{CallScope, HookStage, Inspector, UpstreamKind};
 use crate::policy::{CompiledCatalog, Permit, SessionView, SuccessNote};
 use crate::revisions::curator::{META_AGENT, META_SESSION};
 use crate::trace;
@@ -50,6 +51,26 @@ impl Gateway {
             meta.insert(META_SESSION.to_owned(), json!(sid));
             meta
         });
+        let scope = CallScope {
+            tool,
+            role: Some(role.as_str()),
+            scope: Some(view.scope.as_str()),
+        };
+        // What a result hook is told the call carried (the permit goes to the upstream),
+        // sensitive arguments by their digest, as the audit keeps them.
+        let hooked = catalog
+            .catalog()
+            .inspection
+            .hooks_for(HookStage::Result, &scope)
+            .next()
+            .is_some()
+            .then(|| {
+                let sensitive = catalog
+                    .tool(tool)
+                    .map(|t| t.spec.sensitive_args.as_slice())
+                    .unwrap_or_default();
+                redact_sensitive(&Value::Object(permit.arguments().clone()), sensitive)
+            });
         let stage = self.metrics.stage(Phase::Upstream);
         let outcome = match self.upstreams.get(&upstream) {
             Ok(client) => client.call(permit, meta, self.options.call_timeout).await,
@@ -64,17 +85,23 @@ impl Gateway {
                     result_size: outcome.json.len() as u64,
                     result_digest: hex::encode(Sha256::digest(&outcome.json)),
                 });
-                let scope = CallScope {
+                let hooked = hooked.as_ref().map(|arguments| HookCall {
                     tool,
-                    role: Some(role.as_str()),
-                    scope: Some(view.scope.as_str()),
-                };
-                let inspection = self.inspect_result_stage(
-                    catalog,
-                    &scope,
-                    &mut outcome.result,
-                    outcome.json.len(),
-                );
+                    upstream: &upstream,
+                    role: scope.role,
+                    scope: scope.scope,
+                    session_id: sid,
+                    arguments,
+                });
+                let inspection = self
+                    .inspect_result_stage(
+                        catalog,
+                        &scope,
+                        hooked.as_ref(),
+                        &mut outcome.result,
+                        outcome.json.len(),
+                    )
+                    .await;
                 let audited = match digest {
                     Some(digest) => digest,
                     None => CallOutcome::Error {
@@ -111,11 +138,13 @@ impl Gateway {
         }
     }
 
-    /// The result inspection stage: timed and traced, under the catalog's policy.
-    fn inspect_result_stage(
+    /// The result inspection stage: timed and traced, under the catalog's policy: the
+    /// built-in inspectors, then the hooks (`hooked`: the call, when a hook reads it).
+    async fn inspect_result_stage(
         &self,
         catalog: &CompiledCatalog,
         scope: &CallScope<'_>,
+        hooked: Option<&HookCall<'_>>,
         result: &mut CallToolResult,
         bytes: usize,
     ) -> Inspection {
@@ -124,9 +153,22 @@ impl Gateway {
             .stage(Phase::Inspect)
             .traced(trace::inspect_span(InspectedPart::Result.as_str()));
         let policy = &catalog.catalog().inspection;
-        stage
+        let mut inspection = stage
             .span()
-            .in_scope(|| inspect_result(policy, scope, result, bytes))
+            .in_scope(|| inspect_result(policy, scope, result, bytes));
+        if let Some(call) = hooked {
+            run_hooks(
+                policy,
+                scope,
+                call,
+                Some(result),
+                &self.metrics,
+                &mut inspection,
+            )
+            .instrument(stage.span().clone())
+            .await;
+        }
+        inspection
     }
 
     /// The settle stage: the call's `call_result`, durable before the agent's answer, in

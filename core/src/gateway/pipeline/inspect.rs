@@ -6,8 +6,14 @@
 //! is audited as one `inspection_finding` event: what was found and where, never the
 //! content. Arguments cannot be rewritten on the agent's behalf, so `redact` acts on them
 //! as `block`; a result over its size cap cannot be cut to size, so `redact` blocks it too.
+//!
+//! The external hooks of the catalog ([`run_hooks`]) run after the built-in inspectors of
+//! a stage and answer into the same [`Inspection`]: a `deny` is a blocking finding, a
+//! `modify` a redaction, a failure a blocking (or, with `on_error: allow`, a flagged) one;
+//! so refusals, audit events and counts are the same for both.
 
 use std::collections::BTreeSet;
+use std::time::Instant;
 
 use rmcp::model::CallToolResult;
 use serde_json::{Value, json};
@@ -15,9 +21,12 @@ use serde_json::{Value, json};
 use super::super::ToolReply;
 use crate::audit::{FindingRecord, InspectedPart, NewEvent};
 use crate::inspect::egress::egress_findings;
+use crate::inspect::hook::{self, Answer, HookCall};
 use crate::inspect::{Finding, Inspectors};
 use crate::metrics::Metrics;
-use crate::model::{CallScope, InspectAction, InspectionPolicy, Inspector};
+use crate::model::{
+    CallScope, FoundBy, HookFailure, HookStage, InspectAction, InspectionPolicy, Inspector,
+};
 use crate::policy::SeenSecret;
 
 /// The result inspectors that read content (size is measured, not read).
@@ -46,9 +55,13 @@ impl Inspection {
         (!self.is_empty()).then(|| NewEvent::inspection_finding(actor, tool, part, &self.findings))
     }
 
+    /// Counts the built-in inspectors' findings (a hook's answers are counted, with their
+    /// latency, as they come: [`run_hooks`]).
     pub(super) fn count(&self, metrics: &Metrics) {
         for finding in &self.findings {
-            metrics.count_finding(finding.inspector, finding.action);
+            if let FoundBy::Inspector(inspector) = finding.inspector {
+                metrics.count_finding(inspector, finding.action);
+            }
         }
     }
 
@@ -83,25 +96,30 @@ impl Inspection {
             .filter(|f| f.action == InspectAction::Block)
     }
 
-    /// `secrets (aws_access_key, private_key), injection (ignore_instructions)`.
+    /// `secrets (aws_access_key, private_key), injection (ignore_instructions)`; a hook
+    /// with its reason: `hook:moderation (deny: names a competitor)`.
     fn blocking_summary(&self) -> String {
-        let mut by_inspector: Vec<(Inspector, BTreeSet<&str>)> = Vec::new();
+        let mut by_inspector: Vec<(&FoundBy, BTreeSet<String>)> = Vec::new();
         for finding in self.blocking() {
+            let kind = match &finding.reason {
+                Some(reason) => format!("{}: {reason}", finding.kind),
+                None => finding.kind.clone(),
+            };
             match by_inspector
                 .iter_mut()
-                .find(|(i, _)| *i == finding.inspector)
+                .find(|(i, _)| **i == finding.inspector)
             {
                 Some((_, kinds)) => {
-                    kinds.insert(&finding.kind);
+                    kinds.insert(kind);
                 }
-                None => by_inspector.push((finding.inspector, BTreeSet::from([&*finding.kind]))),
+                None => by_inspector.push((&finding.inspector, BTreeSet::from([kind]))),
             }
         }
         by_inspector
             .iter()
             .map(|(inspector, kinds)| {
-                let kinds: Vec<&str> = kinds.iter().copied().collect();
-                format!("{} ({})", inspector.as_str(), kinds.join(", "))
+                let kinds: Vec<&str> = kinds.iter().map(String::as_str).collect();
+                format!("{inspector} ({})", kinds.join(", "))
             })
             .collect::<Vec<_>>()
             .join(", ")
@@ -109,12 +127,20 @@ impl Inspection {
 
     /// The rule of the denial that refuses a call whose arguments are blocked.
     pub(super) fn arguments_rule(&self) -> String {
-        let places: BTreeSet<&str> = self.blocking().map(|f| f.path.as_str()).collect();
+        let places: BTreeSet<&str> = self
+            .blocking()
+            .map(|f| f.path.as_str())
+            .filter(|p| !p.is_empty())
+            .collect();
         let places: Vec<&str> = places.into_iter().take(5).collect();
+        let at = if places.is_empty() {
+            String::new()
+        } else {
+            format!(", at {}", places.join(", "))
+        };
         format!(
-            "The content policy blocks what these arguments carry: {}, at {}. Nothing ran.",
+            "The content policy blocks what these arguments carry: {}{at}. Nothing ran.",
             self.blocking_summary(),
-            places.join(", ")
         )
     }
 
@@ -122,7 +148,13 @@ impl Inspection {
     pub(super) fn blocked_result_reply(&self, tool: &str) -> ToolReply {
         let findings: Vec<Value> = self
             .blocking()
-            .map(|f| json!({"inspector": f.inspector, "kind": f.kind, "path": f.path}))
+            .map(|f| {
+                let mut finding = json!({"inspector": f.inspector, "kind": f.kind, "path": f.path});
+                if let Some(reason) = &f.reason {
+                    finding["reason"] = json!(reason);
+                }
+                finding
+            })
             .collect();
         ToolReply::Gateway {
             text: format!(
@@ -143,11 +175,12 @@ impl Inspection {
 
 fn record(finding: Finding, action: InspectAction) -> FindingRecord {
     FindingRecord {
-        inspector: finding.inspector,
+        inspector: finding.inspector.into(),
         kind: finding.kind.to_owned(),
         path: finding.path,
         action,
         fingerprint: finding.fingerprint,
+        reason: None,
     }
 }
 
@@ -175,11 +208,12 @@ pub(super) fn inspect_result(
         && bytes as u64 > max
     {
         findings.push(FindingRecord {
-            inspector: Inspector::ResultSize,
+            inspector: Inspector::ResultSize.into(),
             kind: "too_large".to_owned(),
             path: String::new(),
             action: redact_blocks(size.action),
             fingerprint: None,
+            reason: None,
         });
     }
     let actions: Vec<(Inspector, InspectAction)> = CONTENT
@@ -244,7 +278,7 @@ pub(super) fn inspect_arguments(
         for finding in Inspectors::shared().secrets_in(arguments) {
             if finding.fingerprint.as_deref().is_some_and(foreign) {
                 findings.push(FindingRecord {
-                    inspector: Inspector::SecretFlow,
+                    inspector: Inspector::SecretFlow.into(),
                     ..record(finding, flow)
                 });
             }
@@ -253,10 +287,75 @@ pub(super) fn inspect_arguments(
     Inspection { findings }
 }
 
+/// Asks the hooks that read this stage of the call (the result stage when there is a
+/// `result`), in their order, after the built-in inspectors, unless those blocked already;
+/// stops at the first hook that blocks. An answer but `allow` is a finding of the stage:
+/// `deny` blocks, `modify` replaces `result` (a redaction), and a hook that gives no usable
+/// answer blocks, or with `on_error: allow` is flagged. Each answer's latency is observed.
+pub(super) async fn run_hooks(
+    policy: &InspectionPolicy,
+    scope: &CallScope<'_>,
+    call: &HookCall<'_>,
+    mut result: Option<&mut CallToolResult>,
+    metrics: &Metrics,
+    inspection: &mut Inspection,
+) {
+    let stage = if result.is_some() {
+        HookStage::Result
+    } else {
+        HookStage::Arguments
+    };
+    for hook in policy.hooks_for(stage, scope) {
+        if inspection.blocked() {
+            return;
+        }
+        let started = Instant::now();
+        let answer = hook::ask(hook, stage, call, result.as_deref()).await;
+        let outcome = answer.as_ref().map_or("error", Answer::outcome);
+        metrics.observe_hook(hook.name.as_str(), stage, outcome, started.elapsed());
+        let finding = |kind: &str, action, reason| FindingRecord {
+            inspector: FoundBy::Hook(hook.name.clone()),
+            kind: kind.to_owned(),
+            path: String::new(),
+            action,
+            fingerprint: None,
+            reason,
+        };
+        let found = match answer {
+            Ok(Answer::Allow) => continue,
+            Ok(Answer::Deny { reason }) => finding("deny", InspectAction::Block, reason),
+            Ok(Answer::Modify {
+                result: replacement,
+                reason,
+            }) => {
+                if let Some(result) = result.as_deref_mut() {
+                    *result = *replacement;
+                }
+                finding("modify", InspectAction::Redact, reason)
+            }
+            Err(error) => {
+                tracing::warn!(
+                    hook = %hook.name,
+                    stage = stage.as_str(),
+                    %error,
+                    "guardrail hook gave no answer"
+                );
+                let action = match hook.on_error {
+                    HookFailure::Block => InspectAction::Block,
+                    HookFailure::Allow => InspectAction::Flag,
+                };
+                finding("error", action, Some(error.to_string()))
+            }
+        };
+        inspection.findings.push(found);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::InspectionRule;
+    use crate::model::{GuardrailHook, InspectionRule};
+    use crate::slug::Slug;
 
     const CALL: CallScope<'static> = CallScope {
         tool: "fetch_page",
@@ -387,6 +486,78 @@ mod tests {
         assert_eq!(audited, json!({"body": "[REDACTED:aws_access_key]"}));
         let back = inspect_arguments(&policy(vec![]), &CALL, &arguments, &seen, "vault");
         assert!(back.is_empty());
+    }
+
+    fn unsigned_hook(on_error: HookFailure) -> GuardrailHook {
+        GuardrailHook {
+            name: Slug::parse("moderation").unwrap(),
+            // Never dialled: the secret's variable is unset, so the hook is not asked.
+            url: "https://guard.example/check".to_owned(),
+            stages: vec![HookStage::Arguments],
+            tool: None,
+            role: None,
+            scope: None,
+            timeout_ms: 2000,
+            on_error,
+            secret_env: "SKILLGATE_TEST_HOOK_SECRET_NEVER_SET".to_owned(),
+        }
+    }
+
+    async fn hooked(on_error: HookFailure) -> (Inspection, Metrics) {
+        let policy = InspectionPolicy {
+            hooks: vec![unsigned_hook(on_error)],
+            ..InspectionPolicy::default()
+        };
+        let arguments = json!({"body": "hello"});
+        let call = HookCall {
+            tool: CALL.tool,
+            upstream: "web",
+            role: None,
+            scope: CALL.scope,
+            session_id: "s-1",
+            arguments: &arguments,
+        };
+        let metrics = Metrics::new();
+        let mut inspection = inspect_arguments(&policy, &CALL, &arguments, &[], "web");
+        run_hooks(&policy, &CALL, &call, None, &metrics, &mut inspection).await;
+        (inspection, metrics)
+    }
+
+    #[tokio::test]
+    async fn a_hook_that_cannot_be_asked_blocks_by_default_and_says_why() {
+        let (inspection, metrics) = hooked(HookFailure::Block).await;
+        assert!(inspection.blocked());
+        let rule = inspection.arguments_rule();
+        assert!(
+            rule.contains("hook:moderation (error: its signing secret"),
+            "{rule}"
+        );
+        assert!(
+            !rule.contains(" at "),
+            "a hook's finding has no place: {rule}"
+        );
+        let event = inspection
+            .event("agent", "fetch_page", InspectedPart::Arguments)
+            .unwrap();
+        assert_eq!(event.payload["outcome"], "blocked");
+        assert_eq!(event.payload["findings"][0]["inspector"], "hook:moderation");
+        assert!(
+            metrics
+                .render()
+                .contains(r#"hook="moderation",stage="arguments",outcome="error""#)
+        );
+    }
+
+    #[tokio::test]
+    async fn a_hook_set_to_fail_open_flags_its_failure_and_lets_the_call_on() {
+        let (inspection, _) = hooked(HookFailure::Allow).await;
+        assert!(!inspection.blocked());
+        assert!(!inspection.is_empty());
+        let event = inspection
+            .event("agent", "fetch_page", InspectedPart::Arguments)
+            .unwrap();
+        assert_eq!(event.payload["outcome"], "flagged");
+        assert_eq!(event.payload["findings"][0]["kind"], "error");
     }
 
     #[test]

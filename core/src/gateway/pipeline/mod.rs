@@ -33,12 +33,14 @@ pub(super) mod replies;
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
+use tracing::Instrument as _;
 
-use self::inspect::{Inspection, inspect_arguments};
+use self::inspect::{Inspection, inspect_arguments, run_hooks};
 use super::{AgentIdentity, Gateway, GatewayError, Place, ToolReply};
-use crate::audit::InspectedPart;
+use crate::audit::{InspectedPart, redact_sensitive};
+use crate::inspect::hook::HookCall;
 use crate::metrics::{Phase, Stage};
-use crate::model::CallScope;
+use crate::model::{CallScope, HookStage};
 use crate::policy::{
     Arguments, CallRequest, CompiledCatalog, Decision, Denial, DenyCode, SessionView, decide,
 };
@@ -191,8 +193,9 @@ impl Gateway {
             };
             let view = current.as_ref().map(|s| &s.view);
             let scope = view.map_or(agent.scope.as_str(), |v| v.scope.as_str());
-            let arguments =
-                self.inspect_arguments_stage(catalog, &mut call, scope, view, arguments);
+            let arguments = self
+                .inspect_arguments_stage(catalog, &mut call, scope, view, arguments)
+                .await;
             let decision = if call.noted.blocked() {
                 Decision::Deny(Denial::new(
                     DenyCode::ContentBlocked,
@@ -274,9 +277,9 @@ impl Gateway {
     }
 
     /// The argument inspection stage, before deciding (no role has authorised the call
-    /// yet): what it finds is kept on the call for the decision's commit. Hands the
-    /// arguments back.
-    fn inspect_arguments_stage(
+    /// yet): the built-in inspectors, then the catalog's hooks; what they find is kept on
+    /// the call for the decision's commit. Hands the arguments back.
+    async fn inspect_arguments_stage(
         &self,
         catalog: &CompiledCatalog,
         call: &mut Admitted,
@@ -310,6 +313,30 @@ impl Gateway {
                 upstream,
             )
         });
+        let policy = &catalog.catalog().inspection;
+        if policy
+            .hooks_for(HookStage::Arguments, &scope)
+            .next()
+            .is_some()
+        {
+            // A hook sees sensitive arguments as the audit does: by their digest.
+            let sensitive = catalog
+                .tool(&call.tool)
+                .map(|t| t.spec.sensitive_args.as_slice())
+                .unwrap_or_default();
+            let shown = redact_sensitive(&arguments, sensitive);
+            let asked = HookCall {
+                tool: &call.tool,
+                upstream,
+                role: None,
+                scope: scope.scope,
+                session_id: &call.sid,
+                arguments: &shown,
+            };
+            run_hooks(policy, &scope, &asked, None, &self.metrics, &mut call.noted)
+                .instrument(stage.span().clone())
+                .await;
+        }
         call.noted.count(&self.metrics);
         call.noted.redact_flows(&mut call.audited);
         match arguments {

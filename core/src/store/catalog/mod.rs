@@ -17,6 +17,7 @@ use crate::model::{Catalog, CatalogDraft, ToolSpec, Upstream};
 use crate::policy::CompiledCatalog;
 use crate::slug::Slug;
 
+mod identity;
 mod inspection;
 mod pins;
 mod roles;
@@ -29,9 +30,11 @@ mod upstreams;
 
 use tools::{list_tools, seed_tools};
 
+pub use identity::{IdentityChange, IdentityPin, identity_digest};
 pub use pins::{PinChange, ToolSync};
 pub use tools::ToolPin;
 
+pub(crate) use identity::{admit_identity_on, sync_identity_on};
 pub(crate) use inspection::{inspection_policy_on, put_inspection_policy_on};
 pub(crate) use pins::{admit_tool_on, sync_tools_on};
 pub(crate) use roles::{create_role_on, list_roles, update_role_on};
@@ -163,6 +166,7 @@ pub(crate) async fn load_catalog(tx: &mut Tx) -> Result<Catalog, StoreError> {
             .map(|s| s.value)
             .collect(),
         inspection: inspection_policy_on(tx).await?,
+        quarantined_upstreams: identity::quarantined_upstreams(tx.conn()).await?,
     })
 }
 

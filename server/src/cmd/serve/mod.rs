@@ -152,7 +152,9 @@ pub async fn build(
         signer: signer.clone(),
     };
     compliance::spawn_retention(store.clone(), signer.clone());
-    let upstreams = Arc::new(UpstreamPool::default());
+    let upstreams = Arc::new(
+        UpstreamPool::default().with_identity_hook(upstream_sync::identity_hook(authoring.clone())),
+    );
     upstream_sync::register_upstreams(
         &upstreams,
         &store.list_upstreams().await?,

@@ -12,9 +12,9 @@ use skillgate_app::shared::SyncSummary;
 use skillgate_app::shared::ssr::UpstreamOps;
 
 use skillgate_core::admin::AdminService;
-use skillgate_core::model::{Upstream, UpstreamKind};
+use skillgate_core::model::{Upstream, UpstreamIdentity, UpstreamKind};
 use skillgate_core::store::catalog::ToolSync;
-use skillgate_core::upstream::{UpstreamConfig, UpstreamCredentials, UpstreamPool};
+use skillgate_core::upstream::{IdentityHook, UpstreamConfig, UpstreamCredentials, UpstreamPool};
 
 /// Upper bound of one upstream's discovery (start, handshake and `tools/list`).
 pub const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(45);
@@ -186,10 +186,28 @@ pub async fn sync_all_within(
         }
     };
     register_upstreams(pool, &upstreams, &credentials);
+    // Each connection must present the pinned identity (taken at this endpoint).
+    let pins = match store.upstream_identities().await {
+        Ok(pins) => pins,
+        Err(error) => {
+            tracing::error!(%error, "upstream sync: cannot read the pinned upstream identities");
+            return upstreams
+                .iter()
+                .map(|u| SyncReport::failed(u.name.as_str(), &error))
+                .collect();
+        }
+    };
+    let pins = &pins;
 
     let discovered = futures::future::join_all(upstreams.iter().map(|upstream| async move {
         let name = upstream.name.as_str();
         let client = pool.get(name).map_err(|e| e.to_string())?;
+        let endpoint = endpoint(&upstream.kind);
+        client.pin_identity(
+            pins.iter()
+                .find(|p| p.upstream == name && p.endpoint == endpoint)
+                .map(|p| p.pinned.clone()),
+        );
         match tokio::time::timeout(timeout, client.list_tools()).await {
             Ok(listed) => listed.map_err(|e| e.to_string()),
             Err(_) => Err(format!("tools/list did not finish within {timeout:?}")),
@@ -201,6 +219,26 @@ pub async fn sync_all_within(
     // Saved one after another: SQLite has one writer, and each save is its own transaction.
     for (upstream, listed) in upstreams.iter().zip(discovered) {
         let name = upstream.name.as_str();
+        // The identity first: a changed one quarantines the upstream whatever it listed.
+        if let Ok(client) = pool.get(name)
+            && let Some(seen) = client.seen_identity()
+        {
+            match service
+                .sync_identity(&upstream.name, &endpoint(&upstream.kind), &seen)
+                .await
+            {
+                Ok(Some(change)) if change.action == "upstream.identity_pin" => {
+                    client.pin_identity(Some(seen));
+                }
+                Ok(_) => {}
+                Err(error) => {
+                    let report = SyncReport::failed(name, error);
+                    log(&report);
+                    reports.push(report);
+                    continue;
+                }
+            }
+        }
         let report = match listed {
             Err(error) => SyncReport::failed(name, error),
             Ok(listed) => match service.sync_tools(&upstream.name, listed).await {
@@ -212,6 +250,39 @@ pub async fn sync_all_within(
         reports.push(report);
     }
     reports
+}
+
+/// What an upstream's identity is pinned against: its config as stored (an admin who
+/// points it elsewhere gets a new pin at the next sync, not a quarantine).
+pub fn endpoint(kind: &UpstreamKind) -> String {
+    serde_json::to_string(kind).unwrap_or_default()
+}
+
+/// Records an identity change a connection met (a reconnect that presented another
+/// certificate key or `serverInfo`) as the sync would, without waiting for the next sync:
+/// the upstream is quarantined and its tools' calls refused from the next decision on.
+pub fn identity_hook(service: Arc<AdminService>) -> IdentityHook {
+    Arc::new(move |upstream: &str, offered: UpstreamIdentity| {
+        let (service, upstream) = (service.clone(), upstream.to_owned());
+        tokio::spawn(async move {
+            let stored = match service.store().list_upstreams().await {
+                Ok(stored) => stored,
+                Err(error) => {
+                    tracing::error!(upstream, %error, "cannot record an upstream identity change");
+                    return;
+                }
+            };
+            let Some(found) = stored.iter().find(|u| u.name.as_str() == upstream) else {
+                return;
+            };
+            if let Err(error) = service
+                .sync_identity(&found.name, &endpoint(&found.kind), &offered)
+                .await
+            {
+                tracing::error!(upstream, %error, "cannot record an upstream identity change");
+            }
+        });
+    })
 }
 
 /// Runs [`sync_all`] in the background, so a slow or broken upstream never delays startup.
