@@ -1,6 +1,7 @@
 // The Inspectors page: everyone reads each inspector's threat and default action; an admin
-// adds a rule (block injection in one tool's results) and removes it again; a viewer gets
-// no form. With JavaScript on and off.
+// adds a rule (block injection in one tool's results) and removes it again, adds an external
+// hook (a remote plain-http URL is refused first) and removes it; a viewer gets no form.
+// With JavaScript on and off.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import {
@@ -11,6 +12,15 @@ import {
 async function ruleRows(page) {
   return page.$$eval('table', (tables) => [...(tables[1]?.querySelectorAll('tbody tr') ?? [])]
     .map((tr) => tr.textContent.replace(/\s+/g, ' ').trim()));
+}
+
+/** Clicks `selector`, waiting for the page the form posts to when JavaScript is off. */
+async function submit(page, js, selector) {
+  if (js) {
+    await page.click(selector);
+  } else {
+    await Promise.all([page.waitForNavigation(), page.click(selector)]);
+  }
 }
 
 /** Clicks `selector` and waits until the rules table has `rows` rows. */
@@ -69,6 +79,45 @@ for (const js of [true, false]) {
       await admin.context().close();
     });
 
+    it('lets an admin add an external hook, refusing a remote plain-http URL, and remove it', async () => {
+      const admin = await newPage(browser, js);
+      await signIn(admin, 'admin', ADMIN_PASSWORD);
+      await admin.goto('/inspectors');
+      if (js) await waitHydrated(admin);
+      const name = `scanner-${mode}`;
+      const row = `tbody tr:has-text("${name}")`;
+      const fill = async (url) => {
+        await admin.fill('#hook-name', name);
+        await admin.fill('#hook-url', url);
+        await admin.fill('#hook-secret-env', 'SKILLGATE_E2E_HOOK_SECRET');
+        await admin.check('#hook-stage-result');
+      };
+
+      // A remote hook over plain http would send every result in clear: refused, by field.
+      await fill('http://hooks.example.com/scan');
+      await submit(admin, js, 'text="Add hook"');
+      await admin.waitForSelector('#hook-url-error:not([hidden])');
+      assert.match(await admin.textContent('#hook-url-error'), /http/i);
+      assert.equal(await admin.$(row), null, 'nothing was added');
+
+      await admin.goto('/inspectors');
+      if (js) await waitHydrated(admin);
+      await fill('http://127.0.0.1:9/scan');
+      await submit(admin, js, 'text="Add hook"');
+      await admin.waitForSelector(row);
+      const added = (await admin.textContent(row)).replace(/\s+/g, ' ');
+      assert.match(added, /127\.0\.0\.1:9\/scan/);
+      assert.match(added, /result/);
+      assert.match(added, /SKILLGATE_E2E_HOOK_SECRET/);
+      await screenshot(admin, `inspectors-hook-${mode}`);
+
+      if (js) await waitHydrated(admin);
+      await submit(admin, js, `${row} >> text="Remove"`);
+      await admin.waitForSelector(row, { state: 'detached' });
+      if (js) assert.deepEqual(admin.hydrationErrors, []);
+      await admin.context().close();
+    });
+
     it('shows a viewer the policy but no form to change it', async () => {
       const viewer = await newPage(browser, js);
       await signIn(viewer, 'viewer', VIEWER_PASSWORD);
@@ -76,6 +125,7 @@ for (const js of [true, false]) {
       assert.equal((await viewer.textContent('h1')).trim(), 'Inspectors');
       assert.equal(await viewer.$('#rule-inspector'), null);
       assert.equal(await viewer.$('text="Add rule"'), null);
+      assert.equal(await viewer.$('#hook-name'), null);
       await viewer.context().close();
     });
   });
