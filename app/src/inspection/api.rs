@@ -195,6 +195,26 @@ fn chosen(value: Option<String>) -> Option<String> {
     value.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
 }
 
+/// Reads the stored policy, lets `edit` change it, and saves it as `user` through the admin
+/// door (which checks it against the catalog and audits it): the one way this page writes.
+#[cfg(feature = "ssr")]
+async fn edit_policy(
+    user: &skillgate_core::users::ConsoleUser,
+    edit: impl FnOnce(&mut skillgate_core::model::InspectionPolicy) -> Result<(), ConsoleError>,
+) -> Result<(), ConsoleError> {
+    let ctx = crate::shared::ssr::context();
+    let mut policy = ctx
+        .authoring
+        .inspection_policy()
+        .await
+        .map_err(crate::shared::ssr::internal)?;
+    edit(&mut policy)?;
+    ctx.authoring
+        .set_inspection_policy(&user.name, policy)
+        .await
+        .map_err(authoring_error)
+}
+
 /// Adds a rule: `inspector` takes `action` for the calls of `tool`, `role` and `scope`
 /// (each optional), with `max_bytes` for `result_size`.
 #[server(prefix = "/console/api", endpoint = "add_inspection_rule")]
@@ -238,17 +258,11 @@ pub async fn add_inspection_rule(
         scope: slug("scope", scope)?,
         max_bytes,
     };
-    let ctx = crate::shared::ssr::context();
-    let mut policy = ctx
-        .authoring
-        .inspection_policy()
-        .await
-        .map_err(crate::shared::ssr::internal)?;
-    policy.rules.push(rule);
-    ctx.authoring
-        .set_inspection_policy(&user.name, policy)
-        .await
-        .map_err(authoring_error)
+    edit_policy(&user, |policy| {
+        policy.rules.push(rule);
+        Ok(())
+    })
+    .await
 }
 
 /// Removes the rule `key` names (as the page listed it).
@@ -256,27 +270,21 @@ pub async fn add_inspection_rule(
 pub async fn remove_inspection_rule(key: String) -> Result<(), ConsoleError> {
     use skillgate_core::users::ConsoleRole;
     let user = crate::shared::ssr::require(ConsoleRole::Admin).await?;
-    let ctx = crate::shared::ssr::context();
-    let mut policy = ctx
-        .authoring
-        .inspection_policy()
-        .await
-        .map_err(crate::shared::ssr::internal)?;
-    let Some(index) = policy
-        .rules
-        .iter()
-        .enumerate()
-        .position(|(i, r)| rule_key(i, r) == key)
-    else {
-        return Err(ConsoleError::Invalid(
-            "That rule was changed or removed meanwhile; reload the page.".into(),
-        ));
-    };
-    policy.rules.remove(index);
-    ctx.authoring
-        .set_inspection_policy(&user.name, policy)
-        .await
-        .map_err(authoring_error)
+    edit_policy(&user, |policy| {
+        let Some(index) = policy
+            .rules
+            .iter()
+            .enumerate()
+            .position(|(i, r)| rule_key(i, r) == key)
+        else {
+            return Err(ConsoleError::Invalid(
+                "That rule was changed or removed meanwhile; reload the page.".into(),
+            ));
+        };
+        policy.rules.remove(index);
+        Ok(())
+    })
+    .await
 }
 
 pub use hook_form::*;
@@ -290,7 +298,7 @@ mod hook_form {
     use leptos::prelude::*;
 
     #[cfg(feature = "ssr")]
-    use crate::catalog::authoring::{authoring_error, field, slug_field};
+    use crate::catalog::authoring::{field, slug_field};
     use crate::shared::ConsoleError;
 
     /// Adds an external hook `name` at `url` for the stages ticked (`stage_arguments`,
@@ -352,17 +360,11 @@ mod hook_form {
             on_error,
             secret_env: secret_env.trim().to_owned(),
         };
-        let ctx = crate::shared::ssr::context();
-        let mut policy = ctx
-            .authoring
-            .inspection_policy()
-            .await
-            .map_err(crate::shared::ssr::internal)?;
-        policy.hooks.push(hook);
-        ctx.authoring
-            .set_inspection_policy(&user.name, policy)
-            .await
-            .map_err(authoring_error)
+        super::edit_policy(&user, |policy| {
+            policy.hooks.push(hook);
+            Ok(())
+        })
+        .await
     }
 }
 
@@ -371,22 +373,16 @@ mod hook_form {
 pub async fn remove_inspection_hook(name: String) -> Result<(), ConsoleError> {
     use skillgate_core::users::ConsoleRole;
     let user = crate::shared::ssr::require(ConsoleRole::Admin).await?;
-    let ctx = crate::shared::ssr::context();
-    let mut policy = ctx
-        .authoring
-        .inspection_policy()
-        .await
-        .map_err(crate::shared::ssr::internal)?;
-    let Some(index) = policy.hooks.iter().position(|h| h.name.as_str() == name) else {
-        return Err(ConsoleError::Invalid(
-            "That hook was removed meanwhile; reload the page.".into(),
-        ));
-    };
-    policy.hooks.remove(index);
-    ctx.authoring
-        .set_inspection_policy(&user.name, policy)
-        .await
-        .map_err(authoring_error)
+    edit_policy(&user, |policy| {
+        let Some(index) = policy.hooks.iter().position(|h| h.name.as_str() == name) else {
+            return Err(ConsoleError::Invalid(
+                "That hook was removed meanwhile; reload the page.".into(),
+            ));
+        };
+        policy.hooks.remove(index);
+        Ok(())
+    })
+    .await
 }
 
 /// Saves the switches: a checkbox left unticked posts nothing, which is off.
@@ -398,17 +394,12 @@ pub async fn save_inspection_switches(
 ) -> Result<(), ConsoleError> {
     use skillgate_core::users::ConsoleRole;
     let user = crate::shared::ssr::require(ConsoleRole::Admin).await?;
-    let ctx = crate::shared::ssr::context();
-    let mut policy = ctx
-        .authoring
-        .inspection_policy()
-        .await
-        .map_err(crate::shared::ssr::internal)?;
-    policy.schemas.close_open_objects = close_open_objects.is_some();
-    policy.schemas.validate_formats = validate_formats.is_some();
-    policy.definitions.refuse_admission_with_findings = refuse_admission_with_findings.is_some();
-    ctx.authoring
-        .set_inspection_policy(&user.name, policy)
-        .await
-        .map_err(authoring_error)
+    edit_policy(&user, |policy| {
+        policy.schemas.close_open_objects = close_open_objects.is_some();
+        policy.schemas.validate_formats = validate_formats.is_some();
+        policy.definitions.refuse_admission_with_findings =
+            refuse_admission_with_findings.is_some();
+        Ok(())
+    })
+    .await
 }
