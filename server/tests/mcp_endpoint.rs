@@ -9,72 +9,10 @@ use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HOST, ORIGIN, WWW_AUT
 use rmcp::model::CallToolRequestParams;
 use serde_json::{Value, json};
 
+use common::replies::{
+    assert_allowed, assert_denied, initialize_body, json_rpc, raw_initialize, role_names,
+};
 use common::{Server, call, init, learn, platform};
-
-fn initialize_body(version: &str) -> String {
-    json!({
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": version,
-            "capabilities": {},
-            "clientInfo": {"name": "mcp-endpoint-test", "version": "0"}
-        }
-    })
-    .to_string()
-}
-
-/// A raw `initialize` POST to `/mcp`; `key` goes into `Authorization: Bearer`.
-fn raw_initialize(server: &Server, key: Option<&str>, version: &str) -> reqwest::RequestBuilder {
-    let request = reqwest::Client::new()
-        .post(server.mcp_url())
-        .header(CONTENT_TYPE, "application/json")
-        .header(ACCEPT, "application/json, text/event-stream")
-        .body(initialize_body(version));
-    match key {
-        Some(key) => request.header(AUTHORIZATION, format!("Bearer {key}")),
-        None => request,
-    }
-}
-
-/// The JSON-RPC message of a response that is either JSON or a one-event SSE stream.
-fn json_rpc(body: &str) -> Value {
-    let data: String = if body.trim_start().starts_with('{') {
-        body.to_owned()
-    } else {
-        body.lines()
-            .filter_map(|line| line.strip_prefix("data:"))
-            .map(str::trim)
-            .find(|data| data.starts_with('{'))
-            .unwrap_or_else(|| panic!("no JSON-RPC message in {body}"))
-            .to_owned()
-    };
-    serde_json::from_str(&data).expect("a JSON-RPC message")
-}
-
-fn role_names(reply: &common::Reply) -> Vec<String> {
-    reply.structured["roles"]
-        .as_array()
-        .unwrap_or_else(|| panic!("init lists roles: {:?}", reply.structured))
-        .iter()
-        .map(|role| role["name"].as_str().unwrap().to_owned())
-        .collect()
-}
-
-fn assert_denied(reply: &common::Reply, prefix: &str, code: &str) {
-    assert!(reply.is_error, "expected a denial: {}", reply.text);
-    assert!(
-        reply.text.starts_with(prefix),
-        "expected `{prefix}`: {}",
-        reply.text
-    );
-    assert_eq!(reply.code(), code, "{}", reply.text);
-}
-
-fn assert_allowed(reply: &common::Reply) {
-    assert!(!reply.is_error, "expected success: {}", reply.text);
-}
 
 // ---- transport, authentication and admission -------------------------------------------
 

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use common::console::{
     Browser, encode, fetch_post, http, mcp_status, navigation, page, sign_in_admin,
 };
+use common::replies::{assert_allowed, role_names};
 use common::{Client, Reply, Server, call, init, learn};
 use futures::future::join_all;
 use reqwest::StatusCode;
@@ -48,19 +49,6 @@ fn cluster(n: usize, args: &[&str]) -> Vec<Server> {
 async fn connect_all(servers: &[Server]) -> Vec<Client> {
     let key = servers[0].support_key.clone();
     join_all(servers.iter().map(|s| s.connect(&key))).await
-}
-
-fn assert_allowed(reply: &Reply) {
-    assert!(!reply.is_error, "expected success: {}", reply.text);
-}
-
-fn role_names(reply: &Reply) -> Vec<String> {
-    reply.structured["roles"]
-        .as_array()
-        .unwrap_or_else(|| panic!("init lists roles: {:?}", reply.structured))
-        .iter()
-        .map(|role| role["name"].as_str().unwrap().to_owned())
-        .collect()
 }
 
 /// `skillgate audit verify` passes; returns the number of events it says it walked.

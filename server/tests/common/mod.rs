@@ -5,6 +5,7 @@
 
 pub mod catalog;
 pub mod console;
+pub mod replies;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
