@@ -317,3 +317,203 @@ async fn an_idle_keep_alive_connection_is_closed_but_a_slow_request_in_progress_
         "a slow request in progress was not answered: {response}"
     );
 }
+
+/// A request the server refuses on its headers alone, with a body of `length` bytes.
+struct EarlyRefusal {
+    what: &'static str,
+    head: &'static str,
+    content_type: &'static str,
+    length: usize,
+    status: &'static str,
+}
+
+/// How a kept-alive connection fared after an early refusal.
+#[derive(Debug, PartialEq, Eq)]
+enum Afterwards {
+    /// The client sent the body and its next request on the same connection: answered.
+    NextAnswered,
+    /// The refusal said `Connection: close` and the server closed the connection.
+    CloseAnnounced,
+}
+
+/// Sends the refused request's headers, reads the refusal, and only then sends the body (the
+/// extreme of a client whose body follows its headers a moment later) and a next request on
+/// the same connection. Errors name what the client saw.
+async fn after_early_refusal(port: u16, case: &EarlyRefusal) -> Result<Afterwards, String> {
+    let mut stream = connect(port).await;
+    let head = format!(
+        "{}\r\nhost: 127.0.0.1\r\ncontent-type: {}\r\ncontent-length: {}\r\n\r\n",
+        case.head, case.content_type, case.length
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let refusal = read_head_and_body(&mut stream).await?;
+    let (refusal_head, _) = refusal.split_once("\r\n\r\n").unwrap_or((&refusal, ""));
+    if !refusal_head.starts_with(case.status) {
+        return Err(format!("expected {}, got {refusal_head}", case.status));
+    }
+    if refusal_head
+        .lines()
+        .any(|line| line.eq_ignore_ascii_case("connection: close"))
+    {
+        return if closed_by(&mut stream, Instant::now() + Duration::from_secs(5)).await {
+            Ok(Afterwards::CloseAnnounced)
+        } else {
+            Err("`Connection: close` was announced but the connection stayed open".into())
+        };
+    }
+    let filler = if case.content_type.starts_with("application/json") {
+        b' '
+    } else {
+        b'a'
+    };
+    stream
+        .write_all(&vec![filler; case.length])
+        .await
+        .map_err(|e| format!("the body could not be sent after the refusal: {e}"))?;
+    stream
+        .write_all(b"GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n")
+        .await
+        .map_err(|e| format!("the next request could not be sent: {e}"))?;
+    let mut next = Vec::new();
+    let mut buffer = [0u8; 4096];
+    while !String::from_utf8_lossy(&next).contains("\r\n\r\n") {
+        match timeout(Duration::from_secs(10), stream.read(&mut buffer)).await {
+            Err(_) => return Err("no answer to the next request within 10 s".into()),
+            Ok(Ok(0) | Err(_)) => {
+                return Err(format!(
+                    "the connection was closed unannounced after the refusal: the next \
+                     request read {:?}",
+                    String::from_utf8_lossy(&next)
+                ));
+            }
+            Ok(Ok(read)) => next.extend_from_slice(&buffer[..read]),
+        }
+    }
+    if next.starts_with(b"HTTP/1.1 200") {
+        Ok(Afterwards::NextAnswered)
+    } else {
+        Err(format!(
+            "the next request was answered {}",
+            String::from_utf8_lossy(&next)
+        ))
+    }
+}
+
+/// One response off `stream`, its body delimited by `content-length` or chunked; an error
+/// with what arrived if it is not complete within 10 s.
+async fn read_head_and_body(stream: &mut TcpStream) -> Result<String, String> {
+    let mut received = Vec::new();
+    let mut buffer = [0u8; 4096];
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let text = String::from_utf8_lossy(&received).into_owned();
+        if let Some(end) = text.find("\r\n\r\n") {
+            let head = text[..end].to_ascii_lowercase();
+            let length = head.lines().find_map(|line| {
+                line.strip_prefix("content-length:")
+                    .and_then(|v| v.trim().parse::<usize>().ok())
+            });
+            let complete = match length {
+                Some(length) => received.len() >= end + 4 + length,
+                None if head.contains("transfer-encoding: chunked") => text.ends_with("0\r\n\r\n"),
+                None => true,
+            };
+            if complete {
+                return Ok(text);
+            }
+        }
+        match tokio::time::timeout_at(deadline, stream.read(&mut buffer)).await {
+            Err(_) => return Err(format!("no complete response within 10 s: {text:?}")),
+            Ok(Ok(0) | Err(_)) => {
+                return Err(format!("the connection closed mid-response: {text:?}"));
+            }
+            Ok(Ok(read)) => received.extend_from_slice(&buffer[..read]),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_refused_before_its_body_arrived_never_costs_the_client_its_next_request() {
+    const SMALL: usize = 300;
+    const MCP_LIMIT: usize = 1024 * 1024;
+    const CONSOLE_LIMIT: usize = 8 * 1024 * 1024;
+    const JSON: &str = "application/json";
+    const FORM: &str = "application/x-www-form-urlencoded";
+    let server = Server::start();
+    // Small bodies and bodies at the route's limit. Up to the drain limit (/mcp's body
+    // limit) an unread body is read and discarded; past it the client is told to reconnect.
+    let kept = |length: usize| (length, Afterwards::NextAnswered);
+    let cases = [
+        (
+            "/mcp without a key",
+            "POST /mcp HTTP/1.1\r\naccept: application/json, text/event-stream",
+            JSON,
+            "HTTP/1.1 401",
+            vec![kept(SMALL), kept(MCP_LIMIT)],
+        ),
+        (
+            "/api/v1 without a key",
+            "POST /api/v1/skills/refund-policy/candidates HTTP/1.1",
+            JSON,
+            "HTTP/1.1 401",
+            vec![kept(SMALL), kept(MCP_LIMIT)],
+        ),
+        (
+            "a server function fetched from another site",
+            "POST /console/api/revoke_grant HTTP/1.1\r\nsec-fetch-site: cross-site\r\nsec-fetch-mode: cors",
+            JSON,
+            "HTTP/1.1 403",
+            vec![kept(SMALL), (CONSOLE_LIMIT, Afterwards::CloseAnnounced)],
+        ),
+        (
+            "a server function posted from another origin",
+            "POST /console/api/revoke_grant HTTP/1.1\r\norigin: http://elsewhere.example",
+            FORM,
+            "HTTP/1.1 403",
+            vec![kept(SMALL), (CONSOLE_LIMIT, Afterwards::CloseAnnounced)],
+        ),
+        (
+            "a server function past the console's body limit",
+            "POST /console/api/revoke_grant HTTP/1.1",
+            JSON,
+            "HTTP/1.1 413",
+            vec![(CONSOLE_LIMIT + 1, Afterwards::CloseAnnounced)],
+        ),
+        (
+            "the login form from another origin",
+            "POST /login HTTP/1.1\r\norigin: http://elsewhere.example",
+            FORM,
+            "HTTP/1.1 403",
+            vec![kept(SMALL), (CONSOLE_LIMIT, Afterwards::CloseAnnounced)],
+        ),
+        (
+            "the consent form from another origin",
+            "POST /oauth/consent HTTP/1.1\r\norigin: http://elsewhere.example",
+            FORM,
+            "HTTP/1.1 403",
+            vec![kept(SMALL), (CONSOLE_LIMIT, Afterwards::CloseAnnounced)],
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (what, head, content_type, status, lengths) in cases {
+        for (length, expected) in lengths {
+            let case = EarlyRefusal {
+                what,
+                head,
+                content_type,
+                length,
+                status,
+            };
+            match after_early_refusal(server.port, &case).await {
+                Ok(seen) if seen == expected => {}
+                Ok(seen) => failures.push(format!(
+                    "{} ({length} bytes): expected {expected:?}, saw {seen:?}",
+                    case.what
+                )),
+                Err(error) => failures.push(format!("{} ({length} bytes): {error}", case.what)),
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    healthz(server.port).await;
+}

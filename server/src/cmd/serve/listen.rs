@@ -10,6 +10,8 @@
 //! - At most `max_connections` are open at once, kept below the process's file limit. At the
 //!   cap a new connection is accepted and shed at once with a `503` (never queued, so the
 //!   kernel's backlog keeps draining and the client learns at once that it should retry).
+//! - A request answered without its body read keeps its connection usable, or is told it
+//!   does not (`unread_body`).
 //! - `accept` failing for want of resources (EMFILE, ENFILE, ENOBUFS, ENOMEM) is retried
 //!   after a back-off doubling up to one second instead of spinning.
 
@@ -32,6 +34,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, Semaphore, watch};
 use tokio::time::Instant;
 use tower::{Service, ServiceExt};
+
+use super::unread_body;
 
 /// File descriptors kept free below the file limit for everything that is not a client
 /// connection: the database pool, stdio upstreams' pipes, HTTP upstream connections, the
@@ -176,7 +180,7 @@ async fn serve_connection<S>(
     limits: Limits,
     mut stopping: watch::Receiver<bool>,
 ) where
-    S: Service<Request<Incoming>, Response = Response<Body>, Error = Infallible>
+    S: Service<Request<Body>, Response = Response<Body>, Error = Infallible>
         + Clone
         + Send
         + 'static,
@@ -191,8 +195,10 @@ async fn serve_connection<S>(
     let hyper_service = hyper::service::service_fn(move |request: Request<Incoming>| {
         let in_flight = InFlight::start(Arc::clone(&request_state));
         let service = service.clone();
+        let (request, unread) = unread_body::watch(request);
         async move {
-            let Ok(response) = service.oneshot(request).await;
+            let Ok(mut response) = service.oneshot(request).await;
+            unread.settle(&mut response);
             Ok::<_, Infallible>(response.map(|body| {
                 Body::new(TrackedBody {
                     body,

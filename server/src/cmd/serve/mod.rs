@@ -4,6 +4,7 @@
 pub mod catalog_watch;
 pub mod listen;
 pub mod telemetry;
+mod unread_body;
 pub mod upstream_sync;
 
 use std::sync::Arc;
