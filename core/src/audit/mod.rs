@@ -51,7 +51,7 @@ pub use checkpoint::{
 pub use event::{AppendedEvent, AuditEvent, CallOutcome, FindingRecord, InspectedPart, NewEvent};
 pub use export::{ExportFilter, ExportFormat, verify_exported_jsonl, verify_exported_jsonl_from};
 pub use log::{AuditError, AuditLog, Change};
-pub use redact::redact_sensitive;
+pub use redact::{redact_sensitive, redact_sensitive_fields};
 
 pub use crate::names::{EventKind, UnknownKind};
 pub use crate::store::audit::{Anchor, AuditRow, Checkpoint, Pruned, TipCheckpoint};

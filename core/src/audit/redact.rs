@@ -12,11 +12,18 @@ use super::chain::{canonical_json, sha256_hex};
 /// low-entropy secret (a PIN) can be recovered by guessing. Mark such values sensitive
 /// *and* keep them out of tool arguments where possible.
 pub fn redact_sensitive(arguments: &Value, sensitive: &[String]) -> Value {
-    let Value::Object(map) = arguments else {
-        return arguments.clone();
-    };
-    let redacted: Map<String, Value> = map
-        .iter()
+    match arguments {
+        Value::Object(map) => Value::Object(redact_sensitive_fields(map, sensitive)),
+        other => other.clone(),
+    }
+}
+
+/// [`redact_sensitive`] of an arguments object.
+pub fn redact_sensitive_fields(
+    map: &Map<String, Value>,
+    sensitive: &[String],
+) -> Map<String, Value> {
+    map.iter()
         .map(|(name, value)| {
             let value = if sensitive.iter().any(|s| s == name) {
                 json!({ "sha256": sha256_hex(canonical_json(value).as_bytes()) })
@@ -25,8 +32,7 @@ pub fn redact_sensitive(arguments: &Value, sensitive: &[String]) -> Value {
             };
             (name.clone(), value)
         })
-        .collect();
-    Value::Object(redacted)
+        .collect()
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! The egress inspector: URLs in a call's arguments that point at internal hosts.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 use url::Url;
 
 use super::Finding;
@@ -13,10 +13,20 @@ const SCHEMES: [&str; 5] = ["http", "https", "ftp", "gopher", "file"];
 /// Every string in `arguments` holding an absolute http(s), ftp, gopher or file URL (or a
 /// scheme-relative `//host/…`) whose host [`forbidden_host`] classifies, one finding per
 /// string and reason, at the string's JSON Pointer.
-pub fn egress_findings(arguments: &Value) -> Vec<Finding> {
+pub fn egress_findings(arguments: &Map<String, Value>) -> Vec<Finding> {
     let mut findings = Vec::new();
-    walk(arguments, &mut String::new(), &mut findings);
+    walk_object(arguments, &mut String::new(), &mut findings);
     findings
+}
+
+fn walk_object(map: &Map<String, Value>, path: &mut String, findings: &mut Vec<Finding>) {
+    for (key, item) in map {
+        let len = path.len();
+        path.push('/');
+        path.push_str(&key.replace('~', "~0").replace('/', "~1"));
+        walk(item, path, findings);
+        path.truncate(len);
+    }
 }
 
 fn walk(value: &Value, path: &mut String, findings: &mut Vec<Finding>) {
@@ -44,15 +54,7 @@ fn walk(value: &Value, path: &mut String, findings: &mut Vec<Finding>) {
                 path.truncate(len);
             }
         }
-        Value::Object(map) => {
-            for (key, item) in map {
-                let len = path.len();
-                path.push('/');
-                path.push_str(&key.replace('~', "~0").replace('/', "~1"));
-                walk(item, path, findings);
-                path.truncate(len);
-            }
-        }
+        Value::Object(map) => walk_object(map, path, findings),
         Value::Null | Value::Bool(_) | Value::Number(_) => {}
     }
 }
@@ -81,6 +83,9 @@ mod tests {
     use super::egress_findings;
 
     fn found(arguments: serde_json::Value) -> Vec<(String, &'static str)> {
+        let serde_json::Value::Object(arguments) = arguments else {
+            panic!("the test's arguments are an object");
+        };
         egress_findings(&arguments)
             .into_iter()
             .map(|f| (f.path, f.kind))

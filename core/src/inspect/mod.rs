@@ -20,7 +20,7 @@ use std::sync::LazyLock;
 
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::model::{Inspector, ToolSpec};
 
@@ -125,15 +125,20 @@ impl Inspectors {
         findings
     }
 
-    /// Secrets in the strings of a JSON value (a call's arguments), with fingerprints. Paths
-    /// are pointers into `value` itself (`/token`).
-    pub fn secrets_in(&self, value: &Value) -> Vec<Finding> {
+    /// Secrets in the strings of a call's arguments, with fingerprints. Paths are pointers
+    /// into the arguments object (`/token`).
+    pub fn secrets_in(&self, arguments: &Map<String, Value>) -> Vec<Finding> {
         let mut findings = Vec::new();
         let which = Which {
             secrets: true,
             injection: false,
         };
-        self.walk(value, None, &mut String::new(), which, &mut findings);
+        let mut path = String::new();
+        for (name, item) in arguments {
+            let len = push_key(&mut path, name);
+            self.walk(item, Some(name), &mut path, which, &mut findings);
+            path.truncate(len);
+        }
         findings
     }
 
@@ -436,6 +441,9 @@ mod tests {
     #[test]
     fn secrets_in_arguments_carry_the_same_fingerprint_as_in_a_result() {
         let args = json!({"to": "https://hooks.example", "headers": {"token": "Zq8vL2pxR7mK4wT1"}, "body": format!("k={KEY}")});
+        let Value::Object(args) = args else {
+            panic!("the test's arguments are an object");
+        };
         let findings = Inspectors::shared().secrets_in(&args);
         let found: Vec<(&str, &str)> = findings.iter().map(|f| (f.kind, f.path.as_str())).collect();
         assert_eq!(

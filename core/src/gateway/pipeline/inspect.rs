@@ -27,7 +27,7 @@ use crate::metrics::Metrics;
 use crate::model::{
     CallScope, FoundBy, HookFailure, HookStage, InspectAction, InspectionPolicy, Inspector,
 };
-use crate::policy::SeenSecret;
+use crate::policy::{Arguments, SeenSecret};
 
 /// The result inspectors that read content (size is measured, not read).
 const CONTENT: [Inspector; 2] = [Inspector::Secrets, Inspector::Injection];
@@ -256,7 +256,7 @@ pub(super) fn inspect_result(
 pub(super) fn inspect_arguments(
     policy: &InspectionPolicy,
     call: &CallScope<'_>,
-    arguments: &Value,
+    arguments: &Arguments,
     seen: &[SeenSecret],
     upstream: &str,
 ) -> Inspection {
@@ -362,6 +362,13 @@ mod tests {
         role: Some("reader"),
         scope: Some("support"),
     };
+
+    fn object(value: Value) -> Arguments {
+        match value {
+            Value::Object(map) => map,
+            other => panic!("the test's arguments are an object, not {other}"),
+        }
+    }
 
     fn rule(inspector: Inspector, action: InspectAction) -> InspectionRule {
         InspectionRule {
@@ -476,12 +483,12 @@ mod tests {
             fingerprint: found.secret_fingerprints()[0].to_owned(),
             upstream: "vault".to_owned(),
         }];
-        let arguments = json!({"body": "key AKIAIOSFODNN7EXAMPLE"});
+        let arguments = object(json!({"body": "key AKIAIOSFODNN7EXAMPLE"}));
         let flow = inspect_arguments(&policy(vec![]), &CALL, &arguments, &seen, "mailer");
         assert!(flow.found(Inspector::SecretFlow));
         assert!(flow.blocked(), "secret flow blocks by default");
         assert!(flow.arguments_rule().contains("secret_flow"));
-        let mut audited = arguments.clone();
+        let mut audited = Value::Object(arguments.clone());
         flow.redact_flows(&mut audited);
         assert_eq!(audited, json!({"body": "[REDACTED:aws_access_key]"}));
         let back = inspect_arguments(&policy(vec![]), &CALL, &arguments, &seen, "vault");
@@ -508,14 +515,14 @@ mod tests {
             hooks: vec![unsigned_hook(on_error)],
             ..InspectionPolicy::default()
         };
-        let arguments = json!({"body": "hello"});
+        let arguments = object(json!({"body": "hello"}));
         let call = HookCall {
             tool: CALL.tool,
             upstream: "web",
             role: None,
             scope: CALL.scope,
             session_id: "s-1",
-            arguments: &arguments,
+            arguments: &Value::Object(arguments.clone()),
         };
         let metrics = Metrics::new();
         let mut inspection = inspect_arguments(&policy, &CALL, &arguments, &[], "web");
@@ -562,7 +569,7 @@ mod tests {
 
     #[test]
     fn redact_on_arguments_blocks() {
-        let arguments = json!({"url": "http://169.254.169.254/latest/meta-data/"});
+        let arguments = object(json!({"url": "http://169.254.169.254/latest/meta-data/"}));
         let flagged = inspect_arguments(&policy(vec![]), &CALL, &arguments, &[], "web");
         assert!(flagged.found(Inspector::Egress));
         assert!(!flagged.blocked());

@@ -37,7 +37,7 @@ use tracing::Instrument as _;
 
 use self::inspect::{Inspection, inspect_arguments, run_hooks};
 use super::{AgentIdentity, Gateway, GatewayError, Place, ToolReply};
-use crate::audit::{InspectedPart, redact_sensitive};
+use crate::audit::{InspectedPart, redact_sensitive_fields};
 use crate::inspect::hook::HookCall;
 use crate::metrics::{Phase, Stage};
 use crate::model::{CallScope, HookStage};
@@ -303,7 +303,6 @@ impl Gateway {
             role: None,
             scope: Some(scope),
         };
-        let arguments = Value::Object(arguments);
         call.noted = stage.span().in_scope(|| {
             inspect_arguments(
                 &catalog.catalog().inspection,
@@ -324,7 +323,7 @@ impl Gateway {
                 .tool(&call.tool)
                 .map(|t| t.spec.sensitive_args.as_slice())
                 .unwrap_or_default();
-            let shown = redact_sensitive(&arguments, sensitive);
+            let shown = Value::Object(redact_sensitive_fields(&arguments, sensitive));
             let asked = HookCall {
                 tool: &call.tool,
                 upstream,
@@ -339,10 +338,7 @@ impl Gateway {
         }
         call.noted.count(&self.metrics);
         call.noted.redact_flows(&mut call.audited);
-        match arguments {
-            Value::Object(arguments) => arguments,
-            _ => unreachable!("wrapped from an object above"),
-        }
+        arguments
     }
 
     /// The decide stage: the pure decision, timed and traced.
