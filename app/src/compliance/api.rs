@@ -115,6 +115,8 @@ pub struct TimelineEntry {
     pub badge: String,
     pub headline: String,
     pub role: Option<String>,
+    /// The role that authorized an allowed call.
+    pub authorized_by: Option<String>,
     pub tool: Option<String>,
     pub rule: Option<String>,
     pub arguments: Vec<EntryArgument>,
@@ -402,6 +404,7 @@ pub mod ssr {
             badge: e.badge,
             headline: e.headline,
             role: e.role,
+            authorized_by: e.authorized_by,
             tool: e.tool,
             rule: e.rule,
             arguments: e

@@ -277,7 +277,7 @@ fn entry_view(e: TimelineEntry) -> impl IntoView {
             {e.rule.clone().map(|rule| view! {
                 <p class=if bad_rule { "rule danger" } else { "rule" }>"Rule: " <code>{rule}</code></p>
             })}
-            {e.role.clone().filter(|_| e.kind == "call_allowed").map(|role| view! {
+            {e.authorized_by.clone().map(|role| view! {
                 <p>"Authorized by role " <code>{role}</code></p>
             })}
             {(!e.skill_versions.is_empty()).then(|| view! {

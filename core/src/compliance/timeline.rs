@@ -55,6 +55,8 @@ pub struct TimelineEntry {
     pub badge: String,
     pub headline: String,
     pub role: Option<String>,
+    /// The role whose grant and limits let an allowed call run.
+    pub authorized_by: Option<String>,
     pub tool: Option<String>,
     pub rule: Option<String>,
     pub arguments: Vec<Argument>,
@@ -165,6 +167,7 @@ pub fn decode_entries_after(rows: &[AuditRow], learned_before: Vec<String>) -> V
                 badge: row.kind.replace('_', " "),
                 headline: row.kind.replace('_', " "),
                 role: text(&payload, "role"),
+                authorized_by: None,
                 tool: tool.clone(),
                 rule: text(&payload, "rule"),
                 arguments: arguments(&payload),
@@ -209,6 +212,7 @@ pub fn decode_entries_after(rows: &[AuditRow], learned_before: Vec<String>) -> V
                     entry.rule = text(&payload, "code");
                 }
                 EventKind::CallAllowed => {
+                    entry.authorized_by = entry.role.clone();
                     entry.tone = Tone::Allowed;
                     entry.badge = "allowed".into();
                     entry.headline = format!("Call {tool} allowed");
@@ -473,6 +477,26 @@ mod tests {
             }
         );
         assert_eq!(e.arguments[0].value, "900");
+    }
+
+    #[test]
+    fn only_an_allowed_call_names_the_role_that_authorized_it() {
+        let entries = decode_entries(&[
+            row(
+                1,
+                "call_allowed",
+                r#"{"tool":"process_refund","role":"refunds"}"#,
+            ),
+            row(
+                2,
+                "call_held",
+                r#"{"tool":"process_refund","role":"refunds"}"#,
+            ),
+            row(3, "learn_granted", r#"{"role":"refunds"}"#),
+        ]);
+        assert_eq!(entries[0].authorized_by.as_deref(), Some("refunds"));
+        assert_eq!(entries[1].authorized_by, None);
+        assert_eq!(entries[2].authorized_by, None);
     }
 
     #[test]
