@@ -529,3 +529,34 @@ async fn a_console_session_ends_after_the_idle_timeout_counted_from_its_last_use
     );
     assert_eq!(response.headers()[LOCATION], "/login");
 }
+
+#[tokio::test]
+async fn malformed_server_function_arguments_are_a_400_with_a_clear_message_not_a_server_error() {
+    let server = Server::start();
+    let admin = sign_in(&server).await;
+    let own = server.base.clone();
+    for (body, says) in [
+        ("", "missing field `key_id`"),
+        ("{}", "missing field `key_id`"),
+        ("key_id=twelve", "malformed"),
+    ] {
+        let response = http()
+            .post(format!("{}/console/api/revoke_grant", server.base))
+            .headers(background_fetch(&own, "same-origin", &admin.cookie))
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "body {body:?}");
+        let text = response.text().await.unwrap();
+        assert!(text.contains(says), "body {body:?} answered {text}");
+    }
+    // The hydrated console still reads a refusal's message: a 4xx carries the same error.
+    let log = server_log(&server);
+    assert!(
+        !log.lines()
+            .any(|line| line.contains("revoke_grant") && line.contains("ERROR"))
+            && !log.contains("response failed"),
+        "bad input was logged as a server error:\n{log}"
+    );
+}

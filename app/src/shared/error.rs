@@ -26,6 +26,28 @@ impl FromServerFnError for ConsoleError {
     type Encoder = JsonEncoding;
 
     fn from_server_fn_error(value: ServerFnErrorErr) -> Self {
-        ConsoleError::Transport(value.to_string())
+        match value {
+            // The caller sent arguments the function cannot take: bad input, not a fault.
+            ServerFnErrorErr::Args(detail) => {
+                ConsoleError::Invalid(format!("The request's arguments are malformed: {detail}"))
+            }
+            ServerFnErrorErr::MissingArg(name) => {
+                ConsoleError::Invalid(format!("The request lacks the argument `{name}`."))
+            }
+            other => ConsoleError::Transport(other.to_string()),
+        }
+    }
+}
+
+impl ConsoleError {
+    /// The HTTP status a server function answers this error with: the caller's fault is a
+    /// 4xx, so clients, proxies and the server's log tell it from a failure of the server.
+    pub fn http_status(&self) -> u16 {
+        match self {
+            ConsoleError::Unauthorized => 401,
+            ConsoleError::Forbidden { .. } => 403,
+            ConsoleError::Invalid(_) | ConsoleError::Field { .. } => 400,
+            ConsoleError::Internal | ConsoleError::Transport(_) => 500,
+        }
     }
 }

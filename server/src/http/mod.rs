@@ -7,6 +7,7 @@ pub mod bundle_upload;
 pub mod compliance;
 pub mod console_auth;
 pub mod console_body;
+pub mod console_errors;
 pub mod console_guard;
 pub mod export;
 pub mod health;
@@ -98,7 +99,9 @@ pub fn router(parts: Parts) -> Router {
         .layer(axum::extract::DefaultBodyLimit::max(
             console_guard::MAX_FORM_BYTES,
         ))
-        // Innermost: a server function's body is bounded before Leptos reads it.
+        // Innermost: a server function's body is bounded before Leptos reads it, and its
+        // error answered with the status it means.
+        .layer(axum::middleware::from_fn(console_errors::status))
         .layer(axum::middleware::from_fn(console_body::limit))
         .layer(static_asset_compression())
         .layer(axum::middleware::from_fn_with_state(
