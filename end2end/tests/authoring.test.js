@@ -337,6 +337,24 @@ describe('console authoring', () => {
         await open(`/roles/${role}`);
         await expectHeading(admin, `Refund clerk (${mode})`);
       });
+
+      it('a viewer reads the upstreams and checks health, with no form it may not use', async () => {
+        const viewer = await newPage(browser, js);
+        await signIn(viewer, 'viewer', VIEWER_PASSWORD);
+        const response = await viewer.goto('/upstreams');
+        assert.equal(response.status(), 200);
+        if (js) await waitHydrated(viewer);
+        await viewer.waitForSelector('a[aria-label="Check health of demo"]');
+        assert.match(await viewer.textContent('main .read-only'), /need the admin role/);
+        for (const button of ['Register and sync', 'Sync tools of every upstream', 'Admit the offered identity']) {
+          assert.equal(await viewer.locator(`button:has-text("${button}")`).count(), 0, button);
+        }
+        await viewer.click('a[aria-label="Check health of demo"]');
+        await viewer.waitForSelector('.health');
+        assert.match(await viewer.textContent('.health'), /demo answered a ping in \d+ ms/);
+        await screenshot(viewer, `authoring-upstreams-viewer-${mode}`);
+        await viewer.context().close();
+      });
     });
   }
 });

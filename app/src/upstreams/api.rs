@@ -60,6 +60,8 @@ fn identity_text(identity: &skillgate_core::model::UpstreamIdentity) -> String {
 /// the page was asked to check one (`?check=NAME`, a plain link).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct UpstreamsView {
+    /// The caller may register, sync and admit (an admin).
+    pub can_edit: bool,
     pub rows: Vec<UpstreamRow>,
     pub last_sync: Vec<SyncSummary>,
     pub health: Option<String>,
@@ -69,7 +71,7 @@ pub struct UpstreamsView {
 pub async fn list_upstreams(check: Option<String>) -> Result<UpstreamsView, ConsoleError> {
     use skillgate_core::model::UpstreamKind;
     use skillgate_core::users::ConsoleRole;
-    crate::shared::ssr::require(ConsoleRole::Viewer).await?;
+    let user = crate::shared::ssr::require(ConsoleRole::Viewer).await?;
     let ctx = crate::shared::ssr::context();
     let live = ctx.authoring.live();
     let catalog = live.catalog();
@@ -150,6 +152,7 @@ pub async fn list_upstreams(check: Option<String>) -> Result<UpstreamsView, Cons
         })
         .collect();
     Ok(UpstreamsView {
+        can_edit: user.role.allows(ConsoleRole::Admin),
         rows,
         last_sync: ctx.upstreams.last_sync(),
         health,

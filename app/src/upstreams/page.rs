@@ -35,32 +35,48 @@ pub fn UpstreamsPage() -> impl IntoView {
         },
         |(check, ..)| list_upstreams(check),
     );
-    let error = last_error(register);
-    let err = move |f: &'static str| Signal::derive(move || error_for(error(), f));
     view! {
         <Title text="Upstreams" />
         <h1>"Upstreams"</h1>
         <p class="lead">
             "The MCP servers whose tools the gateway executes. A sync lists each one's tools into the catalog; a tool an upstream stops listing is kept and flagged, never silently dropped."
         </p>
-        <ActionForm action=sync attr:class="inline-form">
-            <CsrfField />
-            <button type="submit" class="secondary">
-                "Sync tools of every upstream"
-            </button>
-        </ActionForm>
-        <FormOutcome action=sync fields=&[] saved="Synced." />
-        <FormOutcome action=admit fields=&[] saved="Identity admitted and synced." />
         <Suspense fallback=|| view! { <Loading /> }>
             {move || Suspend::new(async move {
                 match view_data.await {
                     Ok(data) => {
+                        let can_edit = data.can_edit;
                         view! {
+                            {if can_edit {
+                                view! {
+                                    <ActionForm action=sync attr:class="inline-form">
+                                        <CsrfField />
+                                        <button type="submit" class="secondary">
+                                            "Sync tools of every upstream"
+                                        </button>
+                                    </ActionForm>
+                                    <FormOutcome action=sync fields=&[] saved="Synced." />
+                                    <FormOutcome
+                                        action=admit
+                                        fields=&[]
+                                        saved="Identity admitted and synced."
+                                    />
+                                }
+                                    .into_any()
+                            } else {
+                                view! {
+                                    <p class="notice info read-only">
+                                        "You can read the upstreams and check their health. Registering, syncing and admitting an identity need the admin role."
+                                    </p>
+                                }
+                                    .into_any()
+                            }}
                             {data
                                 .health
                                 .map(|h| view! { <p class="notice info health" role="status">{h}</p> })}
                             {sync_reports(data.last_sync)}
-                            {upstream_table(data.rows, admit)}
+                            {upstream_table(data.rows, can_edit.then_some(admit))}
+                            {can_edit.then(|| register_form(register))}
                         }
                             .into_any()
                     }
@@ -68,6 +84,14 @@ pub fn UpstreamsPage() -> impl IntoView {
                 }
             })}
         </Suspense>
+    }
+}
+
+/// Registers a new upstream (or replaces one of the same name) and syncs it.
+fn register_form(register: ServerAction<RegisterUpstream>) -> impl IntoView {
+    let error = last_error(register);
+    let err = move |f: &'static str| Signal::derive(move || error_for(error(), f));
+    view! {
         <ActionForm action=register attr:class="card form" attr:aria-labelledby="register-heading">
             <CsrfField />
             <h2 id="register-heading">"Register an upstream"</h2>
@@ -242,7 +266,7 @@ fn credentials_text(row: &UpstreamRow) -> String {
 fn identity_cell(
     upstream: String,
     identity: Option<IdentityView>,
-    admit: ServerAction<AdmitUpstreamIdentity>,
+    admit: Option<ServerAction<AdmitUpstreamIdentity>>,
 ) -> impl IntoView {
     let Some(identity) = identity else {
         return view! { <span class="muted">"not synced yet"</span> }.into_any();
@@ -269,23 +293,29 @@ fn identity_cell(
                         </span>
                         " since " {since} ". Offered: " <code>{offered}</code>
                     </p>
-                    <ActionForm action=admit attr:class="inline-form">
-                        <CsrfField />
-                        <input type="hidden" name="upstream" value=upstream.clone() />
-                        <input type="hidden" name="offered" value=digest />
-                        <button type="submit" class="danger">
-                            "Admit the offered identity"
-                        </button>
-                    </ActionForm>
+                    {admit
+                        .map(|admit| {
+                            view! {
+                                <ActionForm action=admit attr:class="inline-form">
+                                    <CsrfField />
+                                    <input type="hidden" name="upstream" value=upstream.clone() />
+                                    <input type="hidden" name="offered" value=digest />
+                                    <button type="submit" class="danger">
+                                        "Admit the offered identity"
+                                    </button>
+                                </ActionForm>
+                            }
+                        })}
                 }
             })}
     }
     .into_any()
 }
 
+/// The upstreams; `admit` is the admit action of a caller who may admit an identity.
 fn upstream_table(
     rows: Vec<UpstreamRow>,
-    admit: ServerAction<AdmitUpstreamIdentity>,
+    admit: Option<ServerAction<AdmitUpstreamIdentity>>,
 ) -> impl IntoView {
     if rows.is_empty() {
         return view! { <p class="notice info">"No upstreams yet."</p> }.into_any();
