@@ -51,7 +51,8 @@ impl TrustedProxies {
         Ok(Self(nets.into()))
     }
 
-    fn trusts(&self, ip: IpAddr) -> bool {
+    /// Whether `ip` is a proxy whose word on the client's address is taken.
+    pub fn trusts(&self, ip: IpAddr) -> bool {
         self.0.iter().any(|net| net.contains(&ip))
     }
 

@@ -87,6 +87,9 @@ async fn healthz_keeps_answering_with_2000_slow_clients_and_they_are_cut_after_t
         &HEADER_READ_TIMEOUT.as_millis().to_string(),
         "--idle-timeout-ms",
         &IDLE_TIMEOUT.as_millis().to_string(),
+        // Every client here is one address: what is tested is the timeouts, not the share.
+        "--max-connections-per-address",
+        "10000",
     ]);
     let port = server.port;
     let before = healthz(port).await;
@@ -187,54 +190,246 @@ async fn healthz_keeps_answering_with_2000_slow_clients_and_they_are_cut_after_t
     healthz(port).await;
 }
 
+/// A connection from `ip` (any address of 127.0.0.0/8 is this host's).
+async fn connect_from(ip: [u8; 4], port: u16) -> TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().expect("a socket");
+    socket
+        .bind((std::net::Ipv4Addr::from(ip), 0).into())
+        .expect("a loopback address can be bound");
+    socket
+        .connect(([127, 0, 0, 1], port).into())
+        .await
+        .expect("the server accepts TCP connections")
+}
+
+/// Opens `count` connections from `ip`, each with a partial header (slowloris).
+async fn trickling(ip: [u8; 4], port: u16, count: usize) -> Vec<TcpStream> {
+    let mut streams = Vec::with_capacity(count);
+    for _ in 0..count {
+        let mut stream = connect_from(ip, port).await;
+        let _ = stream
+            .write_all(b"GET /login HTTP/1.1\r\nhost: 127.0.0.1\r\nx-slow: ")
+            .await;
+        streams.push(stream);
+    }
+    streams
+}
+
+/// Completes each trickled request; how many were answered 200, answered 503 (a reserved
+/// slot), or found closed.
+async fn finish_trickled(streams: Vec<TcpStream>) -> (usize, usize, usize) {
+    let (mut served, mut health_only, mut closed) = (0, 0, 0);
+    for mut stream in streams {
+        if stream
+            .write_all(b"a\r\nconnection: close\r\n\r\n")
+            .await
+            .is_err()
+        {
+            closed += 1;
+            continue;
+        }
+        let mut answer = Vec::new();
+        let _ = timeout(Duration::from_secs(10), stream.read_to_end(&mut answer)).await;
+        if answer.starts_with(b"HTTP/1.1 200") {
+            served += 1;
+        } else if answer.starts_with(b"HTTP/1.1 503") {
+            health_only += 1;
+        } else {
+            closed += 1;
+        }
+    }
+    (served, health_only, closed)
+}
+
+/// `POST /mcp` `tools/list` with the support key on a fresh connection from `ip`: its
+/// latency, and `/healthz` likewise.
+async fn probe(server: &Server, ip: [u8; 4]) -> (Duration, Duration) {
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}"#;
+    let call = format!(
+        "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer {}\r\n\
+         content-type: application/json\r\naccept: application/json, text/event-stream\r\n\
+         mcp-protocol-version: 2025-06-18\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+        server.support_key,
+        body.len()
+    );
+    let health = "GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n";
+    let mut latencies = [Duration::ZERO; 2];
+    for (latency, request) in latencies.iter_mut().zip([call.as_str(), health]) {
+        let started = Instant::now();
+        let mut stream = connect_from(ip, server.port).await;
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut answer = Vec::new();
+        timeout(Duration::from_secs(5), stream.read_to_end(&mut answer))
+            .await
+            .expect("answered within 5 s")
+            .expect("the answer is read");
+        assert!(
+            answer.starts_with(b"HTTP/1.1 200"),
+            "{}",
+            String::from_utf8_lossy(&answer)
+        );
+        *latency = started.elapsed();
+    }
+    (latencies[0], latencies[1])
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_connection_past_max_connections_is_shed_with_503_and_the_service_stays_up() {
+async fn one_address_trickling_twice_its_share_keeps_no_one_else_out() {
     raise_file_limit();
-    const CAP: usize = 50;
+    const CAP: usize = 200;
+    const SHARE: usize = 50;
+    const PROBES: usize = 100;
     let server = Server::start_with(&[
         "--max-connections",
         &CAP.to_string(),
+        "--max-connections-per-address",
+        &SHARE.to_string(),
+        // Long enough that nothing here times out: what closes a connection is admission.
+        "--header-read-timeout-ms",
+        "60000",
         "--idle-timeout-ms",
-        "1500",
+        "60000",
     ]);
     let log = std::fs::read_to_string(server.dir().join("server.log")).unwrap_or_default();
     assert!(
-        log.contains(&format!("max_connections={CAP}")),
-        "the effective cap is logged at start:\n{log}"
+        log.contains(&format!("max_connections={CAP}"))
+            && log.contains(&format!("per_address={SHARE}")),
+        "the effective caps are logged at start:\n{log}"
     );
 
-    let mut held = Vec::with_capacity(CAP);
+    // One address holds twice its share; three more fill the rest of the cap.
+    let attacker = trickling([127, 0, 0, 2], server.port, 2 * SHARE).await;
+    let mut others = Vec::new();
+    for last in 3..=5 {
+        others.extend(trickling([127, 0, 0, last], server.port, SHARE).await);
+    }
+    // Everyone else, under that pressure: each probe's connection closes a trickling one.
+    let (mut calls, mut healths) = (Vec::new(), Vec::new());
+    for _ in 0..PROBES {
+        let (call, health) = probe(&server, [127, 0, 0, 7]).await;
+        calls.push(call);
+        healths.push(health);
+    }
+    calls.sort();
+    healths.sort();
+    let p99 = |sorted: &[Duration]| percentile(sorted, 0.99);
+    println!(
+        "with {} trickling connections ({} from one address, share {SHARE}, cap {CAP}): \
+         tools/list p50 {:?} p99 {:?}, /healthz p50 {:?} p99 {:?} over {PROBES} probes each",
+        attacker.len() + others.len(),
+        attacker.len(),
+        percentile(&calls, 0.5),
+        p99(&calls),
+        percentile(&healths, 0.5),
+        p99(&healths),
+    );
+    assert!(
+        p99(&calls) < Duration::from_millis(100),
+        "tools/list p99 {:?}",
+        p99(&calls)
+    );
+    assert!(
+        p99(&healths) < Duration::from_millis(100),
+        "/healthz p99 {:?}",
+        p99(&healths)
+    );
+
+    // The attacker's connections past its share were never served as its own: each was
+    // refused, closed, or held to /healthz.
+    let (served, health_only, closed) = finish_trickled(attacker).await;
+    println!(
+        "the attacker's {} connections: {served} served, {health_only} held to /healthz, {closed} closed",
+        2 * SHARE
+    );
+    assert!(
+        served <= SHARE,
+        "{served} of the attacker's connections were served"
+    );
+    assert_eq!(served + health_only + closed, 2 * SHARE);
+    assert!(
+        closed >= SHARE - 16,
+        "only {closed} of the attacker's connections were closed"
+    );
+    finish_trickled(others).await;
+    healthz(server.port).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn when_every_connection_is_working_healthz_answers_from_a_reserved_slot() {
+    raise_file_limit();
+    const CAP: usize = 20;
+    let server = Server::start_with(&[
+        "--max-connections",
+        &CAP.to_string(),
+        "--max-connections-per-address",
+        &CAP.to_string(),
+    ]);
+    // Every place taken by a request in progress: an MCP call whose body has not come yet.
+    // The server asking for it (`100 Continue`) shows its request is being served.
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}"#;
+    let mut working = Vec::with_capacity(CAP);
     for _ in 0..CAP {
-        held.push(connect(server.port).await);
-    }
-    // Past the cap: answered 503 and closed at once, not queued.
-    for _ in 0..20 {
-        let mut extra = connect(server.port).await;
-        let mut answer = Vec::new();
-        timeout(Duration::from_secs(2), extra.read_to_end(&mut answer))
+        let mut stream = connect_from([127, 0, 0, 2], server.port).await;
+        let head = format!(
+            "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer {}\r\n\
+             content-type: application/json\r\naccept: application/json, text/event-stream\r\n\
+             mcp-protocol-version: 2025-06-18\r\nexpect: 100-continue\r\ncontent-length: {}\r\n\r\n",
+            server.support_key,
+            body.len()
+        );
+        stream.write_all(head.as_bytes()).await.unwrap();
+        let mut buffer = [0u8; 64];
+        let read = timeout(Duration::from_secs(10), stream.read(&mut buffer))
             .await
-            .expect("a connection past the cap is closed at once")
-            .expect("the shed answer is read");
+            .expect("the server asks for the body")
+            .unwrap();
         assert!(
-            answer.starts_with(b"HTTP/1.1 503"),
-            "a connection past the cap read {}",
-            String::from_utf8_lossy(&answer)
+            buffer[..read].starts_with(b"HTTP/1.1 100"),
+            "{:?}",
+            &buffer[..read]
         );
+        working.push(stream);
     }
-    // The held connections time out as idle, which frees their places: the service answers.
-    let deadline = Instant::now() + Duration::from_secs(15);
-    for stream in &mut held {
-        assert!(
-            closed_by(stream, deadline).await,
-            "an idle connection was kept past its timeout"
-        );
+
+    // Past the cap, with nothing to close: a probe is answered, anything else is not.
+    for _ in 0..20 {
+        let (_, health) = probe_health_only(server.port).await;
+        assert!(health.starts_with("HTTP/1.1 200"), "{health}");
+    }
+    let (_, other) = probe_health_only_path(server.port, "/login").await;
+    assert!(other.starts_with("HTTP/1.1 503"), "{other}");
+    assert!(other.contains("answers only /healthz"), "{other}");
+
+    // The working connections were never cut: each gets its answer.
+    for mut stream in working {
+        stream.write_all(body.as_bytes()).await.unwrap();
+        let response = read_response(&mut stream).await;
+        assert!(response.starts_with("HTTP/1.1 200"), "{response}");
     }
     healthz(server.port).await;
-    let log = std::fs::read_to_string(server.dir().join("server.log")).unwrap_or_default();
-    assert!(
-        log.contains("too many open connections"),
-        "shedding is logged:\n{log}"
-    );
+}
+
+async fn probe_health_only(port: u16) -> (Duration, String) {
+    probe_health_only_path(port, "/healthz").await
+}
+
+/// `GET path` on a fresh connection from 127.0.0.3: latency and answer.
+async fn probe_health_only_path(port: u16, path: &str) -> (Duration, String) {
+    let started = Instant::now();
+    let mut stream = connect_from([127, 0, 0, 3], port).await;
+    stream
+        .write_all(format!("GET {path} HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut answer = Vec::new();
+    timeout(Duration::from_secs(5), stream.read_to_end(&mut answer))
+        .await
+        .expect("answered and closed within 5 s")
+        .expect("the answer is read");
+    (
+        started.elapsed(),
+        String::from_utf8_lossy(&answer).into_owned(),
+    )
 }
 
 /// Reads one HTTP/1.1 response with a `content-length` body off a kept-alive connection.

@@ -294,6 +294,17 @@ pub struct ServeArgs {
         value_parser = clap::value_parser!(u64).range(1..=1_000_000)
     )]
     pub max_connections: u64,
+
+    /// Most client connections open at once from one address (default: a tenth of
+    /// --max-connections). A trusted proxy's (--trusted-proxies) are not held to it. Past
+    /// it, a connection from that address may ask only for /healthz.
+    #[arg(
+        long,
+        env = "SKILLGATE_MAX_CONNECTIONS_PER_ADDRESS",
+        value_name = "COUNT",
+        value_parser = clap::value_parser!(u64).range(1..=1_000_000)
+    )]
+    pub max_connections_per_address: Option<u64>,
 }
 
 impl ServeArgs {

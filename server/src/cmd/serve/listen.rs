@@ -7,9 +7,12 @@
 //!   is closed after `idle_timeout`.
 //! - Neither bounds a request once its headers are read: a long response (an SSE stream of
 //!   /mcp, an export) or a slow upload runs as long as it needs.
-//! - At most `max_connections` are open at once, kept below the process's file limit. At the
-//!   cap a new connection is accepted and shed at once with a `503` (never queued, so the
-//!   kernel's backlog keeps draining and the client learns at once that it should retry).
+//! - At most `max_connections` are open at once, kept below the process's file limit, and
+//!   at most `per_address` from one client address (`admission`). At the cap a connection
+//!   that is doing nothing is closed to admit a new one; when every connection is working,
+//!   the new one gets a reserved slot that answers only `GET /healthz`, or is shed at once
+//!   with a `503` (never queued, so the kernel's backlog keeps draining and the client
+//!   learns at once that it should retry).
 //! - A request answered without its body read keeps its connection usable, or is told it
 //!   does not (`unread_body`).
 //! - `accept` failing for want of resources (EMFILE, ENFILE, ENOBUFS, ENOMEM) is retried
@@ -20,6 +23,7 @@ use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -31,11 +35,13 @@ use hyper::body::{Frame, Incoming, SizeHint};
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{Notify, Semaphore, watch};
+use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
 use tower::{Service, ServiceExt};
 
+use super::admission::{self, Activity, Admission, Refusal, Slot};
 use super::unread_body;
+use crate::client_addr::TrustedProxies;
 
 /// File descriptors kept free below the file limit for everything that is not a client
 /// connection: the database pool, stdio upstreams' pipes, HTTP upstream connections, the
@@ -47,6 +53,14 @@ const SHED_RESPONSE: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nconnection: c
 retry-after: 1\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: 38\r\n\r\n\
 Too many open connections; try again.\n";
 
+/// What a connection shed for its address's share reads before it is closed.
+const SHARE_RESPONSE: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nconnection: close\r\n\
+retry-after: 1\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: 51\r\n\r\n\
+Too many open connections from your address; retry.\n";
+
+/// The answer on a reserved slot to anything but `GET /healthz`.
+const HEALTH_ONLY: &str = "Too many open connections: this one answers only /healthz; try again.\n";
+
 const MAX_ACCEPT_BACKOFF: Duration = Duration::from_secs(1);
 
 /// The bounds on client connections (see the module documentation).
@@ -55,6 +69,9 @@ pub struct Limits {
     pub header_read_timeout: Duration,
     pub idle_timeout: Duration,
     pub max_connections: usize,
+    /// Most connections open at once from one client address (a trusted proxy's are not
+    /// counted against it).
+    pub per_address: usize,
 }
 
 /// Raises the soft file limit to the hard one and returns how many connections fit under it
@@ -75,15 +92,23 @@ pub fn connection_cap(requested: u64) -> usize {
     usize::try_from(requested.min(available)).unwrap_or(usize::MAX)
 }
 
+/// Each address's share of `cap` connections: `requested`, or a tenth of the cap; at least
+/// one and at most the cap.
+pub fn address_share(cap: usize, requested: Option<u64>) -> usize {
+    let share = requested.map_or(cap / 10, |r| usize::try_from(r).unwrap_or(usize::MAX));
+    share.clamp(1, cap.max(1))
+}
+
 /// Serves `router` on `listener` until `shutdown` completes, then stops accepting, lets the
 /// requests in progress finish and returns once every connection is closed.
 pub async fn serve(
     listener: TcpListener,
     router: Router,
     limits: Limits,
+    trusted: TrustedProxies,
     shutdown: impl Future<Output = ()>,
 ) {
-    let permits = Arc::new(Semaphore::new(limits.max_connections));
+    let admission = Admission::new(limits.max_connections, limits.per_address, trusted);
     let (stop, stopping) = watch::channel(false);
     let mut make_service = router.into_make_service_with_connect_info::<SocketAddr>();
     let mut backoff: Option<Duration> = None;
@@ -113,9 +138,14 @@ pub async fn serve(
                 }
             }
         };
-        let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
-            shed.shed(&tcp, remote, limits.max_connections);
-            continue;
+        let state = Arc::new(ConnectionState::new());
+        let activity: Arc<dyn Activity> = state.clone();
+        let ticket = match admission.admit(remote.ip(), activity) {
+            Ok(ticket) => ticket,
+            Err(refusal) => {
+                shed.shed(&tcp, remote, refusal, &limits);
+                continue;
+            }
         };
         // Small MCP responses must not wait on Nagle's algorithm behind a delayed ACK.
         if let Err(error) = tcp.set_nodelay(true) {
@@ -124,16 +154,16 @@ pub async fn serve(
         let Ok(service) = ServiceExt::<SocketAddr>::ready(&mut make_service).await;
         let Ok(service) = service.call(remote).await;
         let stopping = stopping.clone();
+        let slot = ticket.slot();
         tokio::spawn(async move {
-            serve_connection(tcp, remote, service, limits, stopping).await;
-            drop(permit);
+            serve_connection(tcp, remote, service, limits, slot, state, stopping).await;
+            drop(ticket);
         });
     }
     drop(listener);
     let _ = stop.send(true);
-    // Every connection holds a permit until it is closed.
-    let all = u32::try_from(limits.max_connections).unwrap_or(u32::MAX);
-    let _ = permits.acquire_many(all).await;
+    // Every connection holds its ticket until it is closed.
+    admission.all_closed().await;
 }
 
 fn is_connection_error(error: &io::Error) -> bool {
@@ -153,9 +183,12 @@ struct Shedding {
 }
 
 impl Shedding {
-    fn shed(&mut self, tcp: &TcpStream, remote: SocketAddr, cap: usize) {
+    fn shed(&mut self, tcp: &TcpStream, remote: SocketAddr, refusal: Refusal, limits: &Limits) {
         // Best effort and never waits: the socket's send buffer is empty.
-        let _ = tcp.try_write(SHED_RESPONSE);
+        let _ = tcp.try_write(match refusal {
+            Refusal::Full => SHED_RESPONSE,
+            Refusal::AddressShare => SHARE_RESPONSE,
+        });
         self.since_log += 1;
         if self
             .last_log
@@ -163,7 +196,10 @@ impl Shedding {
         {
             tracing::warn!(
                 %remote,
-                max_connections = cap,
+                ?refusal,
+                max_connections = limits.max_connections,
+                per_address = limits.per_address,
+                reserved_for_health = admission::HEALTH_SLOTS,
                 shed = self.since_log,
                 "too many open connections: shedding new ones"
             );
@@ -178,6 +214,8 @@ async fn serve_connection<S>(
     remote: SocketAddr,
     service: S,
     limits: Limits,
+    slot: Slot,
+    state: Arc<ConnectionState>,
     mut stopping: watch::Receiver<bool>,
 ) where
     S: Service<Request<Body>, Response = Response<Body>, Error = Infallible>
@@ -186,7 +224,6 @@ async fn serve_connection<S>(
         + 'static,
     S::Future: Send,
 {
-    let state = Arc::new(ConnectionState::new());
     let io = TokioIo::new(TrackedIo {
         inner: tcp,
         state: Arc::clone(&state),
@@ -197,7 +234,12 @@ async fn serve_connection<S>(
         let service = service.clone();
         let (request, unread) = unread_body::watch(request);
         async move {
-            let Ok(mut response) = service.oneshot(request).await;
+            let mut response = if slot == Slot::HealthOnly && !is_health_probe(&request) {
+                health_only_refusal()
+            } else {
+                let Ok(response) = service.oneshot(request).await;
+                response
+            };
             unread.settle(&mut response);
             Ok::<_, Infallible>(response.map(|body| {
                 Body::new(TrackedBody {
@@ -210,6 +252,8 @@ async fn serve_connection<S>(
     let connection = hyper::server::conn::http1::Builder::new()
         // The header-read bound is this module's (from the first byte, not from idle).
         .header_read_timeout(None)
+        // A reserved slot serves one probe and is given back.
+        .keep_alive(slot == Slot::Regular)
         .serve_connection(io, hyper_service)
         .with_upgrades();
     tokio::pin!(connection);
@@ -235,6 +279,30 @@ async fn serve_connection<S>(
     }
 }
 
+fn is_health_probe<B>(request: &Request<B>) -> bool {
+    matches!(*request.method(), http::Method::GET | http::Method::HEAD)
+        && request.uri().path() == "/healthz"
+}
+
+fn health_only_refusal() -> Response<Body> {
+    let mut response = Response::new(Body::from(HEALTH_ONLY));
+    *response.status_mut() = http::StatusCode::SERVICE_UNAVAILABLE;
+    let headers = response.headers_mut();
+    headers.insert(
+        http::header::CONNECTION,
+        http::HeaderValue::from_static("close"),
+    );
+    headers.insert(
+        http::header::RETRY_AFTER,
+        http::HeaderValue::from_static("1"),
+    );
+    headers.insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
+}
+
 /// Where a connection is between requests.
 #[derive(Clone, Copy)]
 enum Phase {
@@ -248,13 +316,30 @@ enum Phase {
 
 struct ConnectionState {
     phase: Mutex<Phase>,
+    /// Closed to admit another connection (`admission`).
+    evicted: AtomicBool,
     changed: Notify,
+}
+
+impl Activity for ConnectionState {
+    fn waiting_since(&self) -> Option<Instant> {
+        match self.phase() {
+            Phase::Idle(since) | Phase::ReadingHeaders(since) => Some(since),
+            Phase::Busy(_) => None,
+        }
+    }
+
+    fn evict(&self) {
+        self.evicted.store(true, Ordering::Release);
+        self.changed.notify_one();
+    }
 }
 
 impl ConnectionState {
     fn new() -> Self {
         ConnectionState {
             phase: Mutex::new(Phase::Idle(Instant::now())),
+            evicted: AtomicBool::new(false),
             changed: Notify::new(),
         }
     }
@@ -274,7 +359,12 @@ impl ConnectionState {
     /// Completes when the connection has waited too long for a request or its headers.
     async fn expiry(&self, limits: Limits) -> &'static str {
         loop {
-            let (deadline, reason) = match self.phase() {
+            let phase = self.phase();
+            // A request in progress finishes first, even on an evicted connection.
+            if self.evicted.load(Ordering::Acquire) && !matches!(phase, Phase::Busy(_)) {
+                return "closed to admit another connection";
+            }
+            let (deadline, reason) = match phase {
                 Phase::Idle(since) => (Some(since + limits.idle_timeout), "idle timeout"),
                 Phase::ReadingHeaders(since) => (
                     Some(since + limits.header_read_timeout),

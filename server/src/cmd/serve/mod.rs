@@ -1,6 +1,7 @@
 //! `skillgate serve`: opens the database, wires the services and background tasks, builds
 //! the router ([`crate::http::router`]) and listens ([`listen`]) until Ctrl-C or SIGTERM.
 
+mod admission;
 pub mod catalog_watch;
 pub mod listen;
 pub mod telemetry;
@@ -324,18 +325,23 @@ pub async fn run(database_url: &str, mut args: ServeArgs) -> anyhow::Result<()> 
     // a printed key's URL) is the address it really listens on.
     args.bind = local;
     let (router, checkpoints) = build(database_url, &args).await?;
+    let trusted_proxies = crate::client_addr::TrustedProxies::parse(&args.trusted_proxies)
+        .map_err(anyhow::Error::msg)?;
+    let max_connections = listen::connection_cap(args.max_connections);
     let limits = listen::Limits {
         header_read_timeout: Duration::from_millis(args.header_read_timeout_ms),
         idle_timeout: Duration::from_millis(args.idle_timeout_ms),
-        max_connections: listen::connection_cap(args.max_connections),
+        max_connections,
+        per_address: listen::address_share(max_connections, args.max_connections_per_address),
     };
     tracing::info!(
         address = %local,
         max_connections = limits.max_connections,
+        per_address = limits.per_address,
         "serving the console and /mcp"
     );
     println!("Skillgate is listening on http://{local}");
-    listen::serve(listener, router, limits, shutdown_signal()).await;
+    listen::serve(listener, router, limits, trusted_proxies, shutdown_signal()).await;
     checkpoints.sign_final().await;
     Ok(())
 }
