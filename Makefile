@@ -164,6 +164,7 @@ bench: deps-postgres
 	target/release/skillgate-dev backends
 	target/release/skillgate-dev context-cost
 	target/release/skillgate-dev memory
+	target/release/skillgate-dev crowd
 	python3 tools/bench/catalog_as_code.py target/release/skillgate
 
 # The side-by-side table of BENCHMARKS.md ("Peers"): the demo upstream directly, Skillgate

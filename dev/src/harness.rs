@@ -140,6 +140,11 @@ pub struct Stack {
 
 impl Stack {
     pub async fn start() -> anyhow::Result<Self> {
+        Self::start_with(&[]).await
+    }
+
+    /// [`Self::start`] with more arguments for `skillgate serve`.
+    pub async fn start_with(serve_args: &[&str]) -> anyhow::Result<Self> {
         let dir = ScratchDir::new("bench")?;
         let (upstream, upstream_url) = Process::start(
             &["demo-upstream", "--http", "127.0.0.1:0"],
@@ -159,7 +164,10 @@ impl Stack {
                 &database_url,
                 "--site-root",
                 &site_root,
-            ],
+            ]
+            .into_iter()
+            .chain(serve_args.iter().copied())
+            .collect::<Vec<_>>(),
             &dir.path().join("gateway.log"),
             "Skillgate is listening on ",
         )

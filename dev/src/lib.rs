@@ -6,6 +6,7 @@
 mod backends;
 mod breakdown;
 mod context_cost;
+mod crowd;
 mod harness;
 mod load;
 mod memory;
@@ -24,6 +25,8 @@ pub enum DevCommand {
     ContextCost(context_cost::ContextCostArgs),
     /// Resident memory of a gateway holding many governance sessions.
     Memory(memory::MemoryArgs),
+    /// Connections kept after an early refusal, and probes while one address crowds the rest.
+    Crowd(crowd::CrowdArgs),
     /// Adds a large synthetic catalog to a database (console benchmarks).
     SeedCatalog(seed_catalog::SeedCatalogArgs),
     /// Fill the database with a realistic, chain-valid audit log (compliance benchmarks).
@@ -36,6 +39,7 @@ pub async fn run(command: DevCommand) -> anyhow::Result<()> {
         DevCommand::Backends(args) => backends::run(args).await,
         DevCommand::ContextCost(args) => context_cost::run(args).await,
         DevCommand::Memory(args) => memory::run(args).await,
+        DevCommand::Crowd(args) => crowd::run(args).await,
         DevCommand::SeedCatalog(args) => seed_catalog::run(args).await,
         DevCommand::SeedAudit(args) => seed_audit::run(args).await,
     }
