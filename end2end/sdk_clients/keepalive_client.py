@@ -16,28 +16,15 @@ import asyncio
 import json
 import logging
 import sys
+from pathlib import Path
 
 import httpx2
-from mcp.client.auth import OAuthClientProvider, TokenStorage
-from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+from mcp.client.auth import OAuthClientProvider
+from mcp.shared.auth import OAuthClientMetadata
 
-
-class MemoryStorage(TokenStorage):
-    def __init__(self) -> None:
-        self.tokens: OAuthToken | None = None
-        self.client: OAuthClientInformationFull | None = None
-
-    async def get_tokens(self) -> OAuthToken | None:
-        return self.tokens
-
-    async def set_tokens(self, tokens: OAuthToken) -> None:
-        self.tokens = tokens
-
-    async def get_client_info(self) -> OAuthClientInformationFull | None:
-        return self.client
-
-    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
-        self.client = client_info
+# The token store of the browser-driven OAuth client (end2end/oauth_client.py).
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from oauth_client import MemoryStorage  # noqa: E402
 
 
 class ReachedAuthorization(Exception):
