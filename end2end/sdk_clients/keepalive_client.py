@@ -4,10 +4,11 @@ httpx (the SDK's HTTP client) sends a request's body a moment after its headers.
 refuses the request on its headers and then closes the connection unannounced makes the
 client lose the request that follows on that connection: for the SDK, the OAuth discovery
 after the 401. This script runs the SDK's OAuth client against /mcp, `ROUNDS` times, on a
-pool of one connection: each round is the 401, the protected-resource and
-authorization-server discovery and the dynamic registration, stopped when the SDK would send
-the person to the authorization URL. It prints `RESULT {...}`: the rounds that reached the
-authorization URL, the errors of the others, and how many connections the client opened.
+pool of one connection: each round is the 401 and the protected-resource and
+authorization-server discovery (the first round registers the client too; later rounds reuse
+it, as a client does), stopped when the SDK would send the person to the authorization URL.
+It prints `RESULT {...}`: the rounds that reached the authorization URL, the errors of the
+others, and how many connections the client opened.
 
 Usage: keepalive_client.py MCP_URL ROUNDS
 """
@@ -62,6 +63,7 @@ async def main(url: str, rounds: int) -> None:
             streams.append(stream)
 
     reached, errors = 0, []
+    storage = MemoryStorage()
     limits = httpx2.Limits(max_connections=1, max_keepalive_connections=1)
     async with httpx2.AsyncClient(
         limits=limits, timeout=30, event_hooks={"response": [note_connection]}
@@ -70,13 +72,13 @@ async def main(url: str, rounds: int) -> None:
             provider = OAuthClientProvider(
                 server_url=url,
                 client_metadata=OAuthClientMetadata(
-                    client_name=f"keep-alive check {round_}",
+                    client_name="keep-alive check",
                     redirect_uris=["http://127.0.0.1:9/callback"],
                     grant_types=["authorization_code", "refresh_token"],
                     response_types=["code"],
                     token_endpoint_auth_method="none",
                 ),
-                storage=MemoryStorage(),
+                storage=storage,
                 redirect_handler=redirect,
                 callback_handler=callback,
             )

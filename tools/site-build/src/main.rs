@@ -9,6 +9,10 @@
 //!
 //! A second run on an unchanged wasm only copies the style sheet and assets: the stamp
 //! `pkg/.site-build` holds a digest of the input and of this tool's options.
+//!
+//! `--max-main-bytes` and `--max-main-gzip-bytes` are the console's size budget: every
+//! browser downloads the main module before the console works, so the build fails when it
+//! grows past them (`make test` checks them).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -50,6 +54,49 @@ struct Args {
     /// the hundreds of sub-kilobyte chunks a split produces.
     #[arg(long, default_value_t = 4096)]
     optimize_min_bytes: u64,
+    /// Fail when the main module is larger than this.
+    #[arg(long, value_name = "BYTES")]
+    max_main_bytes: Option<u64>,
+    /// Fail when the main module, gzipped (level 9), is larger than this.
+    #[arg(long, value_name = "BYTES")]
+    max_main_gzip_bytes: Option<u64>,
+}
+
+/// The main module's size, raw and gzipped, as a browser downloads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct MainSize {
+    raw: u64,
+    gzipped: u64,
+}
+
+impl MainSize {
+    fn of(module: &[u8]) -> Result<Self> {
+        use std::io::Write as _;
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        encoder.write_all(module)?;
+        Ok(MainSize {
+            raw: module.len() as u64,
+            gzipped: encoder.finish()?.len() as u64,
+        })
+    }
+
+    /// What passes a budget, in one sentence each.
+    fn over(&self, max_raw: Option<u64>, max_gzipped: Option<u64>) -> Vec<String> {
+        let mut over = Vec::new();
+        if let Some(max) = max_raw.filter(|max| self.raw > *max) {
+            over.push(format!(
+                "the main module is {} bytes, over its budget of {max}",
+                self.raw
+            ));
+        }
+        if let Some(max) = max_gzipped.filter(|max| self.gzipped > *max) {
+            over.push(format!(
+                "the main module is {} bytes gzipped, over its budget of {max}",
+                self.gzipped
+            ));
+        }
+        over
+    }
 }
 
 fn main() -> Result<()> {
@@ -85,6 +132,25 @@ fn main() -> Result<()> {
     copy_file(&args.style, &pkg.join(format!("{}.css", args.name)))?;
     if args.assets.is_dir() {
         copy_dir(&args.assets, &args.site)?;
+    }
+    if args.max_main_bytes.is_some() || args.max_main_gzip_bytes.is_some() {
+        let size = MainSize::of(&fs::read(&main_wasm)?)?;
+        println!(
+            "site-build: main module {} bytes, {} gzipped (budget {} and {})",
+            size.raw,
+            size.gzipped,
+            args.max_main_bytes.map_or("none".into(), |b| b.to_string()),
+            args.max_main_gzip_bytes
+                .map_or("none".into(), |b| b.to_string()),
+        );
+        let over = size.over(args.max_main_bytes, args.max_main_gzip_bytes);
+        if !over.is_empty() {
+            bail!(
+                "{}: make it smaller (twiggy top on a build without --optimize shows what \
+                 it holds; BENCHMARKS.md, \"The console's main module\")",
+                over.join("; ")
+            );
+        }
     }
     Ok(())
 }
@@ -241,4 +307,34 @@ fn copy_dir(from: &Path, to: &Path) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::MainSize;
+
+    #[test]
+    fn a_main_module_past_either_budget_is_named_and_one_within_both_passes() {
+        let size = MainSize {
+            raw: 800,
+            gzipped: 300,
+        };
+        assert!(size.over(Some(800), Some(300)).is_empty());
+        assert!(size.over(None, None).is_empty());
+        let over = size.over(Some(799), Some(299));
+        assert_eq!(over.len(), 2);
+        assert!(
+            over[0].contains("800 bytes, over its budget of 799"),
+            "{over:?}"
+        );
+        assert!(over[1].contains("300 bytes gzipped"), "{over:?}");
+    }
+
+    #[test]
+    fn the_gzipped_size_is_measured_not_assumed() {
+        let repetitive = vec![b'a'; 100_000];
+        let size = MainSize::of(&repetitive).unwrap();
+        assert_eq!(size.raw, 100_000);
+        assert!(size.gzipped < 1_000, "{size:?}");
+    }
 }
