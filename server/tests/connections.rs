@@ -393,10 +393,10 @@ async fn when_every_connection_is_working_healthz_answers_from_a_reserved_slot()
 
     // Past the cap, with nothing to close: a probe is answered, anything else is not.
     for _ in 0..20 {
-        let (_, health) = probe_health_only(server.port).await;
+        let health = get_past_the_cap(server.port, "/healthz").await;
         assert!(health.starts_with("HTTP/1.1 200"), "{health}");
     }
-    let (_, other) = probe_health_only_path(server.port, "/login").await;
+    let other = get_past_the_cap(server.port, "/login").await;
     assert!(other.starts_with("HTTP/1.1 503"), "{other}");
     assert!(other.contains("answers only /healthz"), "{other}");
 
@@ -409,13 +409,9 @@ async fn when_every_connection_is_working_healthz_answers_from_a_reserved_slot()
     healthz(server.port).await;
 }
 
-async fn probe_health_only(port: u16) -> (Duration, String) {
-    probe_health_only_path(port, "/healthz").await
-}
-
-/// `GET path` on a fresh connection from 127.0.0.3: latency and answer.
-async fn probe_health_only_path(port: u16, path: &str) -> (Duration, String) {
-    let started = Instant::now();
+/// `GET path` on a fresh connection from 127.0.0.3: the answer, read until the server
+/// closes (a reserved slot serves one request).
+async fn get_past_the_cap(port: u16, path: &str) -> String {
     let mut stream = connect_from([127, 0, 0, 3], port).await;
     stream
         .write_all(format!("GET {path} HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n").as_bytes())
@@ -426,10 +422,7 @@ async fn probe_health_only_path(port: u16, path: &str) -> (Duration, String) {
         .await
         .expect("answered and closed within 5 s")
         .expect("the answer is read");
-    (
-        started.elapsed(),
-        String::from_utf8_lossy(&answer).into_owned(),
-    )
+    String::from_utf8_lossy(&answer).into_owned()
 }
 
 /// Reads one HTTP/1.1 response with a `content-length` body off a kept-alive connection.
@@ -569,28 +562,13 @@ async fn after_early_refusal(port: u16, case: &EarlyRefusal) -> Result<Afterward
         .write_all(b"GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n")
         .await
         .map_err(|e| format!("the next request could not be sent: {e}"))?;
-    let mut next = Vec::new();
-    let mut buffer = [0u8; 4096];
-    while !String::from_utf8_lossy(&next).contains("\r\n\r\n") {
-        match timeout(Duration::from_secs(10), stream.read(&mut buffer)).await {
-            Err(_) => return Err("no answer to the next request within 10 s".into()),
-            Ok(Ok(0) | Err(_)) => {
-                return Err(format!(
-                    "the connection was closed unannounced after the refusal: the next \
-                     request read {:?}",
-                    String::from_utf8_lossy(&next)
-                ));
-            }
-            Ok(Ok(read)) => next.extend_from_slice(&buffer[..read]),
-        }
-    }
-    if next.starts_with(b"HTTP/1.1 200") {
+    let next = read_head_and_body(&mut stream)
+        .await
+        .map_err(|e| format!("the next request, on the same connection: {e}"))?;
+    if next.starts_with("HTTP/1.1 200") {
         Ok(Afterwards::NextAnswered)
     } else {
-        Err(format!(
-            "the next request was answered {}",
-            String::from_utf8_lossy(&next)
-        ))
+        Err(format!("the next request was answered {next}"))
     }
 }
 

@@ -308,6 +308,12 @@ pub struct ServeArgs {
 }
 
 impl ServeArgs {
+    /// `--trusted-proxies`, parsed: the router's client addresses and the listener's
+    /// per-address shares both read it.
+    pub fn trusted_proxies(&self) -> anyhow::Result<crate::client_addr::TrustedProxies> {
+        crate::client_addr::TrustedProxies::parse(&self.trusted_proxies).map_err(anyhow::Error::msg)
+    }
+
     /// The OAuth issuer: --public-url, else the first --public-origin, else `http://` and
     /// --bind.
     pub fn public_url(&self) -> anyhow::Result<String> {

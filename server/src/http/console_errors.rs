@@ -11,10 +11,8 @@ use axum::extract::Request;
 use axum::middleware::Next;
 use axum::response::Response;
 use http::StatusCode;
+use leptos::server_fn::error::SERVER_FN_ERROR_HEADER;
 use skillgate_app::shared::ConsoleError;
-
-/// The header Leptos puts on a server function's error answer.
-const SERVER_FN_ERROR: &str = "serverfnerror";
 
 /// An error body is one serialized `ConsoleError`: a sentence or two.
 const MAX_ERROR_BYTES: usize = 64 * 1024;
@@ -22,7 +20,7 @@ const MAX_ERROR_BYTES: usize = 64 * 1024;
 pub async fn status(request: Request, next: Next) -> Response {
     let response = next.run(request).await;
     if response.status() != StatusCode::INTERNAL_SERVER_ERROR
-        || !response.headers().contains_key(SERVER_FN_ERROR)
+        || !response.headers().contains_key(SERVER_FN_ERROR_HEADER)
     {
         return response;
     }

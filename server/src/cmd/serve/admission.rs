@@ -65,12 +65,17 @@ pub struct Admission {
 #[derive(Default)]
 struct Inner {
     next_id: u64,
-    regular: HashMap<u64, Entry>,
-    health: HashMap<u64, Entry>,
-    /// Entries of `regular` and `health` not evicted: the places taken.
-    regular_taken: usize,
-    health_taken: usize,
+    regular: Places,
+    health: Places,
     per_address: HashMap<IpAddr, usize>,
+}
+
+/// The connections of one kind of slot.
+#[derive(Default)]
+struct Places {
+    entries: HashMap<u64, Entry>,
+    /// Entries not evicted: kept as a count, since every accepted connection reads it.
+    taken: usize,
 }
 
 struct Entry {
@@ -128,32 +133,22 @@ impl Admission {
         inner.next_id += 1;
         let over_share = address
             .is_some_and(|a| inner.per_address.get(&a).copied().unwrap_or(0) >= self.per_address);
-        let room = !over_share && (inner.regular_taken < self.max || inner.evict_one_regular());
+        let entry = Entry {
+            address,
+            activity,
+            evicted: false,
+        };
+        let room = !over_share && (inner.regular.taken < self.max || inner.evict_one_regular());
         if room {
             if let Some(a) = address {
                 *inner.per_address.entry(a).or_default() += 1;
             }
-            inner.regular_taken += 1;
-            inner.regular.insert(
-                id,
-                Entry {
-                    address,
-                    activity,
-                    evicted: false,
-                },
-            );
+            inner.regular.take(id, entry);
             return Ok(self.ticket(id, Slot::Regular));
         }
-        if inner.health_taken < HEALTH_SLOTS || inner.evict_one_health() {
-            inner.health_taken += 1;
-            inner.health.insert(
-                id,
-                Entry {
-                    address,
-                    activity,
-                    evicted: false,
-                },
-            );
+        if inner.health.taken < HEALTH_SLOTS || inner.health.evict_longest_waiting(|_| 0).is_some()
+        {
+            inner.health.take(id, entry);
             return Ok(self.ticket(id, Slot::HealthOnly));
         }
         Err(if over_share {
@@ -173,23 +168,17 @@ impl Admission {
 
     fn release(&self, id: u64, slot: Slot) {
         let mut inner = self.lock();
-        let entry = match slot {
-            Slot::Regular => inner.regular.remove(&id),
-            Slot::HealthOnly => inner.health.remove(&id),
-        };
-        // An evicted connection gave its place back when it was evicted.
-        if let Some(entry) = entry.filter(|e| !e.evicted) {
-            match slot {
-                Slot::Regular => {
-                    inner.regular_taken -= 1;
-                    if let Some(address) = entry.address {
-                        inner.forget_address(address);
-                    }
+        match slot {
+            Slot::Regular => {
+                if let Some(address) = inner.regular.release(id) {
+                    inner.forget_address(address);
                 }
-                Slot::HealthOnly => inner.health_taken -= 1,
+            }
+            Slot::HealthOnly => {
+                inner.health.release(id);
             }
         }
-        let empty = inner.regular.is_empty() && inner.health.is_empty();
+        let empty = inner.is_empty();
         drop(inner);
         if empty {
             self.closed.notify_waiters();
@@ -201,8 +190,7 @@ impl Admission {
         loop {
             let notified = self.closed.notified();
             {
-                let inner = self.lock();
-                if inner.regular.is_empty() && inner.health.is_empty() {
+                if self.lock().is_empty() {
                     return;
                 }
             }
@@ -212,43 +200,25 @@ impl Admission {
 }
 
 impl Inner {
+    fn is_empty(&self) -> bool {
+        self.regular.entries.is_empty() && self.health.entries.is_empty()
+    }
+
     /// Closes the waiting connection of the address holding the most, the longest waiting
     /// first; false if every connection is working.
     fn evict_one_regular(&mut self) -> bool {
         let counts = &self.per_address;
-        let evicted_address = {
-            let weight = |entry: &Entry| {
-                entry
-                    .address
-                    .map_or(0, |a| counts.get(&a).copied().unwrap_or(0))
-            };
-            pick(&self.regular, weight)
+        let weight = |entry: &Entry| {
+            entry
+                .address
+                .map_or(0, |a| counts.get(&a).copied().unwrap_or(0))
         };
-        let Some(id) = evicted_address else {
+        let Some(address) = self.regular.evict_longest_waiting(weight) else {
             return false;
         };
-        let address = self.regular.get_mut(&id).and_then(|entry| {
-            entry.evicted = true;
-            entry.activity.evict();
-            entry.address
-        });
-        self.regular_taken -= 1;
         if let Some(address) = address {
             self.forget_address(address);
         }
-        true
-    }
-
-    /// Closes the longest waiting health-only connection; false if every one is working.
-    fn evict_one_health(&mut self) -> bool {
-        let Some(id) = pick(&self.health, |_| 0) else {
-            return false;
-        };
-        if let Some(entry) = self.health.get_mut(&id) {
-            entry.evicted = true;
-            entry.activity.evict();
-        }
-        self.health_taken -= 1;
         true
     }
 
@@ -262,18 +232,44 @@ impl Inner {
     }
 }
 
-/// The waiting connection with the greatest `weight`, the longest waiting among equals.
-fn pick(entries: &HashMap<u64, Entry>, weight: impl Fn(&Entry) -> usize) -> Option<u64> {
-    entries
-        .iter()
-        .filter(|(_, e)| !e.evicted)
-        .filter_map(|(id, e)| {
-            e.activity
-                .waiting_since()
-                .map(|since| (*id, weight(e), since))
-        })
-        .max_by(|a, b| a.1.cmp(&b.1).then(b.2.cmp(&a.2)))
-        .map(|(id, ..)| id)
+impl Places {
+    fn take(&mut self, id: u64, entry: Entry) {
+        self.taken += 1;
+        self.entries.insert(id, entry);
+    }
+
+    /// Asks the waiting connection with the greatest `weight` (the longest waiting among
+    /// equals) to close, and gives its place back at once: `Some` of its counted address,
+    /// or `None` if every connection is working.
+    fn evict_longest_waiting(
+        &mut self,
+        weight: impl Fn(&Entry) -> usize,
+    ) -> Option<Option<IpAddr>> {
+        let id = self
+            .entries
+            .iter()
+            .filter(|(_, e)| !e.evicted)
+            .filter_map(|(id, e)| {
+                e.activity
+                    .waiting_since()
+                    .map(|since| (*id, weight(e), since))
+            })
+            .max_by(|a, b| a.1.cmp(&b.1).then(b.2.cmp(&a.2)))
+            .map(|(id, ..)| id)?;
+        let entry = self.entries.get_mut(&id)?;
+        entry.evicted = true;
+        entry.activity.evict();
+        self.taken -= 1;
+        Some(entry.address)
+    }
+
+    /// Forgets a closed connection; its counted address if it still held its place (an
+    /// evicted one gave it back when it was evicted).
+    fn release(&mut self, id: u64) -> Option<IpAddr> {
+        let entry = self.entries.remove(&id).filter(|e| !e.evicted)?;
+        self.taken -= 1;
+        entry.address
+    }
 }
 
 #[cfg(test)]

@@ -63,8 +63,7 @@ pub async fn build(
     database_url: &str,
     args: &ServeArgs,
 ) -> anyhow::Result<(Router, AuditCheckpoints)> {
-    let trusted_proxies = crate::client_addr::TrustedProxies::parse(&args.trusted_proxies)
-        .map_err(anyhow::Error::msg)?;
+    let trusted_proxies = args.trusted_proxies()?;
     let store = Store::open(database_url).await?;
     // One registry for the gateway's calls and the console's password checks.
     let metrics = Arc::new(Metrics::new());
@@ -325,8 +324,7 @@ pub async fn run(database_url: &str, mut args: ServeArgs) -> anyhow::Result<()> 
     // a printed key's URL) is the address it really listens on.
     args.bind = local;
     let (router, checkpoints) = build(database_url, &args).await?;
-    let trusted_proxies = crate::client_addr::TrustedProxies::parse(&args.trusted_proxies)
-        .map_err(anyhow::Error::msg)?;
+    let trusted_proxies = args.trusted_proxies()?;
     let max_connections = listen::connection_cap(args.max_connections);
     let limits = listen::Limits {
         header_read_timeout: Duration::from_millis(args.header_read_timeout_ms),

@@ -23,8 +23,8 @@ use http_body_util::BodyExt as _;
 use hyper::body::{Frame, Incoming, SizeHint};
 
 /// The largest unread body read and discarded to keep a connection: `/mcp`'s and the API's
-/// default body limit, so an agent's refused request at that limit keeps its connection.
-pub const DRAIN_LIMIT: u64 = 1024 * 1024;
+/// body limit, so an agent's refused request at that limit keeps its connection.
+const DRAIN_LIMIT: u64 = crate::mcp::DEFAULT_MAX_BODY_BYTES as u64;
 
 /// How long a client may take to send the rest of a drained body. The connection's idle
 /// timeout usually ends it first; this bounds the drain on its own.
