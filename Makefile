@@ -7,6 +7,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
 WASM_BINDGEN_VERSION := 0.2.130
+NEXTEST_VERSION := 0.9.143
 CARGO_BIN := $(or $(CARGO_HOME),$(HOME)/.cargo)/bin
 NODE_BIN := $(CURDIR)/end2end/node_modules/.bin
 # wasm-opt comes from the npm package binaryen@132 (Debian's binaryen breaks hydration).
@@ -33,11 +34,12 @@ SITE_BUILD := target/debug/skillgate-site-build
 MAIN_WASM_BUDGET := 905000
 MAIN_WASM_GZIP_BUDGET := 337000
 
-.PHONY: size-budget cluster-check help deps deps-build deps-e2e deps-postgres server front site build release-server run test lint fmt-check clippy unit e2e conformance bench bench-peers clean
+.PHONY: check size-budget cluster-check help deps deps-build deps-e2e deps-postgres server front site build release-server run test lint fmt-check clippy unit e2e conformance bench bench-peers clean
 
 help:
 	@echo "make run    install what is missing, build and serve on http://127.0.0.1:3000"
 	@echo "make test   install what is missing and run fmt, clippy, Rust tests, the browser suite and MCP conformance"
+	@echo "make check  before a commit: fmt, clippy and the Rust tests of the crates the change touched"
 	@echo "make cluster  three replicas on a throwaway PostgreSQL behind HAProxy on http://127.0.0.1:3000"
 	@echo "make build  optimised artifacts to deploy: target/release/skillgate and target/site"
 	@echo "make bench  benchmarks (see BENCHMARKS.md)"
@@ -57,6 +59,10 @@ deps-build:
 	@# wasm-bindgen-cli's lockfile needs a newer rustc; resolve its dependencies for ours.
 	@wasm-bindgen --version 2>/dev/null | grep -q "$(WASM_BINDGEN_VERSION)" \
 	  || $(TOOL_BUILD_ENV) CARGO_RESOLVER_INCOMPATIBLE_RUST_VERSIONS=fallback cargo install wasm-bindgen-cli --version $(WASM_BINDGEN_VERSION)
+	@# The test runner (.config/nextest.toml); preinstalled on these machines.
+	@cargo nextest --version 2>/dev/null | grep -q "^cargo-nextest $(NEXTEST_VERSION) " \
+	  || $(TOOL_BUILD_ENV) cargo install --locked cargo-nextest --version $(NEXTEST_VERSION) \
+	  || $(TOOL_BUILD_ENV) CARGO_RESOLVER_INCOMPATIBLE_RUST_VERSIONS=fallback cargo install cargo-nextest --version $(NEXTEST_VERSION)
 	@[[ -x $(NODE_BIN)/wasm-opt && -d end2end/node_modules/playwright-core \
 	   && -d end2end/node_modules/@modelcontextprotocol/sdk ]] \
 	  || (cd end2end && npm ci --no-audit --no-fund)
@@ -126,18 +132,27 @@ clippy: deps-build
 	cargo clippy --workspace --all-targets -- -D warnings
 	cargo clippy -p skillgate-app --lib --target wasm32-unknown-unknown --no-default-features --features hydrate -- -D warnings
 
-# The server tests that run on PostgreSQL too: everything but the few about SQLite's files
-# (the signing key beside the database file, CLI output on a file database).
+# The server test modules (server/tests/it/) that run on PostgreSQL too: everything but the
+# few about SQLite's files (the signing key beside the database file, CLI output on a file
+# database).
 PG_SERVER_TESTS := mcp_endpoint hardening mcp_skills oauth holds holds_console feedback \
   guardrails guardrail_hook inspection_policy upstream_guardrails revisions console_security connect_console gitops tool_pins upstream_errors \
   upstream_schemas catalog_code skill_bundles refusals upstream_identity
+empty :=
+space := $(empty) $(empty)
+PG_TESTS_FILTER := package(skillgate-core) | (binary_id(skillgate::it) & test(/^($(subst $(space),|,$(strip $(PG_SERVER_TESTS))))::/))
+
+# Every Rust test runs under nextest (.config/nextest.toml: a process per test, a time limit
+# per test), beside one throwaway PostgreSQL for the whole run (testpg/src/main.rs).
+TESTPG := target/debug/skillgate-testpg
+NEXTEST := $(TESTPG) -- cargo nextest run --cargo-quiet
 
 # Everything on SQLite, then the store's contract on PostgreSQL: the core's tests and the
-# server tests above, each database fresh in a throwaway server (core/src/store/testing.rs).
-unit: deps-postgres
-	cargo test --workspace
-	SKILLGATE_TEST_DATABASE=postgres cargo test -p skillgate-core --tests
-	SKILLGATE_TEST_DATABASE=postgres cargo test -p skillgate $(addprefix --test ,$(PG_SERVER_TESTS))
+# server tests above, each database fresh (core/src/store/testing.rs).
+unit: deps-postgres deps-build
+	cargo build --quiet -p skillgate-testpg
+	$(NEXTEST) --workspace
+	SKILLGATE_TEST_DATABASE=postgres $(NEXTEST) --workspace -E '$(PG_TESTS_FILTER)'
 
 # The compliance suite seeds its audit log with skillgate-dev, built beside the server.
 e2e: deps-e2e site
@@ -148,6 +163,11 @@ conformance: deps-e2e server
 	SKILLGATE_BIN=$(SERVER) end2end/conformance.sh
 
 lint: fmt-check clippy
+
+# Before every commit: fmt, clippy and the Rust tests of what the change touched, on SQLite
+# (scripts/check.sh). `make test` before a push.
+check: deps-postgres deps-build
+	scripts/check.sh
 
 # Fails when the console's main module passes its budget (tools/site-build).
 size-budget: site

@@ -60,6 +60,17 @@ for _ in $(seq 1 100); do
 done
 curl -fsS "http://127.0.0.1:$port/healthz" >/dev/null
 
+# No scenario may hang the run: each is stopped after this many seconds and fails, named.
+scenario_timeout="${CONFORMANCE_SCENARIO_TIMEOUT:-120}"
+# Passes a failure on; names a scenario that `timeout` stopped.
+timed_out() {
+  local status=$?
+  if ((status == 124 || status == 137)); then
+    echo "$1: stopped after ${scenario_timeout} s (CONFORMANCE_SCENARIO_TIMEOUT)" >&2
+  fi
+  return "$status"
+}
+
 rm -rf "$results"
 mkdir -p "$results"
 passed=()
@@ -83,8 +94,9 @@ for entry in "${scenarios[@]}"; do
   [[ "$entry" == *@* ]] && version=(--spec-version "${entry#*@}" --force)
   echo "=== $entry"
   mkdir -p "$out"
-  if "$node" "$suite" server --url "$url" --scenario "$scenario" "${version[@]}" \
-    --expected-failures "$baseline" --output-dir "$out"; then
+  if timeout --kill-after=10 "$scenario_timeout" "$node" "$suite" server --url "$url" \
+    --scenario "$scenario" "${version[@]}" --expected-failures "$baseline" --output-dir "$out" \
+    || timed_out "$entry"; then
     if [[ "$(exercised "$out")" -gt 0 ]]; then
       passed+=("$entry")
     else
@@ -110,8 +122,9 @@ client_id="$(curl -fsS -X POST -H 'content-type: application/json' \
 out="$results/authorization-server"
 echo "=== authorization server: authorization-server-metadata-endpoint, authorization-code-grant"
 mkdir -p "$out"
-if SKILLGATE_USER=admin SKILLGATE_PASSWORD="$admin_password" "$node" "$root/end2end/conformance_auth.mjs" \
-    "$suite" "$base" "$client_id" "$callback_port" "$out" \
+if { SKILLGATE_USER=admin SKILLGATE_PASSWORD="$admin_password" timeout --kill-after=10 "$scenario_timeout" \
+    "$node" "$root/end2end/conformance_auth.mjs" "$suite" "$base" "$client_id" "$callback_port" "$out" \
+    || timed_out "authorization-server"; } \
   && [[ "$(exercised "$out")" -ge 3 ]]; then
   passed+=("authorization-server")
 else

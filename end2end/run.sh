@@ -50,4 +50,5 @@ export SKILLGATE_BIN="$bin"
 export SKILLGATE_SCREENSHOTS="$root/target/e2e-screenshots"
 export SKILLGATE_OAUTH_PYTHON="$root/target/e2e-venv/bin/python"
 cd "$root/end2end"
-node --test --test-concurrency=1 "${@:-tests/}"
+# A test past its time limit fails, named, instead of hanging the suite.
+node --test --test-concurrency=1 --test-timeout="${E2E_TEST_TIMEOUT_MS:-180000}" "${@:-tests/}"

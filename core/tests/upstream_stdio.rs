@@ -6,6 +6,7 @@
 //! (`harness = false`): started with `SKILLGATE_TEST_UPSTREAM` set, it *is* the upstream;
 //! otherwise it runs the tests below, which spawn this same executable as their child.
 
+#[path = "it/upstream_common/mod.rs"]
 mod upstream_common;
 
 use std::collections::BTreeMap;
@@ -54,12 +55,36 @@ fn main() -> ExitCode {
     run(&tests)
 }
 
-/// A minimal libtest stand-in: runs the tests whose names contain the first free argument.
+/// A minimal libtest stand-in: runs the tests whose names contain the first free argument
+/// (equal it, with `--exact`). It answers `--list --format terse` as libtest does, which is
+/// how nextest finds the tests before running each with `NAME --exact`.
 fn run(tests: &[(&str, Test)]) -> ExitCode {
-    let filter = std::env::args().skip(1).find(|arg| !arg.starts_with('-'));
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let flag = |name: &str| args.iter().any(|arg| arg == name);
+    if flag("--list") {
+        // No test here is ignored.
+        if !flag("--ignored") {
+            for (name, _) in tests {
+                println!("{name}: test");
+            }
+        }
+        return ExitCode::SUCCESS;
+    }
+    // The value of `--format` and the like is not a filter.
+    const TAKES_VALUE: [&str; 4] = ["--format", "--test-threads", "--skip", "--color"];
+    let filter = args
+        .iter()
+        .enumerate()
+        .find(|(i, arg)| {
+            !arg.starts_with('-') && (*i == 0 || !TAKES_VALUE.contains(&args[i - 1].as_str()))
+        })
+        .map(|(_, arg)| arg.as_str());
+    let exact = flag("--exact");
     let selected: Vec<_> = tests
         .iter()
-        .filter(|(name, _)| filter.as_deref().is_none_or(|f| name.contains(f)))
+        .filter(|(name, _)| {
+            filter.is_none_or(|f| if exact { *name == f } else { name.contains(f) })
+        })
         .collect();
     println!("\nrunning {} tests", selected.len());
     let mut failed = Vec::new();

@@ -154,7 +154,10 @@ async fn measure(
 
 /// The postmaster's pid: the first line of `postmaster.pid` in the data directory.
 fn postmaster_pid(postgres: &TempPostgres) -> anyhow::Result<u32> {
-    let file = postgres.dir().join("data").join("postmaster.pid");
+    let dir = postgres
+        .dir()
+        .context("the benchmark's PostgreSQL was started by another process")?;
+    let file = dir.join("data").join("postmaster.pid");
     let text =
         std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
     text.lines()

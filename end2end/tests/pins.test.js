@@ -1,6 +1,6 @@
 // Pinned tool definitions over the demo catalog, with JavaScript on and off: the seed
 // admitted every demo tool, so none is quarantined and each tool page names its pin.
-// (Quarantine itself needs an upstream that changes; server/tests/tool_pins.rs drives it.)
+// (Quarantine itself needs an upstream that changes; server/tests/it/tool_pins.rs drives it.)
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { launch, newPage, signIn, waitHydrated, VIEWER_PASSWORD } from './browser.js';

@@ -128,6 +128,13 @@ static DATABASES: AtomicU64 = AtomicU64::new(0);
 pub struct TempPostgres {
     port: u16,
     bin: PathBuf,
+    /// The server this value started, stopped when it drops; `None` when it is attached to
+    /// the server of a `skillgate-testpg` runner ([`ATTACH_ENV`]).
+    owned: Option<Owned>,
+}
+
+/// A server process this crate started.
+struct Owned {
     /// The write end of the wrapper's stdin: closing it stops the server.
     lifeline: Option<ChildStdin>,
     wrapper: Child,
@@ -139,10 +146,20 @@ impl std::fmt::Debug for TempPostgres {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TempPostgres")
             .field("port", &self.port)
-            .field("dir", &self.dir.path())
+            .field("dir", &self.dir())
             .finish_non_exhaustive()
     }
 }
+
+/// Set by the `skillgate-testpg` runner for the command it runs: the port of its server on
+/// 127.0.0.1. [`TempPostgres::shared`] then attaches to that server instead of starting one,
+/// so a test runner that gives every test its own process (nextest) starts one PostgreSQL
+/// for the whole run, not one per test.
+pub const ATTACH_ENV: &str = "SKILLGATE_TEST_PG_PORT";
+
+/// The prefix of the databases [`TempPostgres::fresh_database`] creates, followed by the
+/// creating process's id and a counter: `test_<pid>_<n>`.
+pub const DATABASE_PREFIX: &str = "test_";
 
 /// The directory of the PostgreSQL binaries: `$SKILLGATE_PG_BIN` when set, else the newest
 /// `/usr/lib/postgresql/<version>/bin` that has them all. `None` when there is none.
@@ -400,9 +417,11 @@ impl TempPostgres {
                     return Ok(TempPostgres {
                         port,
                         bin,
-                        lifeline: Some(lifeline),
-                        wrapper,
-                        dir,
+                        owned: Some(Owned {
+                            lifeline: Some(lifeline),
+                            wrapper,
+                            dir,
+                        }),
                     });
                 }
                 Err(StartFailure::PortTaken) => last = Some(port),
@@ -489,13 +508,43 @@ impl TempPostgres {
         }
     }
 
-    /// The server of this test process, started on first use and stopped when the process
-    /// ends. Panics when it cannot start.
+    /// The server of this test process: the runner's when [`ATTACH_ENV`] names one, else
+    /// one started on first use and stopped when the process ends. Panics when it cannot
+    /// start, or when the runner's server does not accept connections.
     pub fn shared() -> &'static TempPostgres {
         static SHARED: OnceLock<TempPostgres> = OnceLock::new();
         SHARED.get_or_init(|| {
-            TempPostgres::start()
-                .unwrap_or_else(|e| panic!("cannot start a throwaway PostgreSQL: {e}"))
+            let attached = std::env::var(ATTACH_ENV).ok().map(|port| {
+                TempPostgres::attach(&port)
+                    .unwrap_or_else(|e| panic!("cannot use the runner's PostgreSQL: {e}"))
+            });
+            attached.unwrap_or_else(|| {
+                TempPostgres::start()
+                    .unwrap_or_else(|e| panic!("cannot start a throwaway PostgreSQL: {e}"))
+            })
+        })
+    }
+
+    /// The server a runner started on `port` (decimal), which must accept connections.
+    fn attach(port: &str) -> io::Result<TempPostgres> {
+        let port: u16 = port.trim().parse().map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{ATTACH_ENV} is `{port}`, not a port number"),
+            )
+        })?;
+        let bin = bin_dir()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no PostgreSQL binaries"))?;
+        if !accepts(&bin, port) {
+            return Err(io::Error::new(
+                io::ErrorKind::ConnectionRefused,
+                format!("nothing accepts PostgreSQL connections on 127.0.0.1:{port}"),
+            ));
+        }
+        Ok(TempPostgres {
+            port,
+            bin,
+            owned: None,
         })
     }
 
@@ -504,10 +553,10 @@ impl TempPostgres {
         self.port
     }
 
-    /// The temporary directory holding the cluster, its socket and log; gone once the
-    /// server stopped.
-    pub fn dir(&self) -> &Path {
-        self.dir.path()
+    /// The temporary directory holding the cluster, its socket and log, gone once the
+    /// server stopped; `None` for a runner's server this process attached to.
+    pub fn dir(&self) -> Option<&Path> {
+        self.owned.as_ref().map(|owned| owned.dir.path())
     }
 
     /// `postgres://postgres@127.0.0.1:PORT/DATABASE`.
@@ -525,7 +574,7 @@ impl TempPostgres {
     /// [`Self::fresh_database`], with the error.
     pub fn try_fresh_database(&self) -> io::Result<String> {
         let name = format!(
-            "test_{}_{}",
+            "{DATABASE_PREFIX}{}_{}",
             std::process::id(),
             DATABASES.fetch_add(1, Ordering::Relaxed)
         );
@@ -535,6 +584,37 @@ impl TempPostgres {
             .output()?;
         check(&format!("createdb {name}"), output)?;
         Ok(self.url(&name))
+    }
+
+    /// Drops the databases [`Self::fresh_database`] made for processes that have ended, and
+    /// returns how many it dropped. A server shared by a whole run (the runner's) would
+    /// otherwise keep one database per test, some megabytes each, until the run ends.
+    pub fn drop_databases_of_ended_processes(&self) -> io::Result<usize> {
+        let names = self.psql(
+            "postgres",
+            &format!("select datname from pg_database where datname like '{DATABASE_PREFIX}%'"),
+        )?;
+        let mut dropped = 0;
+        for name in names.lines() {
+            let Some(pid) = name
+                .strip_prefix(DATABASE_PREFIX)
+                .and_then(|rest| rest.split_once('_'))
+                .and_then(|(pid, _)| pid.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            if Path::new(&format!("/proc/{pid}")).exists() {
+                continue;
+            }
+            // FORCE: the ended process's connections may not have closed yet on the
+            // server's side. Another janitor may have dropped it first.
+            self.psql(
+                "postgres",
+                &format!("drop database if exists \"{name}\" with (force)"),
+            )?;
+            dropped += 1;
+        }
+        Ok(dropped)
     }
 
     /// Runs `sql` with `psql` in `database` and returns what it printed: unaligned, tuples
@@ -595,8 +675,11 @@ impl Drop for TempPostgres {
     /// Fast shutdown (the wrapper sends SIGINT once its stdin closes), then the directory
     /// goes.
     fn drop(&mut self) {
-        drop(self.lifeline.take());
-        if !wait_bounded(&mut self.wrapper, STOP_TIMEOUT) {
+        let Some(owned) = self.owned.as_mut() else {
+            return;
+        };
+        drop(owned.lifeline.take());
+        if !wait_bounded(&mut owned.wrapper, STOP_TIMEOUT) {
             eprintln!(
                 "skillgate-testpg: the PostgreSQL on port {} did not stop within {} s",
                 self.port,

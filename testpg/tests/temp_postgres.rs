@@ -7,11 +7,14 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use skillgate_testpg::{TempPostgres, bin_dir};
+use skillgate_testpg::{ATTACH_ENV, TempPostgres, bin_dir};
 
 /// Set in the child process of `the_server_stops_when_its_owning_process_is_killed`.
 const OWNER_ENV: &str = "SKILLGATE_TESTPG_OWNER";
 const OWNER_TEST: &str = "owner_process_holds_the_shared_server_until_it_is_killed";
+/// The runner, this crate's binary.
+const RUNNER: &str = env!("CARGO_BIN_EXE_skillgate-testpg");
+const ATTACHED_TEST: &str = "attached_process_uses_the_runners_server";
 
 /// Whether something accepts PostgreSQL connections on 127.0.0.1:`port`.
 fn accepts(port: u16) -> bool {
@@ -92,7 +95,7 @@ fn two_fresh_databases_are_distinct_empty_and_usable() {
 #[test]
 fn dropping_a_server_stops_it_and_removes_its_directory() {
     let pg = TempPostgres::start().unwrap();
-    let (port, dir) = (pg.port(), pg.dir().to_path_buf());
+    let (port, dir) = (pg.port(), pg.dir().expect("started here").to_path_buf());
     assert!(accepts(port));
     assert!(dir.join("data").is_dir());
     drop(pg);
@@ -110,7 +113,7 @@ fn owner_process_holds_the_shared_server_until_it_is_killed() {
     }
     let pg = TempPostgres::shared();
     println!("TESTPG_PORT={}", pg.port());
-    println!("TESTPG_DIR={}", pg.dir().display());
+    println!("TESTPG_DIR={}", pg.dir().expect("started here").display());
     std::thread::sleep(Duration::from_secs(120));
 }
 
@@ -120,6 +123,8 @@ fn the_server_stops_when_its_owning_process_is_killed() {
         .args([OWNER_TEST, "--exact", "--ignored", "--nocapture"])
         .args(["--test-threads", "1"])
         .env(OWNER_ENV, "1")
+        // Under the runner, the owner must start a server of its own.
+        .env_remove(ATTACH_ENV)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -171,4 +176,97 @@ fn the_server_stops_when_its_owning_process_is_killed() {
         "{} is still there 30 s after its owner died",
         dir.display()
     );
+}
+
+#[test]
+fn the_databases_of_ended_processes_are_dropped_and_those_of_live_ones_kept() {
+    let pg = TempPostgres::start().unwrap();
+    let mine = pg.fresh_database();
+    let mine = database_name(&mine);
+    // A process that has ended: its id names no running process any more.
+    let mut ended = Command::new("true").spawn().unwrap();
+    let ended_pid = ended.id();
+    ended.wait().unwrap();
+    let orphan = format!("test_{ended_pid}_0");
+    pg.psql("postgres", &format!("create database {orphan}"))
+        .unwrap();
+    pg.psql("postgres", "create database unrelated").unwrap();
+
+    assert_eq!(pg.drop_databases_of_ended_processes().unwrap(), 1);
+
+    let left = pg
+        .psql(
+            "postgres",
+            "select string_agg(datname, ' ' order by datname) from pg_database",
+        )
+        .unwrap();
+    let left: Vec<&str> = left.split(' ').collect();
+    assert!(
+        !left.contains(&orphan.as_str()),
+        "{orphan} survived: {left:?}"
+    );
+    assert!(
+        left.contains(&mine),
+        "this process's {mine} was dropped: {left:?}"
+    );
+    assert!(
+        left.contains(&"unrelated"),
+        "a database not made by a test was dropped"
+    );
+}
+
+/// Not a test of its own: run by the next test under the runner.
+#[test]
+#[ignore = "the child process of the_runner_serves_its_command_one_server_and_stops_it_after"]
+fn attached_process_uses_the_runners_server() {
+    let Ok(port) = std::env::var(ATTACH_ENV) else {
+        return;
+    };
+    let pg = TempPostgres::shared();
+    assert_eq!(pg.port().to_string(), port);
+    assert!(
+        pg.dir().is_none(),
+        "a process under the runner started its own server"
+    );
+    let url = pg.fresh_database();
+    assert_eq!(
+        pg.psql(database_name(&url), "select current_database()")
+            .unwrap(),
+        database_name(&url)
+    );
+    println!("ATTACHED_PORT={port}");
+}
+
+#[test]
+fn the_runner_serves_its_command_one_server_and_stops_it_after() {
+    let output = Command::new(RUNNER)
+        .arg("--")
+        .arg(std::env::current_exe().unwrap())
+        .args([ATTACHED_TEST, "--exact", "--ignored", "--nocapture"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "the attached test failed: {}\n{stdout}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let port: u16 = stdout
+        .lines()
+        .find_map(|line| {
+            line.split_once("ATTACHED_PORT=")
+                .map(|(_, p)| p.trim().parse().unwrap())
+        })
+        .expect("the attached test ran under the runner");
+    assert!(!accepts(port), "the runner's server outlived its command");
+
+    // The command's exit status is the runner's.
+    let status = Command::new(RUNNER)
+        .args(["--", "sh", "-c", "exit 3"])
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(3));
 }
