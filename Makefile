@@ -18,16 +18,21 @@ TOOL_BUILD_ENV := CARGO_PROFILE_RELEASE_OPT_LEVEL=1 CARGO_PROFILE_RELEASE_LTO=of
 
 DATABASE_URL ?= sqlite://data/skillgate.db
 
+# cargo's build outputs: target/, or CARGO_TARGET_DIR (CI keeps its cache there, .ci/run).
+# The site lives beside them, so that a cached site whose wasm did not change is kept.
+TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
+SITE_ROOT := $(TARGET_DIR)/site
+
 # `make run` and the test suites use the development build: dependencies compiled once
-# serve `cargo test`, clippy's neighbours and the served binary alike, and a fresh machine
+# serve the tests, clippy's neighbours and the served binary alike, and a fresh machine
 # reaches its first governed call in minutes (BENCHMARKS.md, "First run"). `make build` is
 # the optimised artifact to deploy and benchmark.
-SERVER := target/debug/skillgate
+SERVER := $(TARGET_DIR)/debug/skillgate
 # The browser half is always size-optimised: every browser downloads it.
 WASM_CARGO := cargo build -p skillgate-app --lib --target wasm32-unknown-unknown \
-  --no-default-features --features hydrate --profile wasm-release --target-dir target/front
-SITE_WASM := target/front/wasm32-unknown-unknown/wasm-release/skillgate_app.wasm
-SITE_BUILD := target/debug/skillgate-site-build
+  --no-default-features --features hydrate --profile wasm-release --target-dir $(TARGET_DIR)/front
+SITE_WASM := $(TARGET_DIR)/front/wasm32-unknown-unknown/wasm-release/skillgate_app.wasm
+SITE_BUILD := $(TARGET_DIR)/debug/skillgate-site-build
 # The console's size budget: the main wasm module every browser downloads before the
 # console works, raw and gzipped (level 9). A ratchet at today's size plus about 1%: lower
 # it as the module shrinks, toward the goal of 700,000 and 250,000 (issue #48).
@@ -42,6 +47,7 @@ help:
 	@echo "make check  before a commit: fmt, clippy and the Rust tests of the crates the change touched"
 	@echo "make cluster  three replicas on a throwaway PostgreSQL behind HAProxy on http://127.0.0.1:3000"
 	@echo "make build  optimised artifacts to deploy: target/release/skillgate and target/site"
+	@echo "make clean  remove every build output, the CI cache included"
 	@echo "make bench  benchmarks (see BENCHMARKS.md)"
 	@echo "make bench-peers  Skillgate beside the upstream directly and IBM ContextForge, one load tool"
 
@@ -98,32 +104,32 @@ deps-postgres:
 # the server's last crates leave idle.
 site: deps-build
 	@$(MAKE) --no-print-directory -j2 server front
-	$(SITE_BUILD) --wasm $(SITE_WASM) --site target/site --optimize
+	$(SITE_BUILD) --wasm $(SITE_WASM) --site $(SITE_ROOT) --optimize
 
 server:
 	cargo build -p skillgate -p skillgate-site-build
 
-# The hydrate bundle; tools/site-build splits it at its lazy routes into target/site.
+# The hydrate bundle; tools/site-build splits it at its lazy routes into the site root.
 front:
 	$(WASM_CARGO)
 
 build: deps-build
 	@$(MAKE) --no-print-directory -j2 release-server front
-	$(SITE_BUILD) --wasm $(SITE_WASM) --site target/site --optimize
+	$(SITE_BUILD) --wasm $(SITE_WASM) --site $(SITE_ROOT) --optimize
 
 release-server:
 	cargo build --release -p skillgate
 	cargo build -p skillgate-site-build
 
 run: site
-	$(SERVER) serve --demo --database-url $(DATABASE_URL)
+	$(SERVER) serve --demo --database-url $(DATABASE_URL) --site-root $(SITE_ROOT)
 
 # Three replicas on a PostgreSQL in a temporary directory, HAProxy in front on
 # http://127.0.0.1:3000; Ctrl-C stops and removes it all (docs/operations.md, "Running
 # several replicas on PostgreSQL"). `make cluster CLUSTER_ARGS=--check` starts it, checks
 # that every replica serves through the balancer and stops.
 cluster: site deps-postgres
-	SKILLGATE_BIN=$(SERVER) scripts/cluster.sh $(CLUSTER_ARGS)
+	SKILLGATE_BIN=$(SERVER) SKILLGATE_SITE_ROOT=$(SITE_ROOT) scripts/cluster.sh $(CLUSTER_ARGS)
 
 fmt-check:
 	cargo fmt --all --check
@@ -144,7 +150,7 @@ PG_TESTS_FILTER := package(skillgate-core) | (binary_id(skillgate::it) & test(/^
 
 # Every Rust test runs under nextest (.config/nextest.toml: a process per test, a time limit
 # per test), beside one throwaway PostgreSQL for the whole run (testpg/src/main.rs).
-TESTPG := target/debug/skillgate-testpg
+TESTPG := $(TARGET_DIR)/debug/skillgate-testpg
 NEXTEST := $(TESTPG) -- cargo nextest run --cargo-quiet
 
 # Everything on SQLite, then the store's contract on PostgreSQL: the core's tests and the
@@ -157,7 +163,7 @@ unit: deps-postgres deps-build
 # The compliance suite seeds its audit log with skillgate-dev, built beside the server.
 e2e: deps-e2e site
 	cargo build -p skillgate-dev
-	SKILLGATE_BIN=$(SERVER) end2end/run.sh
+	SKILLGATE_BIN=$(SERVER) SKILLGATE_SITE_ROOT=$(SITE_ROOT) end2end/run.sh
 
 conformance: deps-e2e server
 	SKILLGATE_BIN=$(SERVER) end2end/conformance.sh
@@ -171,14 +177,19 @@ check: deps-postgres deps-build
 
 # Fails when the console's main module passes its budget (tools/site-build).
 size-budget: site
-	$(SITE_BUILD) --wasm $(SITE_WASM) --site target/site --optimize \
+	$(SITE_BUILD) --wasm $(SITE_WASM) --site $(SITE_ROOT) --optimize \
 	  --max-main-bytes $(MAIN_WASM_BUDGET) --max-main-gzip-bytes $(MAIN_WASM_GZIP_BUDGET)
 
 # A three-replica cluster behind HAProxy serves through the balancer (scripts/cluster.sh).
 cluster-check: site deps-postgres
-	CLUSTER_PORT=3100 CLUSTER_PG_PORT=5533 SKILLGATE_BIN=$(SERVER) scripts/cluster.sh --check
+	CLUSTER_PORT=3100 CLUSTER_PG_PORT=5533 SKILLGATE_BIN=$(SERVER) SKILLGATE_SITE_ROOT=$(SITE_ROOT) \
+	  scripts/cluster.sh --check
 
-test: deps lint unit size-budget e2e conformance cluster-check
+# Each phase is its own make run, timed (scripts/phases.sh). The site is built once: later
+# phases find it up to date (tools/site-build keeps a site whose wasm did not change).
+TEST_PHASES := deps lint unit size-budget e2e conformance cluster-check
+test:
+	@scripts/phases.sh $(TEST_PHASES)
 
 # Each tool measures against a baseline in the same run (see BENCHMARKS.md).
 # skillgate-dev runs the skillgate binary beside it. Two builds: one would unify the core's
@@ -189,13 +200,13 @@ bench: deps-postgres
 	cargo bench -p skillgate-core --bench decide
 	cargo bench -p skillgate-core --bench auth
 	cargo bench -p skillgate-core --bench inspect
-	target/release/skillgate-dev load
-	target/release/skillgate-dev load --rate 500
-	target/release/skillgate-dev backends
-	target/release/skillgate-dev context-cost
-	target/release/skillgate-dev memory
-	target/release/skillgate-dev crowd
-	python3 tools/bench/catalog_as_code.py target/release/skillgate
+	$(TARGET_DIR)/release/skillgate-dev load
+	$(TARGET_DIR)/release/skillgate-dev load --rate 500
+	$(TARGET_DIR)/release/skillgate-dev backends
+	$(TARGET_DIR)/release/skillgate-dev context-cost
+	$(TARGET_DIR)/release/skillgate-dev memory
+	$(TARGET_DIR)/release/skillgate-dev crowd
+	python3 tools/bench/catalog_as_code.py $(TARGET_DIR)/release/skillgate
 
 # The side-by-side table of BENCHMARKS.md ("Peers"): the demo upstream directly, Skillgate
 # governed and IBM ContextForge (installed from PyPI into target/peers/venv by the script),
@@ -204,7 +215,10 @@ bench-peers:
 	cargo build --release -p skillgate
 	@command -v wrk >/dev/null \
 	  || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y wrk)
-	python3 tools/bench/peers.py target/release/skillgate
+	python3 tools/bench/peers.py $(TARGET_DIR)/release/skillgate
 
+# Every build output: target/ (the site, the test venv and reports included), the
+# CARGO_TARGET_DIR of this shell if it points elsewhere, and the CI cache (.ci/run).
+CI_CACHE := $(or $(SKILLGATE_CI_CACHE),$(HOME)/.cache/skillgate-ci)
 clean:
-	cargo clean
+	rm -rf target $(CARGO_TARGET_DIR) $(CI_CACHE)

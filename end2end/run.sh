@@ -2,13 +2,14 @@
 # Runs the end-to-end suite against the build `make site` made: starts `skillgate serve` on a free
 # loopback port with a fresh SQLite file, reads the one-time admin password it prints,
 # adds a viewer and a reviewer through the CLI, then drives Chromium with JavaScript on and off.
-# SKILLGATE_BIN names another server binary (e.g. target/release/skillgate after `make build`).
+# SKILLGATE_BIN names another server binary (e.g. target/release/skillgate after `make build`),
+# SKILLGATE_SITE_ROOT another site (the Makefile's, under CARGO_TARGET_DIR when that is set).
 # Extra arguments select spec files (default: all of tests/).
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 bin="$(realpath -m "${SKILLGATE_BIN:-$root/target/debug/skillgate}")"
-site="$root/target/site"
+site="$(realpath -m "${SKILLGATE_SITE_ROOT:-$root/target/site}")"
 [[ -x "$bin" && -d "$site/pkg" ]] || { echo "run 'make site' first: $bin or $site/pkg is missing" >&2; exit 1; }
 
 work="$(mktemp -d)"

@@ -65,6 +65,6 @@ else
   # differently and rebuilds the core for it.
   filter="$(printf 'package(%s) | ' $packages)"
   cargo build --quiet -p skillgate-testpg
-  target/debug/skillgate-testpg -- cargo nextest run --cargo-quiet --workspace -E "${filter% | }"
+  "${CARGO_TARGET_DIR:-target}/debug/skillgate-testpg" -- cargo nextest run --cargo-quiet --workspace -E "${filter% | }"
 fi
 phase "check passed"

@@ -1,4 +1,4 @@
-//! Scale check, run on demand: `cargo test -p skillgate-core --release --test audit_scale -- --ignored`.
+//! Scale check, run on demand: `cargo test -p skillgate-core --release --test it -- --ignored audit_scale::`.
 
 use serde_json::json;
 use skillgate_core::audit::{AuditLog, EventKind, NewEvent};
