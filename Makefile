@@ -106,8 +106,13 @@ site: deps-build
 	@$(MAKE) --no-print-directory -j2 server front
 	$(SITE_BUILD) --wasm $(SITE_WASM) --site $(SITE_ROOT) --optimize
 
+# skillgate-dev (the browser suite seeds its audit log with it) builds with the server, in
+# one cargo run: built apart, it unified the core's features differently and compiled the
+# core, the console and the server a second time (1m40s of a clean `make test`). So the
+# development server has the core's `dev-tools` compiled in, store writes that only the
+# developer tools call; `make build` and `make bench` build the product without them.
 server:
-	cargo build -p skillgate -p skillgate-site-build
+	cargo build -p skillgate -p skillgate-site-build -p skillgate-dev
 
 # The hydrate bundle; tools/site-build splits it at its lazy routes into the site root.
 front:
@@ -162,7 +167,6 @@ unit: deps-postgres deps-build
 
 # The compliance suite seeds its audit log with skillgate-dev, built beside the server.
 e2e: deps-e2e site
-	cargo build -p skillgate-dev
 	SKILLGATE_BIN=$(SERVER) SKILLGATE_SITE_ROOT=$(SITE_ROOT) end2end/run.sh
 
 conformance: deps-e2e server

@@ -9,7 +9,7 @@ import {
   launch, newPage, signIn, screenshot, waitHydrated, REVIEWER_PASSWORD,
 } from './browser.js';
 
-// The developer tools' binary beside the server's (`cargo build -p skillgate-dev`).
+// The developer tools' binary beside the server's (`make server` builds both).
 const DEV_BIN = process.env.SKILLGATE_BIN.replace(/skillgate$/, 'skillgate-dev');
 const DB_URL = process.env.SKILLGATE_DATABASE_URL;
 const DB_PATH = DB_URL.replace(/^sqlite:\/\//, '');
