@@ -18,6 +18,9 @@ log="$work/server.log"
 server_pid=""
 cleanup() {
   if [[ -n "$server_pid" ]]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
+  # A spec stopped by its time limit cannot stop the server it started (own_server.js); its
+  # files are under $work (TMPDIR below), so whatever still runs from there goes too.
+  pkill -f -- "$work/" 2>/dev/null || true
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -48,8 +51,12 @@ export SKILLGATE_VIEWER_PASSWORD="$viewer_password"
 export SKILLGATE_REVIEWER_PASSWORD="$reviewer_password"
 export SKILLGATE_DATABASE_URL="$db"
 export SKILLGATE_BIN="$bin"
+export SKILLGATE_SITE_ROOT="$site"
 export SKILLGATE_SCREENSHOTS="$root/target/e2e-screenshots"
 export SKILLGATE_OAUTH_PYTHON="$root/target/e2e-venv/bin/python"
+# The specs' own servers and browsers keep their files here, so cleanup finds them.
+export TMPDIR="$work/tmp"
+mkdir -p "$TMPDIR"
 cd "$root/end2end"
 # A test past its time limit fails, named, instead of hanging the suite.
 node --test --test-concurrency=1 --test-timeout="${E2E_TEST_TIMEOUT_MS:-180000}" "${@:-tests/}"

@@ -7,7 +7,8 @@ import os from 'node:os';
 import path from 'node:path';
 
 export const BIN = process.env.SKILLGATE_BIN;
-const SITE = path.join(path.dirname(path.dirname(BIN ?? '.')), 'site');
+const SITE = process.env.SKILLGATE_SITE_ROOT
+  ?? path.join(path.dirname(path.dirname(BIN ?? '.')), 'site');
 
 async function freePort() {
   return new Promise((resolve, reject) => {
@@ -31,6 +32,13 @@ export async function startOwnServer(name, args) {
   const port = await freePort();
   const child = spawn(BIN, ['serve', '--bind', `127.0.0.1:${port}`, '--database-url', db,
     '--site-root', SITE, ...args], { stdio: ['ignore', 'pipe', 'ignore'] });
+  // A spec stopped by its time limit before `stop()` (say, while this server was starting)
+  // must not leave the server running: it goes when the spec's process does.
+  const orphaned = () => {
+    child.kill();
+    fs.rmSync(dir, { recursive: true, force: true });
+  };
+  process.once('exit', orphaned);
   let out = '';
   const adminPassword = await new Promise((resolve, reject) => {
     child.on('exit', (code) => reject(new Error(`the server exited with ${code}: ${out}`)));
@@ -46,8 +54,8 @@ export async function startOwnServer(name, args) {
     dir,
     adminPassword,
     stop() {
-      child.kill();
-      fs.rmSync(dir, { recursive: true, force: true });
+      process.removeListener('exit', orphaned);
+      orphaned();
     },
   };
 }
