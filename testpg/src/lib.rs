@@ -2,8 +2,9 @@
 //!
 //! [`TempPostgres::start`] runs `initdb` into a temporary directory and starts `postgres` on a
 //! free port of 127.0.0.1 (trust authentication, role `postgres`); [`TempPostgres::shared`] is
-//! one such server per test process, started on first use. [`TempPostgres::fresh_database`]
-//! gives each test its own empty database on it.
+//! one such server per test process, started on first use, or the one server of a whole run
+//! when the process runs under the `skillgate-testpg` runner (`src/main.rs`).
+//! [`TempPostgres::fresh_database`] gives each test its own empty database on it.
 //!
 //! **It never outlives the test process.** A test binary keeps the shared server in a static,
 //! and statics are never dropped; a test process may also panic, be killed with `kill -9` or
