@@ -161,7 +161,8 @@ NEXTEST := $(TESTPG) -- cargo nextest run --cargo-quiet
 # Everything on SQLite, then the store's contract on PostgreSQL: the core's tests and the
 # server tests above, each database fresh (core/src/store/testing.rs).
 unit: deps-postgres deps-build
-	cargo build --quiet -p skillgate-testpg
+	@# The runner comes from the same build as the tests (built alone, it is another variant).
+	cargo build --quiet --workspace --tests
 	$(NEXTEST) --workspace
 	SKILLGATE_TEST_DATABASE=postgres $(NEXTEST) --workspace -E '$(PG_TESTS_FILTER)'
 

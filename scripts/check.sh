@@ -64,7 +64,8 @@ else
   # --workspace with a filter, not -p: building a subset of the workspace unifies features
   # differently and rebuilds the core for it.
   filter="$(printf 'package(%s) | ' $packages)"
-  cargo build --quiet -p skillgate-testpg
+  # The tests' own build, which makes the PostgreSQL runner too.
+  cargo build --quiet --workspace --tests
   "${CARGO_TARGET_DIR:-target}/debug/skillgate-testpg" -- cargo nextest run --cargo-quiet --workspace -E "${filter% | }"
 fi
 phase "check passed"
