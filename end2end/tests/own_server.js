@@ -32,8 +32,9 @@ export async function startOwnServer(name, args) {
   const port = await freePort();
   const child = spawn(BIN, ['serve', '--bind', `127.0.0.1:${port}`, '--database-url', db,
     '--site-root', SITE, ...args], { stdio: ['ignore', 'pipe', 'ignore'] });
-  // A spec stopped by its time limit before `stop()` (say, while this server was starting)
-  // must not leave the server running: it goes when the spec's process does.
+  // A spec that ends without calling `stop()` (its `before` failed, say) must not leave the
+  // server running: it goes when the spec's process exits. A spec killed at its time limit
+  // exits without this; end2end/run.sh stops what it left.
   const orphaned = () => {
     child.kill();
     fs.rmSync(dir, { recursive: true, force: true });
