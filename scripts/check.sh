@@ -10,14 +10,10 @@ cd "$(dirname "$0")/.."
 
 phase() { printf '\n== %s (%s s so far)\n' "$1" "$SECONDS"; }
 
-if [[ -n "${CHECK_BASE:-}" ]]; then
-  changed="$(git diff --name-only "$CHECK_BASE")$(printf '\n')$(git ls-files --others --exclude-standard)"
-else
-  changed="$(git diff --name-only HEAD)$(printf '\n')$(git ls-files --others --exclude-standard)"
-  if [[ -z "${changed//[[:space:]]/}" ]]; then
-    echo "check: a clean tree; checking the last commit"
-    changed="$(git diff --name-only HEAD~1 HEAD)"
-  fi
+changed="$(git diff --name-only "${CHECK_BASE:-HEAD}"; git ls-files --others --exclude-standard)"
+if [[ -z "$changed" && -z "${CHECK_BASE:-}" ]]; then
+  echo "check: a clean tree; checking the last commit"
+  changed="$(git diff --name-only HEAD~1 HEAD)"
 fi
 
 # The workspace packages the changed files belong to, and every workspace package that
