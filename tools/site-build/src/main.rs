@@ -2,7 +2,8 @@
 //!
 //! This replaces cargo-leptos, whose install alone took 16.5 of a fresh machine's 43 minutes
 //! to the first `make run`. What we used of it is small: split the wasm at its lazy routes,
-//! run the pinned `wasm-bindgen` and `wasm-opt`, copy the style sheet and the public assets.
+//! generate wasm-bindgen's glue (its generator as a library, so there is no CLI to install),
+//! run Binaryen's `-Oz` (`wasm_opt.mjs`), copy the style sheet and the public assets.
 //! The file names are the ones Leptos' `HydrationScripts` looks for when the server was not
 //! built by cargo-leptos: `pkg/<name>.js`, `pkg/<name>_bg.wasm`, and the split loader
 //! `pkg/__wasm_split.______________________.js` with its `__wasm_split_manifest.json`.
@@ -16,7 +17,7 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result, bail};
 use clap::Parser;
@@ -27,6 +28,9 @@ use sha2::{Digest, Sha256};
 const SPLIT_LOADER: &str = "__wasm_split.______________________.js";
 const SPLIT_MANIFEST: &str = "__wasm_split_manifest.json";
 const STAMP: &str = ".site-build";
+/// Part of the stamp: raise it when this tool writes a different site from the same input,
+/// so that a kept site (CI's cache) is built again.
+const OUTPUT_REVISION: u32 = 2;
 
 #[derive(Debug, Parser)]
 #[command(about = "Build the console's site directory from the hydrate wasm")]
@@ -46,14 +50,12 @@ struct Args {
     /// Files served at the site root (favicon and the like).
     #[arg(long, default_value = "public")]
     assets: PathBuf,
-    /// Run `wasm-opt -Oz` on the main module and on every chunk of at least
-    /// `--optimize-min-bytes` (the shipped build).
+    /// Run Binaryen's `-Oz` on the main module and on every chunk (the shipped build).
     #[arg(long)]
     optimize: bool,
-    /// Smaller chunks are left as they are: starting wasm-opt costs more than it saves on
-    /// the hundreds of sub-kilobyte chunks a split produces.
-    #[arg(long, default_value_t = 4096)]
-    optimize_min_bytes: u64,
+    /// npm's binaryen package (a working `wasm-opt`: Debian's 108 breaks hydration).
+    #[arg(long, default_value = "end2end/node_modules/binaryen")]
+    binaryen: PathBuf,
     /// Fail when the main module is larger than this.
     #[arg(long, value_name = "BYTES")]
     max_main_bytes: Option<u64>,
@@ -123,7 +125,7 @@ fn main() -> Result<()> {
         remove_previous_modules(&pkg)?;
         let modules = split_and_bind(&wasm, &pkg, &args)?;
         if args.optimize {
-            optimize(&modules, args.optimize_min_bytes)?;
+            optimize(&modules, &args.binaryen)?;
         }
         fs::write(pkg.join(STAMP), &stamp)?;
         report(&modules)?;
@@ -160,8 +162,8 @@ fn stamp(wasm: &[u8], args: &Args) -> String {
     digest.update(wasm);
     digest.update(args.name.as_bytes());
     digest.update([u8::from(args.optimize)]);
-    digest.update(args.optimize_min_bytes.to_le_bytes());
     digest.update(env!("CARGO_PKG_VERSION").as_bytes());
+    digest.update(OUTPUT_REVISION.to_le_bytes());
     hex::encode(digest.finalize())
 }
 
@@ -203,20 +205,19 @@ fn split_and_bind(wasm: &[u8], pkg: &Path, args: &Args) -> Result<Vec<PathBuf>> 
     )?;
 
     // The split main module keeps the linker's exports the chunks import, under their
-    // mangled names.
-    let status = Command::new("wasm-bindgen")
-        .args(["--target", "web", "--no-typescript"])
-        .args(["--keep-lld-exports", "--no-demangle"])
-        .arg("--out-name")
-        .arg(&args.name)
-        .arg("--out-dir")
-        .arg(pkg)
-        .arg(&split_main)
-        .status()
-        .context("running wasm-bindgen (is the pinned wasm-bindgen-cli installed?)")?;
-    if !status.success() {
-        bail!("wasm-bindgen failed on {}", split_main.display());
-    }
+    // mangled names. The options are the CLI's `--target web --no-typescript
+    // --keep-lld-exports --no-demangle`; the library's own defaults differ from the CLI's
+    // on the default module path, so that one is set as the CLI would.
+    wasm_bindgen_cli_support::Bindgen::new()
+        .input_path(&split_main)
+        .web(true)?
+        .typescript(false)
+        .keep_lld_exports(true)
+        .demangle(false)
+        .omit_default_module_path(false)
+        .out_name(&args.name)
+        .generate(pkg)
+        .with_context(|| format!("wasm-bindgen on {}", split_main.display()))?;
     fs::remove_dir_all(&scratch)?;
 
     let mut modules = vec![pkg.join(format!("{}_bg.wasm", args.name))];
@@ -224,53 +225,81 @@ fn split_and_bind(wasm: &[u8], pkg: &Path, args: &Args) -> Result<Vec<PathBuf>> 
     Ok(modules)
 }
 
-/// `wasm-opt` is single-threaded: run one per core, largest module first.
-fn optimize(modules: &[PathBuf], min_bytes: u64) -> Result<()> {
+/// Binaryen is single-threaded: one Node process per core, each fed modules from one
+/// queue, largest first (`wasm_opt.mjs` says why not one `wasm-opt` command per module).
+fn optimize(modules: &[PathBuf], binaryen: &Path) -> Result<()> {
+    let binaryen = binaryen.join("index.js");
+    if !binaryen.is_file() {
+        bail!(
+            "{} is missing: npm's binaryen optimises the wasm (`make deps-site` installs it)",
+            binaryen.display()
+        );
+    }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let size = |p: &PathBuf| fs::metadata(p).map_or(0, |m| m.len());
-    let (main, chunks) = modules.split_first().context("no main module")?;
-    let mut largest_first: Vec<&PathBuf> = std::iter::once(main)
-        .chain(chunks.iter().filter(|c| size(c) >= min_bytes))
-        .collect();
+    // Every chunk: in a running process a small one costs milliseconds, and together the
+    // chunks under 4 KB shrank from 465 KB to 120.
+    let mut largest_first: Vec<&PathBuf> = modules.iter().collect();
     largest_first.sort_by_key(|p| std::cmp::Reverse(size(p)));
+    let workers = cores.min(largest_first.len());
     let queue = std::sync::Mutex::new(largest_first.into_iter());
     std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..cores)
-            .map(|_| {
-                scope.spawn(|| -> Result<()> {
-                    loop {
-                        let Some(module) = queue.lock().expect("queue lock").next() else {
-                            return Ok(());
-                        };
-                        let output = Command::new("wasm-opt")
-                            .args(["-Oz", "--enable-bulk-memory"])
-                            .arg("--enable-nontrapping-float-to-int")
-                            // Function names are for debugging; the browser never needs them.
-                            .arg("--strip-debug")
-                            .arg(module)
-                            .arg("-o")
-                            .arg(module)
-                            .output()
-                            .context(
-                                "running wasm-opt (npm's binaryen, end2end/node_modules/.bin)",
-                            )?;
-                        // It warns about every chunk's name section the splitter writes;
-                        // its output matters only when it fails.
-                        if !output.status.success() {
-                            bail!(
-                                "wasm-opt failed on {}: {}",
-                                module.display(),
-                                String::from_utf8_lossy(&output.stderr)
-                            );
-                        }
-                    }
-                })
-            })
+        let workers: Vec<_> = (0..workers)
+            .map(|_| scope.spawn(|| optimize_worker(&binaryen, &queue)))
             .collect();
         workers
             .into_iter()
             .try_for_each(|w| w.join().expect("wasm-opt worker panicked"))
     })
+}
+
+/// One Node process running `wasm_opt.mjs`: a path per line in, `ok` or `error …` out.
+fn optimize_worker<'a>(
+    binaryen: &Path,
+    queue: &std::sync::Mutex<impl Iterator<Item = &'a PathBuf>>,
+) -> Result<()> {
+    use std::io::{BufRead as _, Write as _};
+    let mut node = Command::new("node")
+        .arg("--input-type=module")
+        .arg("--eval")
+        .arg(include_str!("wasm_opt.mjs"))
+        .arg(binaryen)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        // Binaryen warns about the name section of every chunk the splitter writes; what
+        // it says matters only when a module fails, and then the answer line says it.
+        .stderr(Stdio::null())
+        .spawn()
+        .context("starting node for wasm-opt")?;
+    let mut stdin = node.stdin.take().context("node's stdin")?;
+    let mut answers = std::io::BufReader::new(node.stdout.take().context("node's stdout")?);
+    let outcome = (|| -> Result<()> {
+        loop {
+            let Some(module) = queue.lock().expect("queue lock").next() else {
+                return Ok(());
+            };
+            writeln!(stdin, "{}", module.display())?;
+            let mut answer = String::new();
+            answers.read_line(&mut answer)?;
+            match answer.trim_end() {
+                "ok" => {}
+                "" => bail!("wasm-opt's node process ended on {}", module.display()),
+                failure => bail!(
+                    "wasm-opt failed on {}: {}",
+                    module.display(),
+                    failure.strip_prefix("error ").unwrap_or(failure)
+                ),
+            }
+        }
+    })();
+    // Closing stdin ends the process's loop.
+    drop(stdin);
+    let status = node.wait()?;
+    outcome?;
+    if !status.success() {
+        bail!("wasm-opt's node process failed ({status})");
+    }
+    Ok(())
 }
 
 fn report(modules: &[PathBuf]) -> Result<()> {
@@ -311,7 +340,70 @@ fn copy_dir(from: &Path, to: &Path) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::MainSize;
+    use std::path::{Path, PathBuf};
+
+    use super::{MainSize, optimize};
+
+    /// npm's binaryen, installed by `make deps-site` before any test runs.
+    fn binaryen() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../end2end/node_modules/binaryen")
+    }
+
+    /// A module whose only function adds zero, which `-Oz` folds away.
+    const ADDS_ZERO: &[u8] = &[
+        0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, // magic, version
+        0x01, 0x06, 0x01, 0x60, 0x01, 0x7f, 0x01, 0x7f, // type: (i32) -> i32
+        0x03, 0x02, 0x01, 0x00, // one function of that type
+        0x07, 0x05, 0x01, 0x01, 0x66, 0x00, 0x00, // export it as "f"
+        0x0a, 0x09, 0x01, 0x07, 0x00, 0x20, 0x00, 0x41, 0x00, 0x6a,
+        0x0b, // local.get 0; i32.const 0; i32.add
+    ];
+
+    #[test]
+    fn every_module_is_optimised_in_place_by_the_shared_node_processes() {
+        let dir = tempfile::tempdir().unwrap();
+        let modules: Vec<PathBuf> = (0..5)
+            .map(|i| {
+                let path = dir.path().join(format!("m{i}.wasm"));
+                std::fs::write(&path, ADDS_ZERO).unwrap();
+                path
+            })
+            .collect();
+        optimize(&modules, &binaryen()).unwrap();
+        for module in &modules {
+            let optimised = std::fs::read(module).unwrap();
+            assert!(
+                optimised.len() < ADDS_ZERO.len(),
+                "{} is {} bytes, not smaller than {}",
+                module.display(),
+                optimised.len(),
+                ADDS_ZERO.len()
+            );
+            assert_eq!(&optimised[..4], b"\0asm");
+        }
+    }
+
+    #[test]
+    fn a_module_binaryen_cannot_read_fails_the_build_and_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let good = dir.path().join("good.wasm");
+        let bad = dir.path().join("bad.wasm");
+        std::fs::write(&good, ADDS_ZERO).unwrap();
+        std::fs::write(&bad, b"not a wasm module").unwrap();
+        let error = optimize(&[good, bad.clone()], &binaryen()).unwrap_err();
+        let message = format!("{error:#}");
+        assert!(message.contains(&bad.display().to_string()), "{message}");
+        assert!(message.contains("parsing wasm"), "{message}");
+    }
+
+    #[test]
+    fn a_missing_binaryen_is_a_clear_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let module = dir.path().join("m.wasm");
+        std::fs::write(&module, ADDS_ZERO).unwrap();
+        let error = optimize(&[module], &dir.path().join("binaryen")).unwrap_err();
+        assert!(error.to_string().contains("make deps-site"), "{error}");
+    }
 
     #[test]
     fn a_main_module_past_either_budget_is_named_and_one_within_both_passes() {
