@@ -28,7 +28,8 @@ async function heldRefund(reason) {
   const held = await agent.call(sessionId, 'process_refund', {
     customer_id: 'C-1003', order_id: 'O-5005', amount: 300, reason,
   });
-  assert.equal(held.isError, false, `a hold is an answer, not an error: ${held.text}`);
+  assert.equal(held.isError, true, `nothing ran, so a hold is an error: ${held.text}`);
+  assert.equal(held.structured.code, 'APPROVAL_PENDING');
   assert.match(held.text, /^APPROVAL REQUIRED/);
   assert.equal(held.structured.decision, 'pending_approval');
   const holdId = held.structured.hold_id;

@@ -62,7 +62,12 @@ async fn tier_one(server: &Server, key: &str) -> (common::Client, String) {
 /// Asks for a refund that needs approval; returns its hold id.
 async fn held(client: &common::Client, session: &str, amount: u32) -> String {
     let reply = call(client, session, "process_refund", refund(amount)).await;
-    assert!(!reply.is_error, "{}", reply.text);
+    assert!(
+        reply.is_error,
+        "nothing ran, so a hold answers isError: {}",
+        reply.text
+    );
+    assert_eq!(reply.code(), "APPROVAL_PENDING", "{}", reply.text);
     assert_eq!(
         reply.structured["decision"], "pending_approval",
         "{}",
@@ -98,6 +103,19 @@ async fn a_refund_over_200_is_held_runs_nothing_reserves_its_amount_and_is_audit
 
     let polled = resume(&client, &session, &hold, json!({"poll": true})).await;
     assert_eq!(polled.structured["state"], "pending", "{}", polled.text);
+    assert!(polled.is_error, "still nothing ran: {}", polled.text);
+    assert_eq!(polled.code(), "APPROVAL_PENDING", "{}", polled.text);
+    // What the reviewer is asked to approve, as the audit recorded it.
+    let sees = &polled.structured["approver_sees"];
+    assert_eq!(sees["tool"], "process_refund", "{sees}");
+    assert_eq!(sees["rule"], raised["payload"]["rule"], "{sees}");
+    assert_eq!(sees["role"], raised["payload"]["role"], "{sees}");
+    assert_eq!(sees["session_id"], session.as_str(), "{sees}");
+    let digest = sees["arguments_digest"].as_str().unwrap_or_default();
+    assert!(
+        digest.len() == 64 && digest.bytes().all(|b| b.is_ascii_hexdigit()),
+        "{sees}"
+    );
     assert!(server.executed("process_refund").is_empty());
 
     // The 300 waits reserved: 200 + 200 + 200 fit beside it, the next 200 does not.
@@ -123,12 +141,17 @@ async fn an_approved_hold_runs_exactly_once_and_a_second_resume_runs_nothing() {
 
     let polled = resume(&client, &session, &hold, json!({"poll": true})).await;
     assert_eq!(polled.structured["decision"], "approved", "{}", polled.text);
+    assert!(polled.is_error, "approved, still not run: {}", polled.text);
+    assert_eq!(polled.code(), "APPROVED", "{}", polled.text);
     assert!(
         server.executed("process_refund").is_empty(),
         "poll runs nothing"
     );
 
-    assert_ran(&resume(&client, &session, &hold, json!({})).await);
+    // The answer says how to run it: that exact call runs it.
+    let how = &polled.structured["resume"];
+    assert_eq!(how["tool"], "call_tool", "{how}");
+    assert_ran(&platform(&client, "call_tool", how["arguments"].clone()).await);
     let again = resume(&client, &session, &hold, json!({})).await;
     assert!(again.is_error);
     assert_eq!(again.code(), "HOLD_USED", "{}", again.text);

@@ -76,7 +76,11 @@ async fn held_refund(client: &Client) -> (String, String) {
     .await;
     assert!(!checked.is_error, "{}", checked.text);
     let held = call(client, &session, "process_refund", refund(300)).await;
-    assert!(!held.is_error, "a hold is not an error: {}", held.text);
+    assert!(
+        held.is_error,
+        "nothing ran, so a hold is an error: {}",
+        held.text
+    );
     assert!(held.text.starts_with("APPROVAL REQUIRED"), "{}", held.text);
     assert_eq!(held.structured["decision"], "pending_approval");
     let hold = held.structured["hold_id"].as_str().unwrap().to_owned();

@@ -2,7 +2,7 @@
 //! never run again). The pipeline answers with them and the agent-facing resume does.
 
 use chrono::{DateTime, SecondsFormat, Utc};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::gateway::ToolReply;
 use crate::store::holds::{HoldRow, HoldState};
@@ -11,7 +11,19 @@ fn stamp(at: DateTime<Utc>) -> String {
     at.to_rfc3339_opts(SecondsFormat::Secs, true)
 }
 
-/// The answer to a held call, or to asking about a pending hold.
+/// The call that runs a held call once it is approved.
+fn resume(hold: &HoldRow) -> Value {
+    json!({"tool": "call_tool", "arguments": {"hold_id": hold.id, "session_id": hold.session_id}})
+}
+
+/// The call that only asks where a hold stands.
+fn poll(hold: &HoldRow) -> Value {
+    json!({"tool": "call_tool", "arguments": {"hold_id": hold.id, "session_id": hold.session_id, "poll": true}})
+}
+
+/// The answer to a held call, or to asking about a pending hold. Nothing ran, so it is an
+/// error (`isError: true`): a client that trusts the flag must not believe the call
+/// happened.
 pub(in crate::gateway) fn pending_reply(hold: &HoldRow, new: bool) -> ToolReply {
     let expires = stamp(hold.expires_at);
     let text = if new {
@@ -27,38 +39,59 @@ pub(in crate::gateway) fn pending_reply(hold: &HoldRow, new: bool) -> ToolReply 
             hold.id, hold.tool
         )
     };
+    let structured = json!({
+        "decision": "pending_approval",
+        "code": "APPROVAL_PENDING",
+        "hold_id": hold.id,
+        "state": hold.state.as_str(),
+        "tool": hold.tool,
+        "role": hold.role,
+        "rule": hold.rule,
+        "expires_at": expires,
+        // The reviewer decides on this exact call: these are what the Holds page shows
+        // them (the arguments in full there; their canonical digest here).
+        "approver_sees": {
+            "tool": hold.tool,
+            "role": hold.role,
+            "rule": hold.rule,
+            "key": hold.key_name,
+            "session_id": hold.session_id,
+            "arguments_digest": hold.arguments_digest,
+        },
+        "resume": resume(hold),
+        "poll": poll(hold),
+    });
     ToolReply::Gateway {
         text,
-        structured: json!({
-            "decision": "pending_approval",
-            "hold_id": hold.id,
-            "state": hold.state.as_str(),
-            "tool": hold.tool,
-            "rule": hold.rule,
-            "expires_at": expires,
-        }),
-        is_error: false,
+        structured,
+        is_error: true,
     }
 }
 
+/// The answer to asking about an approved hold: it still has not run, so it is an error
+/// too, and says how to run it.
 pub(in crate::gateway) fn approved_reply(hold: &HoldRow) -> ToolReply {
     let expires = stamp(hold.expires_at);
+    let structured = json!({
+        "decision": "approved",
+        "code": "APPROVED",
+        "hold_id": hold.id,
+        "state": hold.state.as_str(),
+        "tool": hold.tool,
+        "expires_at": expires,
+        "resume": resume(hold),
+        "poll": poll(hold),
+    });
     ToolReply::Gateway {
         text: format!(
-            "APPROVED: hold {} for `{}` was approved by {}; call call_tool with hold_id \"{}\" before {expires} to run it once.",
+            "APPROVED: hold {} for `{}` was approved by {}; call call_tool with hold_id \"{}\" before {expires} to run it once. Nothing ran yet.",
             hold.id,
             hold.tool,
             hold.decided_by.as_deref().unwrap_or("a reviewer"),
             hold.id
         ),
-        structured: json!({
-            "decision": "approved",
-            "hold_id": hold.id,
-            "state": hold.state.as_str(),
-            "tool": hold.tool,
-            "expires_at": expires,
-        }),
-        is_error: false,
+        structured,
+        is_error: true,
     }
 }
 
