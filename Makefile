@@ -27,8 +27,9 @@ SITE_ROOT := $(TARGET_DIR)/site
 SERVER := $(TARGET_DIR)/debug/skillgate
 # The browser half is always size-optimised: every browser downloads it.
 # Panic locations are text in the module: the clone's and cargo's directories are cut from
-# them, so the module is the same size on every machine (a longer CARGO_HOME made it
-# larger) and 3 KB smaller. The standard library's paths come precompiled as /rustc/<commit>.
+# them, so the module's size no longer depends on where they are (a longer CARGO_HOME made
+# it larger) and it is 3 KB smaller. The standard library's paths come precompiled as
+# /rustc/<commit>.
 WASM_REMAP := --remap-path-prefix=$(CURDIR)/= \
   --remap-path-prefix=$(or $(CARGO_HOME),$(HOME)/.cargo)/registry/src/=
 WASM_CARGO := cargo build -p skillgate-app --lib --target wasm32-unknown-unknown \
