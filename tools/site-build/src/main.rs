@@ -258,7 +258,7 @@ fn optimize_worker<'a>(
     binaryen: &Path,
     queue: &std::sync::Mutex<impl Iterator<Item = &'a PathBuf>>,
 ) -> Result<()> {
-    use std::io::{BufRead as _, Write as _};
+    use std::io::{BufRead as _, Read as _, Write as _};
     let mut node = Command::new("node")
         .arg("--input-type=module")
         .arg("--eval")
@@ -266,19 +266,26 @@ fn optimize_worker<'a>(
         .arg(binaryen)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        // Binaryen warns about the name section of every chunk the splitter writes; what
-        // it says matters only when a module fails, and then the answer line says it.
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .context("starting node for wasm-opt")?;
     let mut stdin = node.stdin.take().context("node's stdin")?;
     let mut answers = std::io::BufReader::new(node.stdout.take().context("node's stdout")?);
+    // Read while the process runs, so that it never blocks on a full pipe.
+    let mut stderr = node.stderr.take().context("node's stderr")?;
+    let said = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text);
+        text
+    });
     let outcome = (|| -> Result<()> {
         loop {
             let Some(module) = queue.lock().expect("queue lock").next() else {
                 return Ok(());
             };
-            writeln!(stdin, "{}", module.display())?;
+            writeln!(stdin, "{}", module.display())
+                .and_then(|()| stdin.flush())
+                .with_context(|| format!("sending {} to wasm-opt", module.display()))?;
             let mut answer = String::new();
             answers.read_line(&mut answer)?;
             match answer.trim_end() {
@@ -295,11 +302,29 @@ fn optimize_worker<'a>(
     // Closing stdin ends the process's loop.
     drop(stdin);
     let status = node.wait()?;
-    outcome?;
-    if !status.success() {
-        bail!("wasm-opt's node process failed ({status})");
+    let said = said.join().unwrap_or_default();
+    outcome
+        .and_then(|()| {
+            if status.success() {
+                Ok(())
+            } else {
+                Err(anyhow::anyhow!("wasm-opt's node process failed ({status})"))
+            }
+        })
+        .with_context(|| problems(&said))
+}
+
+/// What Node said that matters when a worker failed: Binaryen warns about the name section
+/// of every chunk the splitter writes, and those warnings are noise.
+fn problems(stderr: &str) -> String {
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with("warning: "))
+        .collect();
+    match lines.len() {
+        0 => "node said nothing else".to_owned(),
+        n => format!("node said: {}", lines[n.saturating_sub(20)..].join("\n")),
     }
-    Ok(())
 }
 
 fn report(modules: &[PathBuf]) -> Result<()> {
@@ -394,6 +419,23 @@ mod tests {
         let message = format!("{error:#}");
         assert!(message.contains(&bad.display().to_string()), "{message}");
         assert!(message.contains("parsing wasm"), "{message}");
+    }
+
+    #[test]
+    fn a_binaryen_that_fails_to_load_is_reported_with_what_node_said() {
+        let dir = tempfile::tempdir().unwrap();
+        let broken = dir.path().join("binaryen");
+        std::fs::create_dir(&broken).unwrap();
+        std::fs::write(
+            broken.join("index.js"),
+            "throw new Error('this binaryen is broken');",
+        )
+        .unwrap();
+        let module = dir.path().join("m.wasm");
+        std::fs::write(&module, ADDS_ZERO).unwrap();
+        let error = optimize(&[module], &broken).unwrap_err();
+        let message = format!("{error:#}");
+        assert!(message.contains("this binaryen is broken"), "{message}");
     }
 
     #[test]
