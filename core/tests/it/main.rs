@@ -17,6 +17,7 @@ mod gateway_platform_tools;
 mod inspect_corpus;
 mod oauth;
 mod paging;
+mod policy_arbitrary_json;
 mod policy_arg_checks;
 mod policy_common;
 mod policy_decide;

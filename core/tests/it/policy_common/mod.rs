@@ -1,7 +1,8 @@
-//! A small synthetic catalog shared by the policy tests.
+//! A small synthetic catalog shared by the policy tests, and the demo catalog.
 
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use serde_json::{Value, json};
+use skillgate_core::demo::catalog::{DEMO_UPSTREAM, demo_catalog};
 use skillgate_core::model::{
     ArgCheck, Catalog, CatalogDraft, CatalogTool, CmpOp, Limit, Role, Scope, Skill, ToolSpec,
     Upstream, UpstreamKind,
@@ -296,4 +297,30 @@ pub fn shown(decision: &Decision) -> String {
         Decision::Allow(permit) => format!("allowed: {permit:?}"),
         Decision::Hold(hold) => format!("held: {}", hold.rule()),
     }
+}
+
+/// The demo catalog with its stdio upstream, before compiling (to change a tool first).
+pub fn demo_uncompiled() -> Catalog {
+    let upstream = Upstream {
+        name: slug(DEMO_UPSTREAM),
+        kind: UpstreamKind::Stdio {
+            command: "skillgate".to_owned(),
+            args: vec!["demo-upstream".to_owned()],
+        },
+    };
+    demo_catalog().into_catalog(vec![upstream])
+}
+
+/// The demo catalog, compiled.
+pub fn demo() -> CompiledCatalog {
+    CompiledCatalog::compile(demo_uncompiled())
+}
+
+/// A session of `scope` that learned `roles` of the demo catalog.
+pub fn demo_session(scope: &str, roles: &[&str], catalog: &CompiledCatalog) -> SessionView {
+    let mut session = session(scope, &[]);
+    for role in roles {
+        session.learn(slug(role), catalog.skill_versions_of(role));
+    }
+    session
 }
