@@ -14,6 +14,7 @@ mod catalog_apply;
 mod compliance;
 mod console_try_it;
 mod gateway_platform_tools;
+mod guardrail_eval;
 mod inspect_corpus;
 mod oauth;
 mod paging;
