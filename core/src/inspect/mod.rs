@@ -229,7 +229,14 @@ impl Inspectors {
                     inspector: Inspector::Secrets,
                     kind: hit.kind,
                     path: path.to_owned(),
-                    fingerprint: Some(fingerprint(&text[hit.start..hit.end])),
+                    // Known by what it is without the invisible characters that may
+                    // split it, so the same secret sent on cleanly is recognised.
+                    fingerprint: Some(fingerprint(
+                        &text[hit.start..hit.end]
+                            .chars()
+                            .filter(|c| !normalize::is_hidden(*c))
+                            .collect::<String>(),
+                    )),
                 });
             }
         }

@@ -271,8 +271,8 @@ def attacks():
     fake_pem = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7\n-----END PRIVATE KEY-----"
     jwt = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJ1c2VyLTQyIiwicm9sZSI6ImFkbWluIn0.kX3v9QpZ2mT7wL4nR8sB1cD6fG0hJ5yU"
     rows = [
-        ("aws key in a log", s, "aws_access_key", text_result("2026-11-30 boot: using AKIAIOSFODNN7EXAMPLE for s3 uploads")),
-        ("aws key pair in a config dump", s, "aws_secret_key", text_result("[default]\naws_access_key_id = AKIAQ3EGUWB6CMRXNL2T\naws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY")),
+        ("aws key in a log", s, "aws_access_key", text_result("2026-11-30 boot: using AKIAQ3EGUWB6CMRXNL2T for s3 uploads")),
+        ("aws key pair in a config dump", s, "aws_secret_key", text_result("[default]\naws_access_key_id = AKIAQ3EGUWB6CMRXNL2T\naws_secret_access_key = 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")),
         ("sts key in structured content", s, "aws_access_key", json_result({"credentials": {"AccessKeyId": "ASIAY34FZKBOKMUTVV7A", "Expiration": "2026-12-01T00:00:00Z"}})),
         ("pem private key", s, "private_key", text_result("Here is the deploy key:\n" + fake_pem)),
         ("openssh private key in a resource", s, "private_key", {"content": [{"type": "resource", "resource": {"uri": "file:///home/dev/.ssh/id_ed25519", "text": "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtz\n-----END OPENSSH PRIVATE KEY-----"}}], "isError": False}),

@@ -113,8 +113,9 @@ def gcp_service_account():
            "auth_uri": "https://accounts.google.com/o/oauth2/auth",
            "token_uri": "https://oauth2.googleapis.com/token"}
     text = json.dumps(doc, indent=2)
+    # The private key is the secret; `private_key_id` only names it.
     return {"result": in_file_read(text, "keys/deployer.json"),
-            "secrets": [key_id] + pem_body.splitlines()}
+            "secrets": pem_body.splitlines()}
 
 
 def azure_storage_connection_string():
