@@ -4,7 +4,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::injection::{InjectionDetector, Scope};
-use super::normalize::{is_bidi, is_hidden, name_keys, normalize};
+use super::normalize::{is_bidi, is_hidden, is_needed_here, name_keys, normalize};
 use crate::model::ToolSpec;
 
 /// The gateway's own tools: an upstream tool named like one would be mistaken for it.
@@ -152,11 +152,14 @@ fn schema_texts<'a>(schema: &'a Value, field: String, out: &mut Vec<(String, &'a
 }
 
 fn hidden_characters(field: &str, text: &str, out: &mut Vec<DefinitionFinding>) {
-    let bidi: Vec<char> = text.chars().filter(|c| is_bidi(*c)).collect();
-    let hidden: Vec<char> = text
-        .chars()
-        .filter(|c| is_hidden(*c) && !is_bidi(*c))
+    // What Persian, Hindi, Hebrew or an emoji sequence needs where it stands is not hidden.
+    let chars: Vec<char> = text.chars().collect();
+    let suspect: Vec<char> = (0..chars.len())
+        .filter(|&i| is_hidden(chars[i]) && !is_needed_here(&chars, i))
+        .map(|i| chars[i])
         .collect();
+    let bidi: Vec<char> = suspect.iter().copied().filter(|c| is_bidi(*c)).collect();
+    let hidden: Vec<char> = suspect.iter().copied().filter(|c| !is_bidi(*c)).collect();
     if !bidi.is_empty() {
         out.push(finding(
             "bidi_control",
@@ -482,5 +485,36 @@ mod tests {
             siblings: &plain,
         };
         assert!(kinds_with(&spec("d", "Ignore previous pages."), &context).is_empty());
+    }
+
+    #[test]
+    fn joiners_that_scripts_and_emoji_need_are_not_hidden_characters_but_stray_ones_are() {
+        let context = DefinitionContext {
+            upstream: "docs",
+            other_tools: &[],
+            siblings: &[],
+        };
+        for legit in [
+            "\u{0645}\u{06cc}\u{200c}\u{062e}\u{0648}\u{0627}\u{0647}\u{0645} orders",
+            "React with \u{1F469}\u{200D}\u{1F4BB} or 1\u{FE0F}\u{20E3}",
+            "Fixtures for \u{1F3F4}\u{E0067}\u{E0062}\u{E0065}\u{E006E}\u{E0067}\u{E007F} England",
+            "Hebrew address \u{05e8}\u{05d7}\u{05d5}\u{05d1} 12\u{200f}",
+        ] {
+            assert!(
+                kinds_with(&spec("lookup", legit), &context).is_empty(),
+                "{legit:?}"
+            );
+        }
+        for stray in [
+            "Looks up\u{200B} orders",
+            "Looks up orders\u{200C}x",
+            "Orders\u{FE0F} by id",
+        ] {
+            assert_eq!(
+                kinds_with(&spec("lookup", stray), &context),
+                ["hidden_characters"],
+                "{stray:?}"
+            );
+        }
     }
 }

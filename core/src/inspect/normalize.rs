@@ -40,6 +40,65 @@ pub fn is_hidden(c: char) -> bool {
         | '\u{E0100}'..='\u{E01EF}')
 }
 
+/// Whether the hidden character at `chars[i]` is one a script or an emoji needs where it
+/// stands, so a reviewer would not call it hidden: a zero-width joiner or non-joiner
+/// between letters of a script that joins (Arabic, Persian, the Indic scripts) or a joiner
+/// between emoji, a variation selector after an emoji, a symbol or a keycap digit, the tag
+/// letters of a subdivision flag (at most six after a black flag, then a cancel tag), and
+/// a left-to-right or right-to-left mark in text that has right-to-left letters.
+pub fn is_needed_here(chars: &[char], i: usize) -> bool {
+    let previous = i.checked_sub(1).map(|p| chars[p]);
+    let next = chars.get(i + 1).copied();
+    match chars[i] {
+        '\u{200C}' | '\u{200D}' => {
+            let joins = |c: Option<char>| c.is_some_and(is_joining_script);
+            let emoji = |c: Option<char>| c.is_some_and(|c| is_emoji(c) || c == '\u{FE0F}');
+            joins(previous) && joins(next)
+                || chars[i] == '\u{200D}' && emoji(previous) && next.is_some_and(is_emoji)
+        }
+        '\u{FE0E}' | '\u{FE0F}' => {
+            previous.is_some_and(|c| is_emoji(c) || matches!(c, '0'..='9' | '#' | '*'))
+        }
+        '\u{E0020}'..='\u{E007F}' => {
+            let mut start = i;
+            while start > 0 && ('\u{E0020}'..='\u{E007E}').contains(&chars[start - 1]) {
+                start -= 1;
+            }
+            let mut end = i;
+            while end < chars.len() && ('\u{E0020}'..='\u{E007E}').contains(&chars[end]) {
+                end += 1;
+            }
+            start > 0
+                && chars[start - 1] == '\u{1F3F4}'
+                && end - start <= 6
+                && chars.get(end) == Some(&'\u{E007F}')
+        }
+        '\u{200E}' | '\u{200F}' => chars.iter().any(|c| is_right_to_left(*c)),
+        _ => false,
+    }
+}
+
+/// Letters of scripts whose shaping uses zero-width joiners: Arabic (with Persian and Urdu
+/// letters), Syriac, and the Brahmic scripts from Devanagari to Khmer.
+fn is_joining_script(c: char) -> bool {
+    matches!(c,
+        '\u{0600}'..='\u{06FF}' | '\u{0700}'..='\u{077F}' | '\u{08A0}'..='\u{08FF}'
+        | '\u{0900}'..='\u{0DFF}' | '\u{1000}'..='\u{109F}' | '\u{1780}'..='\u{17FF}'
+        | '\u{FB50}'..='\u{FDFF}' | '\u{FE70}'..='\u{FEFF}')
+}
+
+/// Emoji and pictographic symbols (the blocks emoji sequences are built from).
+fn is_emoji(c: char) -> bool {
+    matches!(c,
+        '\u{2600}'..='\u{27BF}' | '\u{2B00}'..='\u{2BFF}' | '\u{1F000}'..='\u{1FAFF}'
+        | '\u{2190}'..='\u{21FF}' | '\u{2300}'..='\u{23FF}')
+}
+
+/// Letters of right-to-left scripts (Hebrew, Arabic, Syriac, Thaana, N'Ko).
+fn is_right_to_left(c: char) -> bool {
+    matches!(c, '\u{0590}'..='\u{07FF}' | '\u{08A0}'..='\u{08FF}' | '\u{FB1D}'..='\u{FDFF}' | '\u{FE70}'..='\u{FEFF}')
+}
+
 /// The bidirectional controls among the hidden characters (they reorder what is shown).
 pub fn is_bidi(c: char) -> bool {
     matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
@@ -81,6 +140,28 @@ pub fn normalize(text: &str) -> String {
                     None => push(lower, &mut out),
                 }
             }
+        }
+    }
+    if out.ends_with(' ') {
+        out.pop();
+    }
+    out
+}
+
+/// `text` folded for the other-language patterns: NFKC, hidden characters dropped,
+/// lowercase, whitespace collapsed; letters keep their script.
+pub fn fold(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut space = true;
+    for c in text.nfkc().filter(|c| !is_hidden(*c)) {
+        if c.is_whitespace() {
+            if !space {
+                out.push(' ');
+                space = true;
+            }
+        } else {
+            out.extend(c.to_lowercase());
+            space = false;
         }
     }
     if out.ends_with(' ') {

@@ -1,0 +1,117 @@
+//! The commonest injections in other languages: "ignore the previous instructions" and a
+//! note addressed to the AI assistant, in the languages attacks have been published in.
+//!
+//! Read on text folded without mapping look-alike letters (Cyrillic must stay Cyrillic
+//! here), see [`super::super::normalize::fold`]. A keyword pass on the raw text comes
+//! first, so English text costs one linear scan.
+
+use std::sync::LazyLock;
+
+use aho_corasick::AhoCorasick;
+use regex::RegexSet;
+
+/// Words at least one of which every pattern needs, matched on the raw text, ASCII case
+/// folded: most text has none and skips folding and the patterns.
+static KEYWORDS: &[&str] = &[
+    "ignor",
+    "vergiss",
+    "vergessen",
+    "missachte",
+    "hinweis f",
+    "nachricht f",
+    "anweisung f",
+    "oublie",
+    "note pour",
+    "message pour",
+    "consigne pour",
+    "olvid",
+    "nota para",
+    "mensaje para",
+    "mensagem para",
+    "asistente",
+    "assistente",
+    "esque",
+    "dimentica",
+    "negeer",
+    "vergeet",
+    "zignoruj",
+    "zapomnij",
+    "talimat",
+    "игнор",
+    "Игнор",
+    "забуд",
+    "Забуд",
+    "проигнор",
+    "Проигнор",
+    "ассистент",
+    "Ассистент",
+    "ии-",
+    "нейросеть",
+    "ігнор",
+    "Ігнор",
+    "忽略",
+    "给",
+    "給",
+    "無視",
+    "アシスタント",
+    "무시",
+    "تجاهل",
+    "المساعد",
+    "अनदेखा",
+    "नज",
+];
+
+static PREFILTER: LazyLock<AhoCorasick> = LazyLock::new(|| {
+    AhoCorasick::builder()
+        .ascii_case_insensitive(true)
+        .build(KEYWORDS)
+        .expect("language keywords compile")
+});
+
+static PATTERNS: &[&str] = &[
+    // German
+    r"\b(?:ignorier(?:e|en\s+sie)?|vergiss|vergessen\s+sie|missachte)\s+(?:alle\s+)?(?:die\s+)?(?:vorherigen|bisherigen|vorigen|obigen|früheren)\s+(?:anweisungen|instruktionen|befehle|regeln|vorgaben)",
+    r"\b(?:hinweis|nachricht|anweisung)\s+(?:für|an)\s+(?:den|die|das)\s+(?:ki|ki-assistenten|ki-assistentin|ki-modell|sprachmodell|assistenten)\b",
+    // French
+    r"\b(?:ignore[zr]?|oublie[zr]?)\s+(?:toutes\s+)?(?:les\s+)?(?:instructions|consignes|directives)\s+(?:précédentes|antérieures|ci-dessus)",
+    r"\b(?:note|message|consigne)\s+(?:pour|à)\s+l['’]\s*(?:assistant|ia|intelligence artificielle)\b",
+    // Spanish
+    r"\b(?:ignora(?:r)?|olvida(?:r)?)\s+(?:todas\s+)?(?:las\s+)?(?:instrucciones|indicaciones|órdenes)\s+(?:anteriores|previas)",
+    r"\b(?:nota|mensaje)\s+para\s+el\s+asistente\b|\basistente\s*[:,]\s*(?:a\s+partir\s+de\s+ahora|ahora|debes|por\s+favor)",
+    // Portuguese
+    r"\b(?:ignore|ignora|esqueça)\s+(?:todas\s+)?(?:as\s+)?(?:instruções|orientações)\s+(?:anteriores|prévias)",
+    r"\bassistente\s+de\s+ia\s*[:,]|\b(?:nota|mensagem)\s+para\s+o\s+assistente\b",
+    // Italian
+    r"\b(?:ignora|dimentica)\s+(?:tutte\s+)?(?:le\s+)?istruzioni\s+(?:precedenti|sopra)",
+    // Dutch
+    r"\b(?:negeer|vergeet)\s+(?:alle\s+)?(?:vorige|eerdere|voorgaande)\s+(?:instructies|opdrachten)",
+    // Polish
+    r"\b(?:zignoruj|zapomnij)\s+(?:wszystkie\s+)?(?:poprzednie|wcześniejsze)\s+(?:instrukcje|polecenia)",
+    // Turkish
+    r"\bönceki\s+(?:tüm\s+)?(?:talimatları|komutları)\s+(?:yok\s+say|görmezden\s+gel|unut)",
+    // Russian and Ukrainian
+    r"(?:игнорируй(?:те)?|забудь(?:те)?|проигнорируй(?:те)?)\s+(?:все\s+)?(?:предыдущие|прошлые|прежние|вышеуказанные)\s+(?:инструкции|указания|команды)",
+    r"(?:ассистент|ии-ассистент|нейросеть)\s*,\s*(?:добавь|отправь|удали|перешли|сообщи|игнорируй)",
+    r"(?:ігноруй(?:те)?|забудь(?:те)?)\s+(?:всі\s+)?попередні\s+(?:інструкції|вказівки)",
+    // Chinese
+    r"忽略(?:之前|以前|先前|上面|上述|前面)的?(?:所有|全部)?(?:指令|指示|提示|说明|規則|规则)",
+    r"(?:给|給)\s*ai\s*(?:助手|助理)的(?:说明|指示|指令|說明)",
+    // Japanese
+    r"(?:これまで|以前|前|上記)の(?:指示|命令|プロンプト)を(?:すべて|全て)?無視",
+    r"aiアシスタントへ",
+    // Korean
+    r"이전\s*(?:의\s*)?(?:모든\s*)?(?:지시|지침|명령)(?:을|를|사항을)?\s*(?:모두\s*)?무시",
+    // Arabic
+    r"تجاهل\s+(?:جميع\s+|كل\s+)?(?:التعليمات|الأوامر|الإرشادات)\s+السابقة",
+    r"إلى\s+المساعد\s+الذكي",
+    // Hindi
+    r"पिछले\s+(?:सभी\s+)?(?:निर्देशों|आदेशों)\s+को\s+(?:अनदेखा|नज़रअंदाज़|नजरअंदाज)",
+];
+
+static SET: LazyLock<RegexSet> =
+    LazyLock::new(|| RegexSet::new(PATTERNS).expect("language patterns compile"));
+
+/// Whether `text` carries one of the patterns, read folded (see the module doc).
+pub fn is_match(text: &str) -> bool {
+    PREFILTER.is_match(text) && SET.is_match(&super::super::normalize::fold(text))
+}
