@@ -4,7 +4,7 @@ use serde_json::{Map, Value};
 use url::Url;
 
 use super::Finding;
-use super::net::forbidden_host;
+use super::net::{borrowed, forbidden_host, other_readings};
 use crate::model::Inspector;
 
 /// Schemes whose URLs name a host a tool could be made to fetch.
@@ -32,8 +32,14 @@ fn walk_object(map: &Map<String, Value>, path: &mut String, findings: &mut Vec<F
 fn walk(value: &Value, path: &mut String, findings: &mut Vec<Finding>) {
     match value {
         Value::String(text) => {
-            let reasons =
+            let parsed =
                 urls_in(text).filter_map(|url| url.host().as_ref().and_then(forbidden_host));
+            // What other parsers would read in an authority with several `@`.
+            let others = text
+                .split(|c: char| c.is_whitespace() || "\"'`<>(){},;|".contains(c))
+                .flat_map(other_readings)
+                .filter_map(|host| forbidden_host(&borrowed(&host)));
+            let reasons: Vec<&'static str> = parsed.chain(others).collect();
             for kind in reasons {
                 if findings.iter().any(|f| f.path == *path && f.kind == kind) {
                     continue;
@@ -125,6 +131,29 @@ mod tests {
             "please fetch http://[fd00:ec2::254]/latest now",
         ] {
             assert_eq!(found(json!({ "u": url })).len(), 1, "{url}");
+        }
+    }
+
+    #[test]
+    fn names_that_embed_an_internal_address_and_ambiguous_authorities_are_found() {
+        for url in [
+            "http://127.0.0.1.nip.io/admin",
+            "http://169.254.169.254.nip.io/latest/meta-data/",
+            "http://10-0-0-5.sslip.io/",
+            "http://7f000001.nip.io/",
+            "http://app.localtest.me/",
+            "http://ip-10-0-0-5.ec2.internal/",
+            "http://user@127.0.0.1:80@example.com/",
+        ] {
+            assert_eq!(found(json!({ "u": url })).len(), 1, "{url}");
+        }
+        for url in [
+            "https://10-things-to-do.example.com/",
+            "https://cdn1.example.net/v10.0.0.1/app.js",
+            "https://8.8.8.8.nip.io/",
+            "https://a1b2c3d4.preview.example.app/",
+        ] {
+            assert_eq!(found(json!({ "u": url })), [], "{url}");
         }
     }
 

@@ -23,11 +23,42 @@ pub fn forbidden_host(host: &Host<&str>) -> Option<&'static str> {
     }
 }
 
-/// Names that resolve to the machine itself or to a cloud's instance metadata service.
+/// Public DNS services whose names resolve to the address written in them
+/// (`10.0.0.5.nip.io`, `10-0-0-5.sslip.io`, `7f000001.nip.io`): DNS rebinding made easy.
+const WILDCARD_DNS: [&str; 6] = [
+    "nip.io",
+    "sslip.io",
+    "xip.io",
+    "traefik.me",
+    "local.gd",
+    "backname.io",
+];
+
+/// Public names that always resolve to the loopback address.
+const LOOPBACK_NAMES: [&str; 5] = [
+    "localtest.me",
+    "lvh.me",
+    "vcap.me",
+    "lacolhost.com",
+    "localhost.direct",
+];
+
+/// Names that resolve to the machine itself or to a cloud's instance metadata service, or
+/// that embed an internal address a resolver will hand back (`127.0.0.1.example.net`,
+/// `ip-10-0-0-5.ec2.internal`, any name under a wildcard DNS service).
 fn forbidden_domain(name: &str) -> Option<&'static str> {
     let name = name.trim_end_matches('.');
     if name == "localhost" || name.ends_with(".localhost") {
         return Some("loopback");
+    }
+    let under = |zone: &str| name == zone || name.ends_with(&format!(".{zone}"));
+    if LOOPBACK_NAMES.iter().any(|zone| under(zone)) {
+        return Some("loopback");
+    }
+    if let Some(ip) = v4_in_name(name, WILDCARD_DNS.iter().any(|zone| under(zone)))
+        && let Some(reason) = forbidden_v4(ip)
+    {
+        return Some(reason);
     }
     const METADATA: [&str; 5] = [
         "metadata.google.internal",
@@ -37,6 +68,46 @@ fn forbidden_domain(name: &str) -> Option<&'static str> {
         "instance-data.ec2.internal",
     ];
     METADATA.contains(&name).then_some("metadata")
+}
+
+/// An IPv4 address written into a host name: four decimal labels in a row
+/// (`10.0.0.5.nip.io`), or four dash-separated numbers inside one label
+/// (`10-0-0-5.sslip.io`, `ip-10-0-0-5`); under a wildcard DNS service also a label of eight
+/// hex digits (`7f000001.nip.io`).
+fn v4_in_name(name: &str, wildcard: bool) -> Option<Ipv4Addr> {
+    let labels: Vec<&str> = name.split('.').collect();
+    let octet = |label: &str| -> Option<u8> {
+        (!label.is_empty() && label.len() <= 3 && label.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| label.parse().ok())
+            .flatten()
+    };
+    for window in labels.windows(4) {
+        if let [Some(a), Some(b), Some(c), Some(d)] = [
+            octet(window[0]),
+            octet(window[1]),
+            octet(window[2]),
+            octet(window[3]),
+        ] {
+            return Some(Ipv4Addr::new(a, b, c, d));
+        }
+    }
+    for label in &labels {
+        let parts: Vec<&str> = label.split('-').collect();
+        for window in parts.windows(4) {
+            if let [Some(a), Some(b), Some(c), Some(d)] = [
+                octet(window[0]),
+                octet(window[1]),
+                octet(window[2]),
+                octet(window[3]),
+            ] {
+                return Some(Ipv4Addr::new(a, b, c, d));
+            }
+        }
+        if wildcard && label.len() == 8 && label.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return u32::from_str_radix(label, 16).ok().map(Ipv4Addr::from);
+        }
+    }
+    None
 }
 
 fn forbidden_v4(ip: Ipv4Addr) -> Option<&'static str> {
@@ -101,10 +172,36 @@ fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
     }
 }
 
-/// One entry of a `url_host` list: a host, or with `*.` every subdomain of it.
+/// The hosts other URL parsers may read in `url` where the WHATWG parser reads the one
+/// after the last `@`: in `http://a@127.0.0.1:80@example.com/` some clients connect to
+/// `127.0.0.1`. Empty for an authority with at most one `@`.
+pub fn other_readings(url: &str) -> Vec<Host<String>> {
+    let Some((_, rest)) = url.split_once("//") else {
+        return Vec::new();
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let parts: Vec<&str> = authority.split('@').collect();
+    if parts.len() < 3 {
+        return Vec::new();
+    }
+    parts[1..parts.len() - 1]
+        .iter()
+        .filter_map(|part| {
+            let host = match part.rsplit_once(':') {
+                Some((host, port)) if port.bytes().all(|b| b.is_ascii_digit()) => host,
+                _ => part,
+            };
+            Host::parse(host).ok()
+        })
+        .collect()
+}
+
+/// One entry of a `url_host` list: a host, with `*.` every subdomain of it, or `*` any
+/// public host (internal ones are refused before any entry is read).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HostEntry {
-    host: Host<String>,
+    /// `None` for `*`.
+    host: Option<Host<String>>,
     subdomains: bool,
 }
 
@@ -112,6 +209,12 @@ impl HostEntry {
     /// Reads an entry as an operator writes it (`api.example.com`, `*.example.com`,
     /// `203.0.113.7`, `[2001:db8::1]`), or says why it is not one.
     pub fn parse(entry: &str) -> Result<Self, String> {
+        if entry == "*" {
+            return Ok(Self {
+                host: None,
+                subdomains: true,
+            });
+        }
         let (subdomains, rest) = match entry.strip_prefix("*.") {
             Some(rest) => (true, rest),
             None => (false, entry),
@@ -136,11 +239,17 @@ impl HostEntry {
                 reason.replace('_', "-")
             ));
         }
-        Ok(Self { host, subdomains })
+        Ok(Self {
+            host: Some(host),
+            subdomains,
+        })
     }
 
     fn matches(&self, host: &Host<&str>) -> bool {
-        match (&self.host, host) {
+        let Some(entry) = &self.host else {
+            return true;
+        };
+        match (entry, host) {
             (Host::Domain(entry), Host::Domain(name)) => {
                 let name = name.trim_end_matches('.');
                 if self.subdomains {
@@ -158,7 +267,7 @@ impl HostEntry {
     }
 }
 
-fn borrowed(host: &Host<String>) -> Host<&str> {
+pub fn borrowed(host: &Host<String>) -> Host<&str> {
     match host {
         Host::Domain(name) => Host::Domain(name),
         Host::Ipv4(ip) => Host::Ipv4(*ip),
@@ -176,6 +285,11 @@ pub fn url_host_check(text: &str, hosts: &[String]) -> Result<(), String> {
         .any(|c| c == '\\' || c.is_whitespace() || c.is_control())
     {
         return Err("contains a backslash, space or control character".to_owned());
+    }
+    if !other_readings(text).is_empty() {
+        return Err(
+            "has more than one `@` before its host, which URL parsers read differently".to_owned(),
+        );
     }
     let url = Url::parse(text).map_err(|e| format!("is not a URL ({e})"))?;
     if !matches!(url.scheme(), "http" | "https") {
@@ -344,6 +458,20 @@ mod tests {
             "a.*.example.com",
         ] {
             assert!(HostEntry::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_star_entry_allows_any_public_host_and_still_no_internal_one() {
+        let any = hosts(&["*"]);
+        assert_eq!(url_host_check("https://docs.python.org/3/", &any), Ok(()));
+        assert_eq!(url_host_check("http://93.184.216.34/", &any), Ok(()));
+        for internal in [
+            "http://169.254.169.254/latest/meta-data/",
+            "http://127.0.0.1.nip.io/",
+            "http://user@127.0.0.1:80@example.com/",
+        ] {
+            assert!(url_host_check(internal, &any).is_err(), "{internal}");
         }
     }
 }

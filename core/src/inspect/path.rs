@@ -47,10 +47,18 @@ pub fn normalize(path: &str) -> Result<String, &'static str> {
 }
 
 /// Whether `path` normalised is `root` normalised or below it; the error says why not,
-/// without quoting the path.
+/// without quoting the path. A relative path is read from the root (`reports/q3.csv` is
+/// `<root>/reports/q3.csv`), so its `..` can climb out and is refused like any other.
 pub fn path_under_check(path: &str, root: &str) -> Result<(), String> {
     let root = normalize(root).map_err(|e| format!("the limit's root {e}"))?;
-    let path = normalize(path)?;
+    // A drive letter (`C:\…`) is another system's absolute path, never relative.
+    let drive = path.as_bytes().get(1) == Some(&b':');
+    let relative = !path.is_empty() && !drive && !path.starts_with(['/', '\\', '~', '%']);
+    let path = if relative {
+        normalize(&format!("{root}/{path}"))?
+    } else {
+        normalize(path)?
+    };
     let inside = root == "/"
         || path == root
         || path
@@ -116,7 +124,6 @@ mod tests {
             ),
             ("~/.ssh/id_rsa", "starts with `~`"),
             ("~root/.ssh", "starts with `~`"),
-            ("reports/a.txt", "is not an absolute path"),
             ("C:\\srv\\files", "is not an absolute path"),
             ("/srv/files/a\0.txt", "contains a NUL character"),
             ("/srv/files/a%00.txt", "contains a NUL character"),
@@ -127,6 +134,29 @@ mod tests {
                 path_under_check(path, ROOT).unwrap_err(),
                 expected,
                 "{path:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_relative_path_is_read_from_the_root_and_may_not_climb_out() {
+        for path in [
+            "reports/a.txt",
+            "./notes.txt",
+            "team/a/../b/plan.md",
+            "v1..2/readme",
+        ] {
+            assert_eq!(path_under_check(path, ROOT), Ok(()), "{path}");
+        }
+        for path in [
+            "../etc/passwd",
+            "reports/../../etc/shadow",
+            "..\\..\\windows\\win.ini",
+        ] {
+            assert_eq!(
+                path_under_check(path, ROOT).unwrap_err(),
+                "resolves outside `/srv/files`",
+                "{path}"
             );
         }
     }

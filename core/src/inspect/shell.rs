@@ -3,10 +3,15 @@
 use unicode_normalization::UnicodeNormalization;
 
 /// What in `text` a shell would read as syntax (a separator, pipe, redirection, variable
-/// or command substitution, line break or NUL), named for a denial; `None` when nothing.
+/// or command substitution, line break or NUL) or a command as an option (a leading `-`),
+/// named for a denial; `None` when nothing.
 ///
 /// The text is read after NFKC, so a fullwidth `；` or a small `﹩` counts as `;` or `$`.
 pub fn shell_metacharacter(text: &str) -> Option<String> {
+    // A value a command line reads as an option (`--upload-pack=…`, `-oProxyCommand=…`).
+    if text.trim_start().nfkc().next() == Some('-') {
+        return Some("a leading `-`, which a command reads as an option".to_owned());
+    }
     for original in text.chars() {
         // Each character on its own: NFKC never joins two of these into something else.
         for c in std::iter::once(original).nfkc() {
@@ -35,6 +40,24 @@ fn describe(c: char) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::shell_metacharacter;
+
+    #[test]
+    fn a_leading_dash_is_an_option_and_a_dash_inside_is_not() {
+        for option in [
+            "--upload-pack=touch /tmp/x",
+            "-oProxyCommand=id",
+            " -e",
+            "\u{FF0D}\u{FF0D}exec",
+        ] {
+            assert!(
+                shell_metacharacter(option).is_some_and(|w| w.contains("option")),
+                "{option}"
+            );
+        }
+        for benign in ["feature/login-page", "v1.2.3", "db-1.example.com", "HEAD~1"] {
+            assert_eq!(shell_metacharacter(benign), None, "{benign}");
+        }
+    }
 
     #[test]
     fn separators_pipes_redirections_and_substitutions_are_named() {

@@ -69,12 +69,14 @@ pub enum ArgCheck {
     /// The argument is a string of at most `max` characters.
     MaxLength { max: usize },
     /// The argument is a string without shell syntax (read after NFKC): no `;`, `|`, `&`,
-    /// `$`, backtick, `<`, `>`, line break or NUL.
+    /// `$`, backtick, `<`, `>`, line break or NUL, and no leading `-` (option injection).
     NoShell,
-    /// The argument is an absolute path that, normalised as a string, stays under `root`.
+    /// The argument is a path that, normalised as a string, stays under `root`; a relative
+    /// path is read from `root`.
     PathUnder { root: String },
     /// The argument is an http(s) URL whose host is one of `hosts` (`*.example.com`: any
-    /// subdomain of `example.com`) and never a loopback, private, link-local or metadata one.
+    /// subdomain of `example.com`; `*`: any public host) and never a loopback, private,
+    /// link-local or metadata one.
     UrlHost { hosts: Vec<String> },
 }
 
@@ -196,15 +198,16 @@ impl Limit {
                     format!("Each call to `{tool}` must have `{arg}` of at most {max} characters.")
                 }
                 ArgCheck::NoShell => format!(
-                    "Each call to `{tool}` must have `{arg}` free of shell syntax: no `;`, `|`, `&`, `$`, backtick, `<`, `>` or line break, in any width."
+                    "Each call to `{tool}` must have `{arg}` free of shell syntax: no `;`, `|`, `&`, `$`, backtick, `<`, `>` or line break, in any width, and no leading `-` (an option)."
                 ),
                 ArgCheck::PathUnder { root } => format!(
-                    "Each call to `{tool}` must have `{arg}` an absolute path under `{root}` once `.`, `..`, repeated `/` and percent-encoding are resolved (as text: symbolic links are not followed)."
+                    "Each call to `{tool}` must have `{arg}` a path under `{root}` (a relative one is read from it) once `.`, `..`, repeated `/` and percent-encoding are resolved (as text: symbolic links are not followed)."
                 ),
                 ArgCheck::UrlHost { hosts } => {
                     let listed: Vec<String> = hosts
                         .iter()
                         .map(|h| match h.strip_prefix("*.") {
+                            _ if h == "*" => "any public host".to_owned(),
                             Some(domain) => format!("any subdomain of `{domain}`"),
                             None => format!("`{h}`"),
                         })
