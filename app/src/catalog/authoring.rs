@@ -66,28 +66,67 @@ pub async fn stored_role(ctx: &ConsoleContext, slug: &str) -> Result<Role, Conso
         .ok_or_else(|| ConsoleError::Invalid(format!("There is no role `{slug}`.")))
 }
 
+/// The arguments a limit may name: every top-level property by name, and every nested
+/// value by JSON Pointer, `*` standing for every item of an array (`/lines/*/amount`).
 pub(crate) fn arg_choices(spec: &ToolSpec) -> Vec<ArgChoice> {
-    spec.input_schema
+    let mut out = Vec::new();
+    if let Some(props) = spec
+        .input_schema
         .get("properties")
         .and_then(Value::as_object)
-        .map(|props| {
-            props
-                .iter()
-                .map(|(name, p)| ArgChoice {
-                    name: name.clone(),
-                    kind: match p.get("type") {
-                        Some(Value::String(t)) => t.clone(),
-                        Some(Value::Array(ts)) => ts
-                            .iter()
-                            .filter_map(Value::as_str)
-                            .collect::<Vec<_>>()
-                            .join(" | "),
-                        _ => String::new(),
-                    },
-                })
-                .collect()
-        })
-        .unwrap_or_default()
+    {
+        for (name, property) in props {
+            out.push(ArgChoice {
+                name: name.clone(),
+                kind: kind_of(property),
+            });
+            nested_choices(property, &format!("/{}", pointer_token(name)), 1, &mut out);
+        }
+    }
+    out
+}
+
+/// How deep the console offers nested values; deeper ones are for the catalog file.
+const MAX_CHOICE_DEPTH: usize = 4;
+
+fn nested_choices(schema: &Value, pointer: &str, depth: usize, out: &mut Vec<ArgChoice>) {
+    if depth > MAX_CHOICE_DEPTH {
+        return;
+    }
+    let mut visit = |child: &Value, at: String| {
+        let container = child.get("properties").is_some() || child.get("items").is_some();
+        if !container {
+            out.push(ArgChoice {
+                name: at.clone(),
+                kind: kind_of(child),
+            });
+        }
+        nested_choices(child, &at, depth + 1, out);
+    };
+    if let Some(items) = schema.get("items").filter(|items| items.is_object()) {
+        visit(items, format!("{pointer}/*"));
+    }
+    if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+        for (name, property) in props {
+            visit(property, format!("{pointer}/{}", pointer_token(name)));
+        }
+    }
+}
+
+fn pointer_token(name: &str) -> String {
+    name.replace('~', "~0").replace('/', "~1")
+}
+
+fn kind_of(property: &Value) -> String {
+    match property.get("type") {
+        Some(Value::String(t)) => t.clone(),
+        Some(Value::Array(ts)) => ts
+            .iter()
+            .filter_map(Value::as_str)
+            .collect::<Vec<_>>()
+            .join(" | "),
+        _ => String::new(),
+    }
 }
 
 pub fn skill_choices(compiled: &CompiledCatalog) -> Vec<Choice> {
@@ -221,4 +260,43 @@ pub async fn is_plain_form_post() -> bool {
                 .map(|v| v.contains("text/html"))
         })
         .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use leptos::serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn nested_values_are_offered_by_pointer_with_a_star_for_array_items() {
+        let spec = ToolSpec {
+            name: "batch".into(),
+            description: String::new(),
+            input_schema: json!({"type": "object", "properties": {
+                "customer": {"type": "string"},
+                "lines": {"type": "array", "items": {"type": "object", "properties": {
+                    "amount": {"type": "number"}, "a/b": {"type": "string"}}}},
+                "tags": {"type": "array", "items": {"type": "string"}}
+            }}),
+            output_schema: None,
+            annotations: None,
+            sensitive_args: Vec::new(),
+        };
+        let names: Vec<String> = arg_choices(&spec)
+            .into_iter()
+            .map(|c| format!("{} ({})", c.name, c.kind))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "customer (string)",
+                "lines (array)",
+                "/lines/*/a~1b (string)",
+                "/lines/*/amount (number)",
+                "tags (array)",
+                "/tags/* (string)",
+            ]
+        );
+    }
 }

@@ -486,9 +486,26 @@ struct ArgKind {
     string: bool,
 }
 
-/// The declared JSON type of a top-level argument; `None` when the schema does not declare it.
+/// The declared JSON type of an argument; `None` when the schema does not declare it. An
+/// argument is a top-level name (`amount`), or a JSON Pointer into the arguments where `*`
+/// stands for every item of an array (`/lines/*/amount`), followed through the schema's
+/// `properties` and `items`.
 fn argument_kind(spec: &ToolSpec, arg: &str) -> Option<ArgKind> {
-    let property = spec.input_schema.get("properties")?.get(arg)?;
+    let property = match arg.strip_prefix('/') {
+        None => spec.input_schema.get("properties")?.get(arg)?,
+        Some(pointer) => {
+            let mut node = &spec.input_schema;
+            for token in pointer.split('/') {
+                node = if token == "*" {
+                    node.get("items").filter(|items| items.is_object())?
+                } else {
+                    let name = token.replace("~1", "/").replace("~0", "~");
+                    node.get("properties")?.get(&name)?
+                };
+            }
+            node
+        }
+    };
     let types: Vec<&str> = match property.get("type") {
         Some(Value::String(t)) => vec![t.as_str()],
         Some(Value::Array(ts)) => ts

@@ -189,62 +189,114 @@ pub(crate) fn number_arg(args: &Arguments, arg: &str) -> Result<Decimal, String>
         .map_err(|e: AmountError| format!("`{arg}` {e}, so the limit cannot be checked."))
 }
 
+/// A per-call bound on `arg`: a top-level name, or a JSON Pointer whose `*` steps make the
+/// bound apply to every item of an array (`/files/*/path`); each value the pointer names
+/// must pass.
 fn check_bound(arg: &str, check: &ArgCheck, args: &Arguments) -> Result<(), String> {
+    if !arg.starts_with('/') {
+        return check_value(arg, check, args.get(arg));
+    }
+    for (path, value) in pointed(args, arg)? {
+        check_value(&path, check, value)?;
+    }
+    Ok(())
+}
+
+/// The values a pointer names in `args`, each with its own pointer (`*` replaced by the
+/// item's index). A value that is not there is `None`, so its check says it cannot be
+/// checked; a `*` on something other than an array cannot be checked either.
+fn pointed<'a>(
+    args: &'a Arguments,
+    pointer: &str,
+) -> Result<Vec<(String, Option<&'a Value>)>, String> {
+    let escape = |token: &str| token.replace('~', "~0").replace('/', "~1");
+    let mut tokens = pointer[1..]
+        .split('/')
+        .map(|token| token.replace("~1", "/").replace("~0", "~"));
+    let first = tokens.next().unwrap_or_default();
+    let mut level = vec![(format!("/{}", escape(&first)), args.get(&first))];
+    for token in tokens {
+        let mut next = Vec::new();
+        for (path, value) in level {
+            match (token.as_str(), value) {
+                ("*", Some(Value::Array(items))) => next.extend(
+                    items
+                        .iter()
+                        .enumerate()
+                        .map(|(i, item)| (format!("{path}/{i}"), Some(item))),
+                ),
+                ("*", Some(_)) => {
+                    return Err(format!(
+                        "`{path}` is not an array, so the limit cannot be checked."
+                    ));
+                }
+                ("*", None) => next.push((format!("{path}/*"), None)),
+                (name, value) => {
+                    let child = value.and_then(|value| match value {
+                        Value::Object(map) => map.get(name),
+                        Value::Array(items) => {
+                            name.parse::<usize>().ok().and_then(|i| items.get(i))
+                        }
+                        _ => None,
+                    });
+                    next.push((format!("{path}/{}", escape(name)), child));
+                }
+            }
+        }
+        level = next;
+    }
+    Ok(level)
+}
+
+/// One value against a per-call bound; `arg` names it in the denial.
+fn check_value(arg: &str, check: &ArgCheck, value: Option<&Value>) -> Result<(), String> {
+    let missing = || format!("`{arg}` is missing, so the limit cannot be checked.");
+    let string = || match value {
+        Some(Value::String(text)) => Ok(text.as_str()),
+        Some(_) => Err(format!(
+            "`{arg}` is not a string, so the limit cannot be checked."
+        )),
+        None => Err(missing()),
+    };
     match check {
-        ArgCheck::Compare { op, value } => {
-            let actual = number_arg(args, arg)?;
-            if op.holds(actual, *value) {
+        ArgCheck::Compare { op, value: bound } => {
+            let actual =
+                decimal_from_json(value.ok_or_else(missing)?).map_err(|e: AmountError| {
+                    format!("`{arg}` {e}, so the limit cannot be checked.")
+                })?;
+            if op.holds(actual, *bound) {
                 Ok(())
             } else {
                 Err(format!("This call has `{arg}` = {actual}."))
             }
         }
         ArgCheck::OneOf { values } => {
-            let actual = args
-                .get(arg)
-                .ok_or_else(|| format!("`{arg}` is missing, so the limit cannot be checked."))?;
+            let actual = value.ok_or_else(missing)?;
             if values.iter().any(|allowed| same_value(allowed, actual)) {
                 Ok(())
             } else {
                 Err(format!("This call has `{arg}` = {}.", shown(actual)))
             }
         }
-        ArgCheck::MaxLength { max } => match args.get(arg) {
-            Some(Value::String(text)) if text.chars().count() <= *max => Ok(()),
-            Some(Value::String(text)) => Err(format!(
-                "This call's `{arg}` has {} characters.",
-                text.chars().count()
-            )),
-            Some(_) => Err(format!(
-                "`{arg}` is not a string, so the limit cannot be checked."
-            )),
-            None => Err(format!(
-                "`{arg}` is missing, so the limit cannot be checked."
-            )),
-        },
-        ArgCheck::NoShell => match inspect::shell::shell_metacharacter(string_arg(args, arg)?) {
+        ArgCheck::MaxLength { max } => {
+            let text = string()?;
+            if text.chars().count() <= *max {
+                Ok(())
+            } else {
+                Err(format!(
+                    "This call's `{arg}` has {} characters.",
+                    text.chars().count()
+                ))
+            }
+        }
+        ArgCheck::NoShell => match inspect::shell::shell_metacharacter(string()?) {
             None => Ok(()),
             Some(what) => Err(format!("This call's `{arg}` contains {what}.")),
         },
-        ArgCheck::PathUnder { root } => {
-            inspect::path::path_under_check(string_arg(args, arg)?, root)
-                .map_err(|why| format!("This call's `{arg}` {why}."))
-        }
-        ArgCheck::UrlHost { hosts } => inspect::net::url_host_check(string_arg(args, arg)?, hosts)
+        ArgCheck::PathUnder { root } => inspect::path::path_under_check(string()?, root)
             .map_err(|why| format!("This call's `{arg}` {why}.")),
-    }
-}
-
-/// A string argument, or why the limit reading it cannot be checked.
-fn string_arg<'a>(args: &'a Arguments, arg: &str) -> Result<&'a str, String> {
-    match args.get(arg) {
-        Some(Value::String(text)) => Ok(text),
-        Some(_) => Err(format!(
-            "`{arg}` is not a string, so the limit cannot be checked."
-        )),
-        None => Err(format!(
-            "`{arg}` is missing, so the limit cannot be checked."
-        )),
+        ArgCheck::UrlHost { hosts } => inspect::net::url_host_check(string()?, hosts)
+            .map_err(|why| format!("This call's `{arg}` {why}.")),
     }
 }
 

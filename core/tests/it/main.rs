@@ -24,6 +24,7 @@ mod policy_common;
 mod policy_decide;
 mod policy_hardening;
 mod policy_limits;
+mod policy_nested_args;
 mod policy_properties;
 mod postgres_tls;
 mod rate_limits;
