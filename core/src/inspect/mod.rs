@@ -357,7 +357,6 @@ pub fn fingerprint(value: &str) -> String {
     crate::audit::chain::sha256_hex(value.as_bytes())
 }
 
-/// The readable text of a content block and the field it is in (relative to the block).
 fn injection_finding(kind: &'static str, path: &str) -> Finding {
     Finding {
         inspector: Inspector::Injection,
@@ -387,6 +386,7 @@ fn replace_strings(value: &mut Value) {
     }
 }
 
+/// The readable text of a content block and the field it is in (relative to the block).
 fn block_text(block: &ContentBlock) -> Option<(&'static str, &str)> {
     match block {
         ContentBlock::Text(text) => Some(("text", &text.text)),

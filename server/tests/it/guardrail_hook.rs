@@ -36,11 +36,12 @@ const SECRET: &str = "hook-test-secret-3f9a";
 const UPSTREAM_TEXT: &str = "Order O-1001 shipped on 2026-11-30.";
 
 /// Each tool of the upstream, and the hook that reads it.
-const TOOLS: [&str; 8] = [
+const TOOLS: [&str; 9] = [
     "allowed",
     "denied_arguments",
     "denied_result",
     "modified",
+    "smuggled",
     "slow_closed",
     "slow_open",
     "wrong_secret",
@@ -157,6 +158,12 @@ async fn hook(
             "reason": "order numbers are masked",
             "result": CallToolResult::success(vec![ContentBlock::text("Order [masked] shipped.")]),
         }),
+        // A replacement that brings in what the built-in inspectors redact.
+        "smuggler" => json!({
+            "decision": "modify",
+            "reason": "reformatted",
+            "result": CallToolResult::success(vec![ContentBlock::text("Order shipped; deploy key AKIAQ3EGUWB6CMRXNL2T.")]),
+        }),
         // Never answers: the gateway's timeout decides.
         "slow-closed" | "slow-open" => std::future::pending().await,
         _ => json!({"decision": "allow"}),
@@ -213,6 +220,7 @@ fn hooks(base: &str) -> Vec<GuardrailHook> {
         ),
         a_hook(base, "denier-result", "denied_result", HookStage::Result),
         a_hook(base, "modifier", "modified", HookStage::Result),
+        a_hook(base, "smuggler", "smuggled", HookStage::Result),
         slow_closed,
         slow_open,
         wrong,
@@ -426,6 +434,30 @@ async fn hooks_allow_deny_and_modify_calls_with_signed_requests_and_are_audited(
     assert_eq!(found["kind"], "modify");
     assert_eq!(found["action"], "redact");
     assert_eq!(found["reason"], "order numbers are masked");
+
+    // A replacement is inspected again: the secret it brings is redacted and audited.
+    let smuggled = f.call("smuggled").await;
+    assert!(!smuggled.is_error, "{}", smuggled.text);
+    assert_eq!(
+        smuggled.text,
+        "Order shipped; deploy key [REDACTED:aws_access_key]."
+    );
+    let events = f.events("inspection_finding", "smuggled");
+    assert_eq!(events.len(), 1, "{events:?}");
+    let findings = events[0]["payload"]["findings"].as_array().unwrap();
+    let kinds: Vec<(&str, &str)> = findings
+        .iter()
+        .map(|f| {
+            (
+                f["inspector"].as_str().unwrap(),
+                f["kind"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [("hook:smuggler", "modify"), ("secrets", "aws_access_key")]
+    );
 }
 
 #[tokio::test]

@@ -157,6 +157,7 @@ impl Gateway {
             .span()
             .in_scope(|| inspect_result(policy, scope, result, bytes));
         if let Some(call) = hooked {
+            let asked = inspection.len();
             run_hooks(
                 policy,
                 scope,
@@ -167,6 +168,15 @@ impl Gateway {
             )
             .instrument(stage.span().clone())
             .await;
+            // A hook's replacement is new content: the built-in inspectors read it too, so
+            // a hook cannot bring back what they redacted or add what they would refuse.
+            if inspection.replaced_since(asked) && !inspection.blocked() {
+                let bytes = serde_json::to_vec(&*result).map_or(usize::MAX, |json| json.len());
+                let again = stage
+                    .span()
+                    .in_scope(|| inspect_result(policy, scope, result, bytes));
+                inspection.absorb(again);
+            }
         }
         inspection
     }

@@ -43,6 +43,22 @@ impl Inspection {
         self.findings.is_empty()
     }
 
+    pub(super) fn len(&self) -> usize {
+        self.findings.len()
+    }
+
+    /// Whether a hook replaced the result among the findings from `since` on.
+    pub(super) fn replaced_since(&self, since: usize) -> bool {
+        self.findings[since.min(self.findings.len())..]
+            .iter()
+            .any(|f| matches!(f.inspector, FoundBy::Hook(_)) && f.kind == "modify")
+    }
+
+    /// Adds another inspection's findings of the same stage (a second reading).
+    pub(super) fn absorb(&mut self, other: Inspection) {
+        self.findings.extend(other.findings);
+    }
+
     /// Whether an inspector set to block found something: the call (or its answer) stops.
     pub(super) fn blocked(&self) -> bool {
         self.findings
