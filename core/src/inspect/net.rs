@@ -76,38 +76,32 @@ fn forbidden_domain(name: &str) -> Option<&'static str> {
 /// hex digits (`7f000001.nip.io`).
 fn v4_in_name(name: &str, wildcard: bool) -> Option<Ipv4Addr> {
     let labels: Vec<&str> = name.split('.').collect();
-    let octet = |label: &str| -> Option<u8> {
-        (!label.is_empty() && label.len() <= 3 && label.bytes().all(|b| b.is_ascii_digit()))
-            .then(|| label.parse().ok())
-            .flatten()
-    };
-    for window in labels.windows(4) {
-        if let [Some(a), Some(b), Some(c), Some(d)] = [
-            octet(window[0]),
-            octet(window[1]),
-            octet(window[2]),
-            octet(window[3]),
-        ] {
-            return Some(Ipv4Addr::new(a, b, c, d));
-        }
+    if let Some(ip) = labels.windows(4).find_map(four_octets) {
+        return Some(ip);
     }
     for label in &labels {
         let parts: Vec<&str> = label.split('-').collect();
-        for window in parts.windows(4) {
-            if let [Some(a), Some(b), Some(c), Some(d)] = [
-                octet(window[0]),
-                octet(window[1]),
-                octet(window[2]),
-                octet(window[3]),
-            ] {
-                return Some(Ipv4Addr::new(a, b, c, d));
-            }
+        if let Some(ip) = parts.windows(4).find_map(four_octets) {
+            return Some(ip);
         }
         if wildcard && label.len() == 8 && label.bytes().all(|b| b.is_ascii_hexdigit()) {
             return u32::from_str_radix(label, 16).ok().map(Ipv4Addr::from);
         }
     }
     None
+}
+
+/// Four decimal parts of at most three digits, each 0..=255, as an address.
+fn four_octets(parts: &[&str]) -> Option<Ipv4Addr> {
+    let octet = |part: &str| -> Option<u8> {
+        (!part.is_empty() && part.len() <= 3 && part.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| part.parse().ok())
+            .flatten()
+    };
+    match parts {
+        [a, b, c, d] => Some(Ipv4Addr::new(octet(a)?, octet(b)?, octet(c)?, octet(d)?)),
+        _ => None,
+    }
 }
 
 fn forbidden_v4(ip: Ipv4Addr) -> Option<&'static str> {
