@@ -278,11 +278,13 @@ fn split_instruction(
         if across.len() < 2 || !mine.is_some_and(|m| across.contains(&m)) {
             continue;
         }
-        // Any one description matching alone is that tool's own finding, not a split.
+        // Any one description carrying an instruction alone is that tool's own finding,
+        // not a split (a solicitation in one part does not explain the others).
         if across.iter().any(|&i| {
-            !detector
+            detector
                 .matches(&join[spans[i].clone()], Scope::Definition)
-                .is_empty()
+                .iter()
+                .any(|(kind, _)| definition_kind(kind) == "model_instruction")
         }) {
             continue;
         }

@@ -207,9 +207,13 @@ fn decode_text(run: &str) -> Option<String> {
 }
 
 /// The keys two tool names are compared by: equal keys read as the same name to a model
-/// (case, look-alike letters and hidden characters aside).
+/// (case, look-alike letters, hidden characters and word separators aside: `send-email`,
+/// `SendEmail` and `send_email` name one tool to a model).
 pub fn name_keys(name: &str) -> [String; 2] {
-    let visible: String = name.nfkc().filter(|c| !is_hidden(*c)).collect();
+    let visible: String = name
+        .nfkc()
+        .filter(|c| !is_hidden(*c) && !matches!(c, '_' | '-' | '.' | ' '))
+        .collect();
     let skeleton =
         |s: &str| -> String { unicode_security::confusable_detection::skeleton(s).collect() };
     [
@@ -248,5 +252,12 @@ mod tests {
         }
         let other = name_keys("call_tools");
         assert!(!other.iter().any(|k| call.contains(k)));
+        for spelling in ["call-tool", "CallTool", "call.tool"] {
+            let keys = name_keys(spelling);
+            assert!(
+                keys.iter().any(|k| call.contains(k)),
+                "{spelling}: {keys:?}"
+            );
+        }
     }
 }

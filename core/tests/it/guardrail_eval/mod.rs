@@ -59,11 +59,11 @@ fn the_corpus_is_large_balanced_and_holds_out_part_of_every_class() {
 /// loses ground fails here; one that gains ground raises the floor in the same commit.
 const FLOOR: &[(Split, &str, usize, usize, usize)] = &[
     (Split::Heldout, "arguments", 40, 0, 0),
-    (Split::Heldout, "definitions", 28, 0, 0),
+    (Split::Heldout, "definitions", 31, 0, 0),
     (Split::Heldout, "injection", 93, 1, 0),
     (Split::Heldout, "secrets", 77, 1, 0),
     (Split::Tune, "arguments", 108, 0, 0),
-    (Split::Tune, "definitions", 83, 0, 0),
+    (Split::Tune, "definitions", 92, 0, 0),
     (Split::Tune, "injection", 202, 0, 0),
     (Split::Tune, "secrets", 201, 0, 0),
 ];
