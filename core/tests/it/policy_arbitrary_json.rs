@@ -12,8 +12,7 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 use skillgate_core::model::{CatalogDraft, Scope};
 use skillgate_core::policy::{
-    Arguments, CallRequest, CompiledCatalog, Decision, DenyCode, SessionView, compile_schema,
-    decide,
+    Arguments, CompiledCatalog, Decision, DenyCode, SessionView, compile_schema,
 };
 
 struct Demo {
@@ -76,26 +75,6 @@ fn numeric_args(schema: &Value) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
-}
-
-fn decide_at_t0(
-    catalog: &CompiledCatalog,
-    session: &SessionView,
-    tool: &str,
-    arguments: Arguments,
-) -> Decision {
-    decide(
-        catalog,
-        Some(session),
-        CallRequest {
-            session_id: SESSION,
-            key_id: KEY,
-            tool,
-            arguments,
-            approved: None,
-        },
-        t0(),
-    )
 }
 
 static DEMO: LazyLock<Demo> = LazyLock::new(|| {

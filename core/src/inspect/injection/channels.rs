@@ -1,22 +1,22 @@
 //! Text a model reads that a reviewer does not see, or sees otherwise: the ASCII hidden in
 //! Unicode tag characters, right-to-left overrides that show reversed text, words folded
 //! across lines with a hyphen, and words spelled letter by letter. Each becomes one more
-//! candidate text for the phrase patterns.
+//! reading of the text for the phrase patterns.
 
-/// The extra readings of `text` worth scanning (none for ordinary text).
-pub fn candidates(text: &str) -> Vec<String> {
+/// The readings of `text` as shown or as spelled, besides the tag characters' ([`tag_text`]):
+/// reversed spans in reading order, folded lines joined, spaced letters joined (none for
+/// ordinary text).
+pub fn other_readings(text: &str) -> Vec<String> {
     let mut out = Vec::new();
-    if let Some(tags) = tag_text(text) {
-        out.push(tags);
-    }
+    let folded = text.contains("-\n") || text.contains("-\r\n");
     // Cheap tests first: most text has none of these channels.
-    if text.is_ascii() && !has_spaced_letters(text.as_bytes()) && !text.contains("-\n") {
+    if text.is_ascii() && !folded && !has_spaced_letters(text.as_bytes()) {
         return out;
     }
     if text.contains(['\u{202E}', '\u{2067}']) {
         out.push(unreversed(text));
     }
-    if text.contains("-\n") || text.contains("-\r\n") {
+    if folded {
         out.push(unfolded(text));
     }
     if let Some(joined) = unspaced(text) {

@@ -61,34 +61,30 @@ impl InjectionDetector {
     }
 
     fn scan_into(&self, text: &str, scope: Scope, depth: u8, kinds: &mut Vec<&'static str>) {
-        let mut add = |kind: &'static str| {
-            if !kinds.contains(&kind) {
-                kinds.push(kind);
-            }
-        };
-        for (kind, _) in self.matches(&normalize(text), scope) {
-            add(kind);
-        }
-        if languages::is_match(text) {
-            add("foreign_language_injection");
-        }
+        self.read(text, scope, kinds);
         // What a reviewer does not see: read it as the model would.
-        if channels::tag_text(text).is_some() {
-            add("ascii_smuggling");
+        if let Some(hidden) = channels::tag_text(text) {
+            add(kinds, "ascii_smuggling");
+            self.read(&hidden, scope, kinds);
         }
-        for candidate in channels::candidates(text) {
-            for (kind, _) in self.matches(&normalize(&candidate), scope) {
-                add(kind);
-            }
-            if languages::is_match(&candidate) {
-                add("foreign_language_injection");
-            }
+        for reading in channels::other_readings(text) {
+            self.read(&reading, scope, kinds);
         }
         if depth >= MAX_UNWRAP_DEPTH {
             return;
         }
         for (_, decoded) in wrapped(text) {
             self.scan_into(&decoded, scope, depth + 1, kinds);
+        }
+    }
+
+    /// The English phrases and the other languages' in one reading of a text.
+    fn read(&self, text: &str, scope: Scope, kinds: &mut Vec<&'static str>) {
+        for (kind, _) in self.matches(&normalize(text), scope) {
+            add(kinds, kind);
+        }
+        if languages::is_match(text) {
+            add(kinds, "foreign_language_injection");
         }
     }
 
@@ -123,6 +119,13 @@ impl InjectionDetector {
             }
         }
         found
+    }
+}
+
+/// Adds `kind` once.
+fn add(kinds: &mut Vec<&'static str>, kind: &'static str) {
+    if !kinds.contains(&kind) {
+        kinds.push(kind);
     }
 }
 

@@ -229,6 +229,16 @@ pub fn args(text: &str) -> Arguments {
 
 /// Decides a call at [`t0`] with the arguments given as JSON text, so numbers keep their digits.
 pub fn call(catalog: &CompiledCatalog, session: &SessionView, tool: &str, text: &str) -> Decision {
+    decide_at_t0(catalog, session, tool, args(text))
+}
+
+/// Decides a call at [`t0`] with arguments already parsed.
+pub fn decide_at_t0(
+    catalog: &CompiledCatalog,
+    session: &SessionView,
+    tool: &str,
+    arguments: Arguments,
+) -> Decision {
     decide(
         catalog,
         Some(session),
@@ -236,7 +246,7 @@ pub fn call(catalog: &CompiledCatalog, session: &SessionView, tool: &str, text: 
             session_id: SESSION,
             key_id: KEY,
             tool,
-            arguments: args(text),
+            arguments,
             approved: None,
         },
         t0(),
