@@ -50,7 +50,8 @@ fn main() -> ExitCode {
         a_command_that_does_not_exist_gives_a_clear_error,
         a_crash_looping_command_is_not_restarted_in_a_tight_loop,
         dropping_the_client_stops_its_child_process,
-        a_stdio_upstream_with_another_server_version_than_the_pin_is_closed_before_any_request,
+        a_stdio_upstream_with_another_server_name_than_the_pin_is_closed_before_any_request,
+        a_stdio_upstream_with_a_new_version_of_the_pinned_server_is_used_and_reported_once,
     ];
     run(&tests)
 }
@@ -339,15 +340,15 @@ async fn dropping_the_client_stops_its_child_process() {
     .await;
 }
 
-async fn a_stdio_upstream_with_another_server_version_than_the_pin_is_closed_before_any_request() {
+async fn a_stdio_upstream_with_another_server_name_than_the_pin_is_closed_before_any_request() {
     let client = stdio_client();
     client.list_tools().await.unwrap();
     let seen = client.seen_identity().expect("the handshake's identity");
     assert_eq!(seen.spki_sha256, None, "no TLS key over stdio");
 
-    // A pin of another version: the next start of the upstream is refused.
+    // A pin of another server: the next start of the upstream is refused.
     let pinned = skillgate_core::model::UpstreamIdentity {
-        server_version: format!("{}-previous", seen.server_version),
+        server_name: format!("{}-other", seen.server_name),
         ..seen.clone()
     };
     let reconnect = stdio_client();
@@ -355,7 +356,7 @@ async fn a_stdio_upstream_with_another_server_version_than_the_pin_is_closed_bef
     let refused = reconnect.list_tools().await.unwrap_err();
     assert!(
         matches!(&refused, UpstreamError::IdentityChanged { reason, .. }
-            if reason.contains("server_version")),
+            if reason.contains("server_name")),
         "{refused}"
     );
     assert_eq!(reconnect.seen_identity(), Some(seen.clone()));
@@ -363,4 +364,35 @@ async fn a_stdio_upstream_with_another_server_version_than_the_pin_is_closed_bef
     let matching = stdio_client();
     matching.pin_identity(Some(seen));
     assert!(matching.list_tools().await.is_ok());
+}
+
+async fn a_stdio_upstream_with_a_new_version_of_the_pinned_server_is_used_and_reported_once() {
+    let seen = {
+        let client = stdio_client();
+        client.list_tools().await.unwrap();
+        client.seen_identity().expect("the handshake's identity")
+    };
+    let reported = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let hook: skillgate_core::upstream::IdentityHook = {
+        let reported = reported.clone();
+        Arc::new(move |upstream: &str, identity| {
+            reported
+                .lock()
+                .unwrap()
+                .push((upstream.to_owned(), identity));
+        })
+    };
+    // Pinned at the version before: the upstream has been upgraded since.
+    let upgraded = stdio_client().with_identity_hook(Some(hook));
+    upgraded.pin_identity(Some(skillgate_core::model::UpstreamIdentity {
+        server_version: format!("{}-previous", seen.server_version),
+        ..seen.clone()
+    }));
+    assert!(upgraded.list_tools().await.is_ok(), "an upgrade is served");
+    assert!(upgraded.list_tools().await.is_ok());
+    assert_eq!(
+        *reported.lock().unwrap(),
+        [("stdio-test".to_owned(), seen)],
+        "the upgrade is reported once, with the new version"
+    );
 }

@@ -42,6 +42,9 @@ pub struct IdentityView {
     /// The fingerprint the admit form quotes, so a further change is not admitted unseen.
     pub offered_digest: Option<String>,
     pub quarantined_since: Option<String>,
+    /// The last upgrade (the same party with another version): the version it replaced
+    /// and when.
+    pub upgraded: Option<(String, String)>,
 }
 
 #[cfg(feature = "ssr")]
@@ -109,6 +112,7 @@ pub async fn list_upstreams(check: Option<String>) -> Result<UpstreamsView, Cons
                         .as_ref()
                         .map(skillgate_core::store::catalog::identity_digest),
                     quarantined_since: i.quarantined_since.clone(),
+                    upgraded: i.upgraded_from.clone(),
                 }),
             env_keys: credentials
                 .get(u.name.as_str())

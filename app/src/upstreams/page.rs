@@ -262,7 +262,8 @@ fn credentials_text(row: &UpstreamRow) -> String {
     }
 }
 
-/// The pinned identity; while quarantined, the offered one beside it and the admit form.
+/// The pinned identity and its last upgrade; while quarantined, the offered one beside it
+/// and the admit form.
 fn identity_cell(
     upstream: String,
     identity: Option<IdentityView>,
@@ -280,6 +281,16 @@ fn identity_cell(
             "Pinned: " <code>{identity.pinned}</code>
             <span class="muted">" since " {identity.pinned_at}</span>
         </p>
+        {identity
+            .upgraded
+            .map(|(from, at)| {
+                view! {
+                    <p class="identity-upgraded muted">
+                        "Upgraded from version " <code>{from}</code> " at " {at}
+                        ": same key and name, so it was pinned, not quarantined."
+                    </p>
+                }
+            })}
         {quarantined
             .map(|(since, offered)| {
                 let digest = identity.offered_digest.clone().unwrap_or_default();

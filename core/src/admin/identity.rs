@@ -9,9 +9,10 @@ use crate::store::catalog::{self, IdentityChange};
 impl AdminService {
     /// Saves the identity `seen` when connecting to `upstream` (reached at `endpoint`, its
     /// config as JSON) against the pin ([`catalog::sync_identity_on`]): the first one is
-    /// pinned; one that differs quarantines the upstream, so `decide` refuses its tools'
-    /// calls (`UPSTREAM_QUARANTINED`) from the next call on; the pinned one again releases
-    /// it. Each change of a pin is one `admin_change` event by `upstream-sync:<upstream>`
+    /// pinned; another party (another key or server name) quarantines the upstream, so
+    /// `decide` refuses its tools' calls (`UPSTREAM_QUARANTINED`) from the next call on; the
+    /// pinned one again releases it; the pinned party with another version is an upgrade,
+    /// pinned and audited (`upstream.identity_version`), never refused. Each change of a pin is one `admin_change` event by `upstream-sync:<upstream>`
     /// on `upstream:<upstream>` naming both identities (public values only). The very
     /// first pin replaces nothing and is trusted on first use like a seed: stored with its
     /// time, shown on the Upstreams page and logged, but not an event (every server's
@@ -58,6 +59,11 @@ impl AdminService {
             Some(change) if change.action == "upstream.identity_pin" => {
                 tracing::info!(pinned = %change.after, "upstream identity pinned")
             }
+            Some(change) if change.action == "upstream.identity_version" => tracing::info!(
+                before = %change.before,
+                after = %change.after,
+                "upstream upgraded: the new version is pinned"
+            ),
             _ => {}
         }
         Ok(change)

@@ -95,8 +95,10 @@ pub struct Upstream {
 
 /// Who an upstream is, as the gateway saw it when it connected: the key of its TLS
 /// certificate and the `serverInfo` of its MCP handshake. Pinned at the first sync like a
-/// tool definition; any difference later (a re-issued certificate, even from the same CA,
-/// or a new server version) quarantines the upstream until an admin admits it.
+/// tool definition. Another key (a re-issued certificate, even from the same CA) or another
+/// server name later quarantines the upstream until an admin admits it; another version
+/// alone is an upgrade of the same party, recorded, audited and shown, but not refused
+/// (routine releases would otherwise take every upstream offline until someone clicks).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UpstreamIdentity {
     /// `sha256/<base64>` of the end-entity certificate's SubjectPublicKeyInfo (HPKP's
@@ -105,11 +107,17 @@ pub struct UpstreamIdentity {
     pub spki_sha256: Option<String>,
     /// `serverInfo.name` of the MCP `initialize` result.
     pub server_name: String,
-    /// `serverInfo.version`: a version bump is an identity change too.
+    /// `serverInfo.version`: recorded with the pin; a change alone does not quarantine.
     pub server_version: String,
 }
 
 impl UpstreamIdentity {
+    /// Whether `other` is the same party as `self`: the same certificate key and server
+    /// name, whatever its version. What a quarantine compares.
+    pub fn same_party(&self, other: &Self) -> bool {
+        self.spki_sha256 == other.spki_sha256 && self.server_name == other.server_name
+    }
+
     /// The fields in which `other` differs from `self`, by their names.
     pub fn differences(&self, other: &Self) -> Vec<&'static str> {
         let mut fields = Vec::new();
@@ -170,11 +178,18 @@ mod tests {
             ..pinned.clone()
         };
         assert_eq!(pinned.differences(&bumped), ["server_version"]);
+        assert!(pinned.same_party(&bumped), "an upgrade is the same party");
+        let renamed = UpstreamIdentity {
+            server_name: "other".into(),
+            ..bumped.clone()
+        };
+        assert!(!pinned.same_party(&renamed));
         let rekeyed = UpstreamIdentity {
             spki_sha256: Some("sha256/BBB=".into()),
             ..pinned.clone()
         };
         assert_eq!(pinned.differences(&rekeyed), ["spki_sha256"]);
+        assert!(!pinned.same_party(&rekeyed));
         assert_eq!(
             pinned.quarantine_reason(&rekeyed),
             "its identity differs from the pinned one (spki_sha256 sha256/AAA= -> sha256/BBB=)"

@@ -90,12 +90,14 @@ pub struct UpstreamClient {
     slot: Arc<Mutex<Slot>>,
     /// The pinned identity and the one last presented (see [`super::identity`]).
     watch: Arc<IdentityWatch>,
-    /// Told when a connection presents another identity than the pinned one.
+    /// Told when a connection presents another identity than the pinned one, or an
+    /// upgrade of it (the same party with another version).
     on_identity_change: Option<IdentityHook>,
 }
 
 /// What the pool calls when an upstream (by name) presented an identity other than the
-/// pinned one, so the quarantine is recorded without waiting for the next sync.
+/// pinned one, so the quarantine (or, for a new version alone, the upgrade) is recorded
+/// without waiting for the next sync.
 pub type IdentityHook = Arc<dyn Fn(&str, UpstreamIdentity) + Send + Sync>;
 
 #[derive(Default)]
@@ -180,6 +182,18 @@ impl UpstreamClient {
         UpstreamError::IdentityChanged {
             upstream: self.name.clone(),
             reason,
+        }
+    }
+
+    /// Tells the hook of an upgrade the last handshake met (the pinned party with another
+    /// version) and pins it here, so it is reported once; the call goes on.
+    fn upgrade_noted(&self) {
+        if let Some(upgrade) = self.watch.take_upgrade() {
+            tracing::info!(upstream = %self.name, version = %upgrade.server_version, "upstream upgraded");
+            self.watch.pin(Some(upgrade.clone()));
+            if let Some(hook) = &self.on_identity_change {
+                hook(&self.name, upgrade);
+            }
         }
     }
 
@@ -332,14 +346,16 @@ impl UpstreamClient {
         deadline: tokio::time::Instant,
         timeout: Duration,
     ) -> Result<Arc<Connection>, UpstreamError> {
-        timeout_at(deadline, self.connection())
+        let connection = timeout_at(deadline, self.connection())
             .await
             .map_err(|_| UpstreamError::Timeout {
                 upstream: self.name.clone(),
                 operation: "connecting".to_owned(),
                 timeout,
             })?
-            .map_err(|error| self.identity_checked(error))
+            .map_err(|error| self.identity_checked(error))?;
+        self.upgrade_noted();
+        Ok(connection)
     }
 
     async fn request_by<T>(
@@ -353,6 +369,9 @@ impl UpstreamClient {
         match timeout_at(deadline, request).await {
             Ok(Ok(value)) => {
                 connection.mark_answered();
+                // A new session under the connection (an HTTP upstream that restarted) may
+                // have met an upgrade.
+                self.upgrade_noted();
                 Ok(value)
             }
             Ok(Err(error)) => {

@@ -1,7 +1,10 @@
 //! An upstream's identity as its connections see it: the SHA-256 of its TLS certificate's
 //! public key (recorded by a verifier that wraps the usual one) and its MCP `serverInfo`;
 //! and the pinned identity every new connection must match, or it is closed (fail closed).
+//! A new `serverInfo.version` of the same party is an upgrade: the connection stands, and
+//! the client reports it once so it is recorded against the pin.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 
 use base64::Engine as _;
@@ -34,6 +37,8 @@ pub struct IdentityWatch {
     seen_key: RwLock<Option<String>>,
     /// The identity of the last completed MCP handshake (or of the refused one).
     seen: RwLock<Option<UpstreamIdentity>>,
+    /// A handshake met the pinned party with another version, not yet reported.
+    upgraded: AtomicBool,
 }
 
 impl IdentityWatch {
@@ -63,11 +68,23 @@ impl IdentityWatch {
         Some(seen)
     }
 
-    /// The last seen identity, when it differs from the pin.
+    /// The last seen identity, when it is another party than the pin's (another key or
+    /// server name; a version alone is an upgrade, see [`Self::take_upgrade`]).
     pub fn mismatch(&self) -> Option<UpstreamIdentity> {
         let pinned = self.pinned()?;
         let seen = self.seen()?;
-        (pinned != seen).then_some(seen)
+        (!pinned.same_party(&seen)).then_some(seen)
+    }
+
+    /// The identity of an upgrade a handshake met (the pinned party with another
+    /// version), once: the caller records it and pins it. Cheap when there is none (one
+    /// atomic load), as it is asked after every request.
+    pub fn take_upgrade(&self) -> Option<UpstreamIdentity> {
+        if !self.upgraded.load(Ordering::Relaxed) || !self.upgraded.swap(false, Ordering::AcqRel) {
+            return None;
+        }
+        let (pinned, seen) = (self.pinned()?, self.seen()?);
+        (pinned.same_party(&seen) && pinned != seen).then_some(seen)
     }
 
     fn seen_key(&self) -> Option<String> {
@@ -78,8 +95,8 @@ impl IdentityWatch {
     }
 
     /// Records a completed handshake: `server_name`/`server_version` from `serverInfo`,
-    /// over TLS or not. Returns the identity, and whether it matches the pin (or there is
-    /// none).
+    /// over TLS or not. Returns the identity, and whether it is the pinned party (or there
+    /// is no pin); a new version of the pinned party is noted as an upgrade.
     pub(super) fn handshake(
         &self,
         tls: bool,
@@ -92,7 +109,16 @@ impl IdentityWatch {
             server_version: server_version.to_owned(),
         };
         *self.seen.write().unwrap_or_else(PoisonError::into_inner) = Some(identity.clone());
-        let matches = self.pinned().is_none_or(|pinned| pinned == identity);
+        let matches = match self.pinned() {
+            None => true,
+            Some(pinned) if pinned.same_party(&identity) => {
+                if pinned.server_version != identity.server_version {
+                    self.upgraded.store(true, Ordering::Release);
+                }
+                true
+            }
+            Some(_) => false,
+        };
         (identity, matches)
     }
 
@@ -260,7 +286,32 @@ mod tests {
             server_name: "demo".into(),
             server_version: "1.0.0".into(),
         }));
-        assert!(!plain.handshake(false, "demo", "1.0.1").1);
+        assert!(!plain.handshake(false, "other", "1.0.0").1);
         assert!(plain.handshake(false, "demo", "1.0.0").1);
+    }
+
+    #[test]
+    fn a_new_version_of_the_pinned_party_connects_and_is_reported_once() {
+        let watch = IdentityWatch::default();
+        watch.pin(Some(UpstreamIdentity {
+            spki_sha256: None,
+            server_name: "demo".into(),
+            server_version: "1.0.0".into(),
+        }));
+        assert!(watch.handshake(false, "demo", "1.0.0").1);
+        assert_eq!(
+            watch.take_upgrade(),
+            None,
+            "the pinned version is no upgrade"
+        );
+
+        assert!(
+            watch.handshake(false, "demo", "1.1.0").1,
+            "an upgrade connects"
+        );
+        assert_eq!(watch.mismatch(), None);
+        let upgrade = watch.take_upgrade().expect("the upgrade is reported");
+        assert_eq!(upgrade.server_version, "1.1.0");
+        assert_eq!(watch.take_upgrade(), None, "once");
     }
 }

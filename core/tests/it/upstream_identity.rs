@@ -1,7 +1,8 @@
 //! An upstream's pinned identity on a real database: the first sync pins it, an unchanged
-//! one records nothing, a changed one quarantines the upstream (audited with both
-//! identities) so `decide` refuses its tools with `UPSTREAM_QUARANTINED`, and an admin's
-//! admission of exactly the identity reviewed lifts it.
+//! one records nothing, another party (key or name) quarantines the upstream (audited with
+//! both identities) so `decide` refuses its tools with `UPSTREAM_QUARANTINED`, and an
+//! admin's admission of exactly the identity reviewed lifts it. A new version of the same
+//! party is an upgrade: pinned, audited and remembered, never refused.
 
 use std::sync::Arc;
 
@@ -186,15 +187,85 @@ async fn a_changed_identity_quarantines_the_upstream_until_the_reviewed_one_is_a
 }
 
 #[tokio::test]
-async fn a_version_bump_quarantines_and_the_pinned_identity_again_releases_it() {
+async fn a_new_version_of_the_same_party_is_pinned_and_audited_without_a_quarantine() {
     let f = fixture().await;
     let first = identity("AAAA", "1.2.0");
     f.service
         .sync_identity(&demo(), ENDPOINT, &first)
         .await
         .unwrap();
+    let upgraded = identity("AAAA", "1.3.0");
+    let change = f
+        .service
+        .sync_identity(&demo(), ENDPOINT, &upgraded)
+        .await
+        .unwrap()
+        .expect("an upgrade is recorded");
+    assert_eq!(change.action, "upstream.identity_version");
+    assert!(matches!(lookup(&f.handle), Decision::Allow(_)));
+    let stored = f.store.upstream_identity("demo").await.unwrap().unwrap();
+    assert_eq!(stored.pinned, upgraded);
+    assert_eq!(stored.quarantined_since, None);
+    let (from, at) = stored.upgraded_from.expect("the upgrade is remembered");
+    assert_eq!(from, "1.2.0");
+    assert!(!at.is_empty());
+    let event = &history(&f.service).await[0];
+    assert_eq!(event.actor.as_deref(), Some("upstream-sync:demo"));
+    assert_eq!(event.payload["action"], "upstream.identity_version");
+    assert_eq!(event.payload["before"]["pinned"]["server_version"], "1.2.0");
+    assert_eq!(event.payload["after"]["pinned"]["server_version"], "1.3.0");
+
+    // Seen again, the upgrade records nothing more.
+    assert_eq!(
+        f.service
+            .sync_identity(&demo(), ENDPOINT, &upgraded)
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(history(&f.service).await.len(), 1);
+}
+
+#[tokio::test]
+async fn a_new_version_with_another_key_or_name_still_quarantines() {
+    let f = fixture().await;
     f.service
-        .sync_identity(&demo(), ENDPOINT, &identity("AAAA", "1.2.1"))
+        .sync_identity(&demo(), ENDPOINT, &identity("AAAA", "1.2.0"))
+        .await
+        .unwrap();
+    let renamed = UpstreamIdentity {
+        server_name: "evil-tools".into(),
+        ..identity("AAAA", "1.2.1")
+    };
+    for other in [identity("BBBB", "1.2.1"), renamed] {
+        let change = f
+            .service
+            .sync_identity(&demo(), ENDPOINT, &other)
+            .await
+            .unwrap()
+            .expect("a quarantine");
+        assert_eq!(change.action, "upstream.identity_quarantine");
+        let Decision::Deny(denial) = lookup(&f.handle) else {
+            panic!("another party's version is no upgrade: {other:?}");
+        };
+        assert_eq!(denial.code, DenyCode::UpstreamQuarantined);
+        assert!(
+            denial.rule.contains("server_version 1.2.0 -> 1.2.1"),
+            "{}",
+            denial.rule
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_pinned_party_back_releases_a_quarantine_and_takes_its_new_version() {
+    let f = fixture().await;
+    f.service
+        .sync_identity(&demo(), ENDPOINT, &identity("AAAA", "1.2.0"))
+        .await
+        .unwrap();
+    f.service
+        .sync_identity(&demo(), ENDPOINT, &identity("BBBB", "1.2.0"))
         .await
         .unwrap();
     assert!(
@@ -202,12 +273,15 @@ async fn a_version_bump_quarantines_and_the_pinned_identity_again_releases_it() 
     );
     let released = f
         .service
-        .sync_identity(&demo(), ENDPOINT, &first)
+        .sync_identity(&demo(), ENDPOINT, &identity("AAAA", "1.2.1"))
         .await
         .unwrap()
         .expect("a release");
     assert_eq!(released.action, "upstream.identity_unquarantine");
     assert!(matches!(lookup(&f.handle), Decision::Allow(_)));
+    let stored = f.store.upstream_identity("demo").await.unwrap().unwrap();
+    assert_eq!(stored.pinned, identity("AAAA", "1.2.1"));
+    assert_eq!(stored.offered, None);
 }
 
 #[tokio::test]

@@ -1,9 +1,10 @@
 //! An upstream's identity through the real binary: the demo upstream (`skillgate
 //! demo-upstream --http`) behind a proxy made in the test, once over TLS with a certificate
 //! a test CA issued, once over plain loopback HTTP with its `serverInfo` version rewritten.
-//! The first sync pins the identity; a new certificate from the same CA, or a new server
-//! version, quarantines the upstream: its calls are refused `UPSTREAM_QUARANTINED` and
-//! audited until an admin admits the new identity on the Upstreams page.
+//! The first sync pins the identity; a new certificate from the same CA quarantines the
+//! upstream: its calls are refused `UPSTREAM_QUARANTINED` and audited until an admin admits
+//! the new identity on the Upstreams page. A new server version alone is an upgrade: calls
+//! go on, and the new version is pinned, audited and shown.
 
 use crate::common;
 
@@ -483,8 +484,7 @@ async fn a_new_certificate_from_the_same_ca_quarantines_the_upstream_until_an_ad
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_new_server_version_quarantines_a_plain_loopback_upstream_and_an_unchanged_one_changes_nothing()
- {
+async fn a_new_server_version_is_pinned_audited_and_shown_without_refusing_a_call() {
     let mut upstream = DemoBehindProxy::start(None, Some("1.2.0")).await;
     let server = Server::start();
     let admin = sign_in_admin(&server).await;
@@ -495,6 +495,7 @@ async fn a_new_server_version_quarantines_a_plain_loopback_upstream_and_an_uncha
     let html = upstreams_page(&server, &admin).await;
     assert!(html.contains("no TLS key, serverInfo"), "{html}");
     assert!(html.contains(" 1.2.0"), "{html}");
+    assert!(!html.contains("identity-upgraded"), "{html}");
     assert!(!lookup(&server).await.is_error);
 
     // An unchanged identity: a sync records nothing.
@@ -505,34 +506,41 @@ async fn a_new_server_version_quarantines_a_plain_loopback_upstream_and_an_uncha
 
     upstream.restart_as("1.2.1");
     // The new process does not know the session: the gateway's re-initialization meets the
-    // new version and the call fails.
-    let changed = lookup(&server).await;
-    assert!(changed.is_error, "{}", changed.text);
-    assert!(
-        changed.text.contains("presented another identity"),
-        "{}",
-        changed.text
-    );
+    // new version of the same server, and the call goes through.
     let calls = upstream.calls();
-    sync(&server, &admin).await;
-    let refused = lookup(&server).await;
-    assert_eq!(refused.code(), "UPSTREAM_QUARANTINED", "{}", refused.text);
+    let upgraded = lookup(&server).await;
+    assert!(!upgraded.is_error, "{}", upgraded.text);
+    assert!(upgraded.text.contains("C-1001"), "{}", upgraded.text);
     assert!(
-        refused.text.contains("server_version 1.2.0 -> 1.2.1"),
-        "{}",
-        refused.text
+        upstream.calls() > calls,
+        "the call reached the upgraded upstream"
     );
-    assert_eq!(upstream.calls(), calls, "no call reached the upstream");
-    assert!(!quarantine_refusals(&server).is_empty());
-    let quarantine = &identity_history(&server).await[0];
-    assert_eq!(quarantine.payload["action"], "upstream.identity_quarantine");
-    assert_eq!(quarantine.actor.as_deref(), Some("upstream-sync:demo"));
+    // The connection reported the upgrade; the sync (awaited) records it if that report
+    // has not landed yet, and either way it is recorded once.
+    sync(&server, &admin).await;
+    let upgrades: Vec<AuditEvent> = identity_history(&server)
+        .await
+        .into_iter()
+        .filter(|e| e.payload["action"] == "upstream.identity_version")
+        .collect();
+    assert_eq!(upgrades.len(), 1, "{upgrades:?}");
+    assert_eq!(upgrades[0].actor.as_deref(), Some("upstream-sync:demo"));
     assert_eq!(
-        quarantine.payload["after"]["offered"]["server_version"],
+        upgrades[0].payload["before"]["pinned"]["server_version"],
+        "1.2.0"
+    );
+    assert_eq!(
+        upgrades[0].payload["after"]["pinned"]["server_version"],
         "1.2.1"
     );
-
-    admit(&server, &admin).await;
-    let admitted = lookup(&server).await;
-    assert!(!admitted.is_error, "{}", admitted.text);
+    assert!(quarantine_refusals(&server).is_empty());
+    let html = upstreams_page(&server, &admin).await;
+    assert!(html.contains(" 1.2.1"), "{html}");
+    assert!(html.contains("identity-upgraded"), "{html}");
+    assert!(
+        html.contains("Upgraded from version <code>1.2.0</code>"),
+        "{html}"
+    );
+    assert!(!html.contains("identity-offered"), "{html}");
+    assert!(!lookup(&server).await.is_error);
 }

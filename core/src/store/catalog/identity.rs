@@ -1,5 +1,7 @@
 //! An upstream's pinned identity (its certificate's key and `serverInfo`): pinned at the
-//! first sync, quarantined when a sync or a connect sees another one, admitted by an admin.
+//! first sync, quarantined when a sync or a connect sees another party (another key or
+//! server name), admitted by an admin; a new version of the same party is an upgrade, taken
+//! into the pin and remembered.
 
 use std::collections::BTreeMap;
 
@@ -24,6 +26,8 @@ pub struct IdentityPin {
     pub pinned_at: String,
     /// Since when calls of the upstream's tools are refused; `None`: not quarantined.
     pub quarantined_since: Option<String>,
+    /// The last upgrade: the `server_version` the pin had before, and when it changed.
+    pub upgraded_from: Option<(String, String)>,
 }
 
 /// One pin, quarantine, release or admission, for its `admin_change` event on target
@@ -32,7 +36,8 @@ pub struct IdentityPin {
 #[derive(Debug, Clone, PartialEq)]
 pub struct IdentityChange {
     /// `upstream.identity_pin`, `upstream.identity_quarantine`,
-    /// `upstream.identity_unquarantine` or `upstream.identity_admit`.
+    /// `upstream.identity_unquarantine`, `upstream.identity_version` (an upgrade) or
+    /// `upstream.identity_admit`.
     pub action: &'static str,
     pub before: Value,
     pub after: Value,
@@ -66,8 +71,8 @@ impl Store {
     }
 }
 
-const COLUMNS: &str = "SELECT upstream, endpoint, pinned, offered, pinned_at, quarantined_since \
-                       FROM upstream_identity";
+const COLUMNS: &str = "SELECT upstream, endpoint, pinned, offered, pinned_at, quarantined_since, \
+                       previous_version, version_changed_at FROM upstream_identity";
 
 fn decode(text: &str, upstream: &str) -> Result<UpstreamIdentity, StoreError> {
     serde_json::from_str(text)
@@ -95,7 +100,10 @@ async fn identities(
         .map(|row| {
             let upstream: String = row.try_get("upstream")?;
             let offered: Option<String> = row.try_get("offered")?;
+            let previous: Option<String> = row.try_get("previous_version")?;
+            let changed_at: Option<String> = row.try_get("version_changed_at")?;
             Ok(IdentityPin {
+                upgraded_from: previous.zip(changed_at),
                 endpoint: row.try_get("endpoint")?,
                 pinned: decode(row.try_get("pinned")?, &upstream)?,
                 offered: offered.map(|o| decode(&o, &upstream)).transpose()?,
@@ -130,8 +138,10 @@ pub(crate) async fn quarantined_upstreams(
 /// - no pin yet, or a pin taken at another endpoint (an admin pointed the upstream
 ///   elsewhere): `seen` is pinned;
 /// - `seen` equal to the pin: nothing, or a release if it was quarantined;
-/// - `seen` different: stored as the offer and the upstream is quarantined (nothing when
-///   that offer is already stored).
+/// - `seen` the pinned party with another version (an upgrade): pinned, with the version it
+///   replaces and when, and a release if it was quarantined;
+/// - `seen` another party: stored as the offer and the upstream is quarantined (nothing
+///   when that offer is already stored).
 pub(crate) async fn sync_identity_on(
     tx: &mut Tx,
     upstream: &Slug,
@@ -154,7 +164,8 @@ pub(crate) async fn sync_identity_on(
                pinned_at, quarantined_since) VALUES ($1, $2, $3, NULL, 'pinned', $4, NULL) \
              ON CONFLICT (upstream) DO UPDATE SET endpoint = excluded.endpoint, \
                pinned = excluded.pinned, offered = NULL, state = 'pinned', \
-               pinned_at = excluded.pinned_at, quarantined_since = NULL",
+               pinned_at = excluded.pinned_at, quarantined_since = NULL, \
+               previous_version = NULL, version_changed_at = NULL",
         )
         .bind(upstream.as_str())
         .bind(endpoint)
@@ -169,21 +180,40 @@ pub(crate) async fn sync_identity_on(
         }));
     };
     let before = state(Some(&pin.pinned), pin.offered.as_ref());
-    if pin.pinned == *seen {
-        if pin.quarantined_since.is_none() && pin.offered.is_none() {
-            return Ok(None);
+    if pin.pinned.same_party(seen) {
+        let released = pin.quarantined_since.is_some() || pin.offered.is_some();
+        if pin.pinned == *seen {
+            if !released {
+                return Ok(None);
+            }
+            sqlx::query(
+                "UPDATE upstream_identity SET offered = NULL, state = 'pinned', \
+                   quarantined_since = NULL WHERE upstream = $1",
+            )
+            .bind(upstream.as_str())
+            .execute(&mut *conn)
+            .await?;
+        } else {
+            sqlx::query(
+                "UPDATE upstream_identity SET pinned = $1, offered = NULL, state = 'pinned', \
+                   quarantined_since = NULL, previous_version = $2, version_changed_at = $3 \
+                 WHERE upstream = $4",
+            )
+            .bind(to_json(seen))
+            .bind(&pin.pinned.server_version)
+            .bind(&now)
+            .bind(upstream.as_str())
+            .execute(&mut *conn)
+            .await?;
         }
-        sqlx::query(
-            "UPDATE upstream_identity SET offered = NULL, state = 'pinned', \
-               quarantined_since = NULL WHERE upstream = $1",
-        )
-        .bind(upstream.as_str())
-        .execute(&mut *conn)
-        .await?;
         return Ok(Some(IdentityChange {
-            action: "upstream.identity_unquarantine",
+            action: if released {
+                "upstream.identity_unquarantine"
+            } else {
+                "upstream.identity_version"
+            },
             before,
-            after: state(Some(&pin.pinned), None),
+            after: state(Some(seen), None),
         }));
     }
     if pin.offered.as_ref() == Some(seen) && pin.quarantined_since.is_some() {
@@ -237,7 +267,8 @@ pub(crate) async fn admit_identity_on(
     }
     sqlx::query(
         "UPDATE upstream_identity SET pinned = $1, offered = NULL, state = 'pinned', \
-           pinned_at = $2, quarantined_since = NULL WHERE upstream = $3",
+           pinned_at = $2, quarantined_since = NULL, previous_version = NULL, \
+           version_changed_at = NULL WHERE upstream = $3",
     )
     .bind(to_json(offered))
     .bind(stamp(Utc::now()))

@@ -227,7 +227,10 @@ pub async fn sync_all_within(
                 .sync_identity(&upstream.name, &endpoint(&upstream.kind), &seen)
                 .await
             {
-                Ok(Some(change)) if change.action == "upstream.identity_pin" => {
+                Ok(Some(change))
+                    if change.action == "upstream.identity_pin"
+                        || change.action == "upstream.identity_version" =>
+                {
                     client.pin_identity(Some(seen));
                 }
                 Ok(_) => {}
@@ -260,7 +263,8 @@ pub fn endpoint(kind: &UpstreamKind) -> String {
 
 /// Records an identity change a connection met (a reconnect that presented another
 /// certificate key or `serverInfo`) as the sync would, without waiting for the next sync:
-/// the upstream is quarantined and its tools' calls refused from the next decision on.
+/// another party is quarantined and its tools' calls refused from the next decision on; an
+/// upgrade (a new version alone) is pinned and audited.
 pub fn identity_hook(service: Arc<AdminService>) -> IdentityHook {
     Arc::new(move |upstream: &str, offered: UpstreamIdentity| {
         let (service, upstream) = (service.clone(), upstream.to_owned());
