@@ -1,5 +1,5 @@
-//! Server functions of the inspectors page: read the policy, add and remove a rule or an
-//! external hook, and save the schema and admission switches. Every change goes through
+//! Server functions of the inspectors page: read the policy, add and remove a rule, an
+//! external hook or a secret source's mark, and save the schema and admission switches. Every change goes through
 //! the admin door.
 
 use leptos::prelude::*;
@@ -50,11 +50,20 @@ pub struct HookRow {
     pub secret_set: bool,
 }
 
+/// A tool marked as a secret source (a vault), with the result fields it returns as
+/// secrets (JSON Pointers; none: what the detectors recognise).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SecretSourceRow {
+    pub tool: String,
+    pub fields: Vec<String>,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct InspectorsView {
     pub inspectors: Vec<InspectorRow>,
     pub rules: Vec<RuleRow>,
     pub hooks: Vec<HookRow>,
+    pub secret_sources: Vec<SecretSourceRow>,
     pub close_open_objects: bool,
     pub validate_formats: bool,
     pub refuse_admission_with_findings: bool,
@@ -162,10 +171,19 @@ pub async fn get_inspection() -> Result<InspectorsView, ConsoleError> {
         .collect();
     let mut tools: Vec<String> = catalog.tools.iter().map(|t| t.spec.name.clone()).collect();
     tools.sort();
+    let secret_sources = policy
+        .secret_sources
+        .iter()
+        .map(|s| SecretSourceRow {
+            tool: s.tool.clone(),
+            fields: s.fields.clone(),
+        })
+        .collect();
     Ok(InspectorsView {
         inspectors,
         rules,
         hooks,
+        secret_sources,
         close_open_objects: policy.schemas.close_open_objects,
         validate_formats: policy.schemas.validate_formats,
         refuse_admission_with_findings: policy.definitions.refuse_admission_with_findings,
@@ -380,6 +398,61 @@ pub async fn remove_inspection_hook(name: String) -> Result<(), ConsoleError> {
             ));
         };
         policy.hooks.remove(index);
+        Ok(())
+    })
+    .await
+}
+
+/// Marks `tool` as a secret source whose result `fields` (JSON Pointers, one per line or
+/// separated by commas or spaces; none: what the detectors recognise) are secrets; a tool
+/// marked already gets these fields instead.
+#[server(prefix = "/console/api", endpoint = "mark_secret_source")]
+pub async fn mark_secret_source(tool: String, fields: String) -> Result<(), ConsoleError> {
+    use skillgate_core::model::{SecretSource, valid_field_pointer};
+    use skillgate_core::users::ConsoleRole;
+    let user = crate::shared::ssr::require(ConsoleRole::Admin).await?;
+    let tool = chosen(Some(tool)).ok_or_else(|| field("tool", "Pick the tool to mark."))?;
+    let fields: Vec<String> = fields
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|f| !f.is_empty())
+        .map(str::to_owned)
+        .collect();
+    if let Some(bad) = fields.iter().find(|f| !valid_field_pointer(f)) {
+        return Err(field(
+            "fields",
+            format!(
+                "`{bad}` is not a JSON Pointer to a field: write `/password` or `/secrets/*/value`."
+            ),
+        ));
+    }
+    edit_policy(&user, |policy| {
+        let mark = SecretSource { tool, fields };
+        match policy
+            .secret_sources
+            .iter_mut()
+            .find(|s| s.tool == mark.tool)
+        {
+            Some(existing) => *existing = mark,
+            None => policy.secret_sources.push(mark),
+        }
+        Ok(())
+    })
+    .await
+}
+
+/// Takes the secret-source mark off `tool`: its results are inspected like any other's.
+#[server(prefix = "/console/api", endpoint = "unmark_secret_source")]
+pub async fn unmark_secret_source(tool: String) -> Result<(), ConsoleError> {
+    use skillgate_core::users::ConsoleRole;
+    let user = crate::shared::ssr::require(ConsoleRole::Admin).await?;
+    edit_policy(&user, |policy| {
+        let before = policy.secret_sources.len();
+        policy.secret_sources.retain(|s| s.tool != tool);
+        if policy.secret_sources.len() == before {
+            return Err(ConsoleError::Invalid(
+                "That tool is not marked (any more); reload the page.".into(),
+            ));
+        }
         Ok(())
     })
     .await

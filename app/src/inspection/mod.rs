@@ -2,5 +2,6 @@
 
 pub mod api;
 mod page;
+mod sources;
 
 pub use page::InspectorsPage;

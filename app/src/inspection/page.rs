@@ -1,6 +1,6 @@
 //! The inspectors page: what each content inspector guards against and does by default,
-//! the rules that change that per tool, role or scope, the external guardrail hooks, and
-//! the schema and admission switches. Admins edit; reviewers and viewers read.
+//! the rules that change that per tool, role or scope, the secret sources, the external
+//! guardrail hooks, and the schema and admission switches. Admins edit; reviewers and viewers read.
 
 use leptos::form::ActionForm;
 use leptos::prelude::*;
@@ -12,9 +12,11 @@ use crate::components::forms::{FieldError, FormOutcome, error_for, last_error};
 use crate::components::{ErrorNotice, Loading};
 
 use super::api::{
-    AddInspectionHook, AddInspectionRule, HookRow, InspectorsView, RemoveInspectionHook,
-    RemoveInspectionRule, RuleRow, SaveInspectionSwitches, get_inspection,
+    AddInspectionHook, AddInspectionRule, HookRow, InspectorsView, MarkSecretSource,
+    RemoveInspectionHook, RemoveInspectionRule, RuleRow, SaveInspectionSwitches,
+    UnmarkSecretSource, get_inspection,
 };
+use super::sources::secret_sources;
 
 const RULE_FIELDS: &[&str] = &["inspector", "action", "tool", "role", "scope", "max_bytes"];
 const HOOK_FIELDS: &[&str] = &[
@@ -37,6 +39,8 @@ struct Actions {
     switches: ServerAction<SaveInspectionSwitches>,
     add_hook: ServerAction<AddInspectionHook>,
     remove_hook: ServerAction<RemoveInspectionHook>,
+    mark: ServerAction<MarkSecretSource>,
+    unmark: ServerAction<UnmarkSecretSource>,
 }
 
 #[component]
@@ -46,12 +50,16 @@ pub fn InspectorsPage() -> impl IntoView {
     let switches = ServerAction::<SaveInspectionSwitches>::new();
     let add_hook = ServerAction::<AddInspectionHook>::new();
     let remove_hook = ServerAction::<RemoveInspectionHook>::new();
+    let mark = ServerAction::<MarkSecretSource>::new();
+    let unmark = ServerAction::<UnmarkSecretSource>::new();
     let actions = Actions {
         add,
         remove,
         switches,
         add_hook,
         remove_hook,
+        mark,
+        unmark,
     };
     let data = Resource::new(
         move || {
@@ -61,6 +69,8 @@ pub fn InspectorsPage() -> impl IntoView {
                 switches.version().get(),
                 add_hook.version().get(),
                 remove_hook.version().get(),
+                mark.version().get(),
+                unmark.version().get(),
             )
         },
         |_| get_inspection(),
@@ -89,6 +99,8 @@ fn inspectors(data: InspectorsView, actions: Actions) -> impl IntoView {
         switches,
         add_hook,
         remove_hook,
+        mark,
+        unmark,
     } = actions;
     let editable = data.can_edit && data.managed_by.is_none();
     let names: Vec<String> = data.inspectors.iter().map(|i| i.name.clone()).collect();
@@ -147,6 +159,7 @@ fn inspectors(data: InspectorsView, actions: Actions) -> impl IntoView {
                     data.scopes.clone(),
                 )
             })}
+        {secret_sources(data.secret_sources, data.tools.clone(), editable, mark, unmark)}
         <h2>"External hooks"</h2>
         <p class="muted">
             "A web service asked about a call after the built-in inspectors: it answers allow, deny or (for a result) a modified result. Requests are signed with HMAC-SHA256 using the secret in the named environment variable of the gateway; a hook that does not answer in time blocks the call unless set to allow."

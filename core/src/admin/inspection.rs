@@ -7,7 +7,7 @@ use std::fmt;
 use serde_json::json;
 
 use super::{AdminError, AdminService, Changed};
-use crate::model::{Catalog, InspectionPolicy, Inspector, hook_issues};
+use crate::model::{Catalog, InspectionPolicy, Inspector, hook_issues, valid_field_pointer};
 use crate::store::StoreError;
 use crate::store::catalog::{inspection_policy_on, load_catalog, put_inspection_policy_on};
 
@@ -17,11 +17,11 @@ pub const INSPECTION_TARGET: &str = "inspection:policy";
 /// One problem with a policy: the rule or hook it is in (by position) and the field.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PolicyIssue {
-    /// `rules` or `hooks`.
+    /// `rules`, `hooks` or `secret_sources`.
     pub list: &'static str,
     pub rule: usize,
     /// `tool`, `role`, `scope`, `max_bytes` or `inspector`; of a hook also `name`, `url`,
-    /// `stages`, `timeout_ms` or `secret_env`.
+    /// `stages`, `timeout_ms` or `secret_env`; of a secret source `tool` or `fields`.
     pub field: &'static str,
     pub message: String,
 }
@@ -42,8 +42,9 @@ impl fmt::Display for PolicyIssue {
 /// Every problem of `policy` against `catalog`: a rule may name only a tool, role and
 /// scope the catalog has; `max_bytes` belongs to `result_size` rules, which need it (at
 /// least 1); no two rules name the same inspector with the same selectors (which one
-/// would win is then a matter of order, and order means nothing here); and each hook's
-/// problems ([`hook_issues`]).
+/// would win is then a matter of order, and order means nothing here); each hook's
+/// problems ([`hook_issues`]); and each secret source names a tool the catalog has, once,
+/// with valid JSON Pointers.
 pub fn policy_issues(catalog: &Catalog, policy: &InspectionPolicy) -> Vec<PolicyIssue> {
     let mut issues = Vec::new();
     let mut seen = HashSet::new();
@@ -115,6 +116,35 @@ pub fn policy_issues(catalog: &Catalog, policy: &InspectionPolicy) -> Vec<Policy
                 message,
             }),
     );
+    let mut marked = HashSet::new();
+    for (i, source) in policy.secret_sources.iter().enumerate() {
+        let mut issue = |field, message: String| {
+            issues.push(PolicyIssue {
+                list: "secret_sources",
+                rule: i,
+                field,
+                message,
+            })
+        };
+        if catalog.tool(&source.tool).is_none() {
+            issue("tool", format!("the catalog has no tool `{}`", source.tool));
+        }
+        if !marked.insert(source.tool.as_str()) {
+            issue(
+                "tool",
+                format!("`{}` is marked as a secret source twice", source.tool),
+            );
+        }
+        if let Some(bad) = source.fields.iter().find(|f| !valid_field_pointer(f)) {
+            issue(
+                "fields",
+                format!(
+                    "`{bad}` is not a JSON Pointer to a field: write `/password` or \
+                     `/secrets/*/value` (`*`: every item or member; `~1` for a `/` in a name)"
+                ),
+            );
+        }
+    }
     issues
 }
 
@@ -171,5 +201,48 @@ impl AdminService {
             Ok(true) => self.reload().await,
             Ok(false) => Ok(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::SecretSource;
+
+    fn source(tool: &str, fields: &[&str]) -> SecretSource {
+        SecretSource {
+            tool: tool.to_owned(),
+            fields: fields.iter().map(|f| (*f).to_owned()).collect(),
+        }
+    }
+
+    #[test]
+    fn a_secret_source_must_name_a_known_tool_once_with_json_pointers() {
+        assert!(valid_field_pointer("/password"));
+        assert!(valid_field_pointer("/secrets/*/value"));
+        assert!(valid_field_pointer("/a~1b/c~0d"));
+        for bad in ["", "/", "password", "/a~2b", "/a~"] {
+            assert!(!valid_field_pointer(bad), "{bad:?}");
+        }
+        let policy = InspectionPolicy {
+            secret_sources: vec![
+                source("read_secret", &["/value"]),
+                source("read_secret", &["value"]),
+            ],
+            ..InspectionPolicy::default()
+        };
+        let found: Vec<String> = policy_issues(&Catalog::default(), &policy)
+            .iter()
+            .map(PolicyIssue::path)
+            .collect();
+        assert_eq!(
+            found,
+            [
+                "secret_sources[0].tool",
+                "secret_sources[1].tool",
+                "secret_sources[1].tool",
+                "secret_sources[1].fields",
+            ]
+        );
     }
 }

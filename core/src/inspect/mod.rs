@@ -14,6 +14,7 @@ pub mod net;
 mod normalize;
 pub mod path;
 mod secrets;
+pub mod seen;
 pub mod shell;
 
 use std::sync::LazyLock;

@@ -462,6 +462,35 @@ pub struct InspectionPolicy {
     /// External hooks, run after the built-in inspectors, in this order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hooks: Vec<GuardrailHook>,
+    /// Tools whose purpose is to return secrets (a vault), each named once.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub secret_sources: Vec<SecretSource>,
+}
+
+/// A tool whose purpose is to return secrets: a vault, a credential broker. Its results
+/// reach the agent (`secrets` flags what it finds there, whatever a rule says: redacting
+/// a vault's answer defeats the tool), and every secret in them is remembered, so
+/// `secret_flow` still stops it on its way to any other upstream.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SecretSource {
+    pub tool: String,
+    /// JSON Pointers to the values the tool returns as secrets, whatever they look like
+    /// (`/password`, `/secrets/*/value`: `*` is every item or member), read in the
+    /// result's `structuredContent` and in each text block that is one JSON document.
+    /// Empty: what the `secrets` detectors recognise, and nothing else.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fields: Vec<String>,
+}
+
+/// Whether `pointer` is one a [`SecretSource`] may name: RFC 6901, so empty (the whole
+/// document, which is not a secret's place) or starting with `/`, with `~` escaped.
+pub fn valid_field_pointer(pointer: &str) -> bool {
+    pointer.starts_with('/')
+        && pointer.len() > 1
+        && pointer
+            .split('~')
+            .skip(1)
+            .all(|rest| rest.starts_with('0') || rest.starts_with('1'))
 }
 
 /// What a rule selects on: the call's tool, the role that authorised it (none before
@@ -508,6 +537,11 @@ impl InspectionPolicy {
             };
         }
         resolved
+    }
+
+    /// The mark of `tool` as a secret source, if it has one.
+    pub fn secret_source(&self, tool: &str) -> Option<&SecretSource> {
+        self.secret_sources.iter().find(|s| s.tool == tool)
     }
 
     /// The hooks that read `stage` of `call`, in their order.

@@ -14,7 +14,7 @@ use skillgate_core::admin::{AdminError, AdminService};
 use skillgate_core::audit::AuditLog;
 use skillgate_core::model::{
     GuardrailHook, HookFailure, HookStage, InspectAction, InspectionPolicy, InspectionRule,
-    Inspector,
+    Inspector, SecretSource,
 };
 use skillgate_core::policy::CatalogHandle;
 use skillgate_core::slug::Slug;
@@ -43,8 +43,8 @@ fn rule(inspector: Inspector, action: InspectAction) -> InspectionRule {
 }
 
 /// Injection blocked for one tool, results over 64 KiB blocked in the support scope,
-/// formats left unchecked, tools with findings kept out, and an external hook on one tool's
-/// results.
+/// formats left unchecked, tools with findings kept out, an external hook on one tool's
+/// results, and a tool marked as a secret source.
 fn a_policy() -> InspectionPolicy {
     let mut injection = rule(Inspector::Injection, InspectAction::Block);
     injection.tool = Some("lookup_customer".to_owned());
@@ -67,6 +67,10 @@ fn a_policy() -> InspectionPolicy {
         timeout_ms: 1500,
         on_error: HookFailure::Allow,
         secret_env: "GUARD_SECRET".to_owned(),
+    }];
+    policy.secret_sources = vec![SecretSource {
+        tool: "lookup_customer".to_owned(),
+        fields: vec!["/portal_password".to_owned(), "/keys/*/secret".to_owned()],
     }];
     policy
 }
@@ -197,6 +201,8 @@ async fn the_policy_round_trips_through_catalog_export_and_apply() {
     assert!(exported.contains("inspection:\n"), "{exported}");
     assert!(exported.contains("max_bytes: 65536"), "{exported}");
     assert!(exported.contains("secret_env: GUARD_SECRET"), "{exported}");
+    assert!(exported.contains("secret_sources:"), "{exported}");
+    assert!(exported.contains("/keys/*/secret"), "{exported}");
 
     // Applied to a database whose policy is the default, it is a change the plan names.
     admin
@@ -273,4 +279,69 @@ async fn a_viewer_reads_the_inspectors_page_but_cannot_change_the_policy_and_is_
     assert_eq!(policy_changes(&server).len(), 1);
     let (_, html) = page(&server, &admin.cookie, "/inspectors").await;
     assert!(html.contains("lookup_customer"), "{html}");
+}
+
+#[tokio::test]
+async fn an_admin_marks_a_secret_source_on_the_inspectors_page_and_a_bad_pointer_changes_nothing() {
+    let server = Server::start();
+    let admin = sign_in_admin(&server).await;
+    let mark = |fields: &'static str| {
+        let (server, admin) = (&server, &admin);
+        async move {
+            fetch_post(
+                server,
+                admin,
+                "/console/api/mark_secret_source",
+                &[("tool", "lookup_customer"), ("fields", fields)],
+            )
+            .await
+        }
+    };
+    let (status, body) = mark("/portal_password, portal_pin").await;
+    assert_ne!(status, StatusCode::OK, "{body}");
+    assert!(
+        body.contains("`portal_pin` is not a JSON Pointer"),
+        "{body}"
+    );
+    assert!(
+        policy_changes(&server).is_empty(),
+        "a refused mark changes nothing"
+    );
+
+    let (status, body) = mark("/portal_password\n/keys/*/secret").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = mark("/portal_password /keys/*/secret").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        policy_changes(&server).len(),
+        1,
+        "marking the same fields again writes nothing"
+    );
+    let (_, store) = service(&server).await;
+    let stored = store.load_catalog().await.unwrap().inspection;
+    assert_eq!(
+        stored.secret_sources,
+        [SecretSource {
+            tool: "lookup_customer".to_owned(),
+            fields: vec!["/portal_password".to_owned(), "/keys/*/secret".to_owned()],
+        }]
+    );
+    let (_, html) = page(&server, &admin.cookie, "/inspectors").await;
+    assert!(html.contains("Secret sources"), "{html}");
+    assert!(html.contains("/portal_password, /keys/*/secret"), "{html}");
+
+    let (status, body) = fetch_post(
+        &server,
+        &admin,
+        "/console/api/unmark_secret_source",
+        &[("tool", "lookup_customer")],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(policy_changes(&server).len(), 2);
+    let (_, html) = page(&server, &admin.cookie, "/inspectors").await;
+    assert!(
+        html.contains("No tool is marked as a secret source."),
+        "{html}"
+    );
 }

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::{
     DefinitionPolicy, GuardrailHook, HOOK_TIMEOUT_MS, HookFailure, HookStage, InspectAction,
-    InspectionPolicy, InspectionRule, Inspector, SchemaPolicy,
+    InspectionPolicy, InspectionRule, Inspector, SchemaPolicy, SecretSource,
 };
 use crate::slug::Slug;
 
@@ -26,6 +26,22 @@ pub struct InspectionDoc {
     /// External guardrail hooks, asked after the built-in inspectors, in this order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hooks: Vec<HookDoc>,
+    /// Tools whose purpose is to return secrets (a vault): their results reach the agent,
+    /// flagged, and `secret_flow` keeps those secrets from every other upstream.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub secret_sources: Vec<SecretSourceDoc>,
+}
+
+/// A tool whose purpose is to return secrets. See docs/guardrails.md, "Secret sources".
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SecretSourceDoc {
+    pub tool: String,
+    /// JSON Pointers to the values it returns as secrets, whatever they look like
+    /// (`/password`, `/secrets/*/value`), in `structuredContent` or a JSON text block.
+    /// Left out: what the `secrets` detectors recognise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fields: Vec<String>,
 }
 
 /// An external guardrail hook: a web service the gateway POSTs a signed JSON request to,
@@ -175,6 +191,14 @@ impl From<&InspectionPolicy> for InspectionDoc {
                 refuse_admission_with_findings: policy.definitions.refuse_admission_with_findings,
             },
             hooks: policy.hooks.iter().map(HookDoc::from).collect(),
+            secret_sources: policy
+                .secret_sources
+                .iter()
+                .map(|s| SecretSourceDoc {
+                    tool: s.tool.clone(),
+                    fields: s.fields.clone(),
+                })
+                .collect(),
         }
     }
 }
@@ -209,6 +233,14 @@ impl InspectionDoc {
                 refuse_admission_with_findings: self.definitions.refuse_admission_with_findings,
             },
             hooks: self.hooks.iter().map(GuardrailHook::from).collect(),
+            secret_sources: self
+                .secret_sources
+                .iter()
+                .map(|s| SecretSource {
+                    tool: s.tool.clone(),
+                    fields: s.fields.clone(),
+                })
+                .collect(),
         }
     }
 }

@@ -7,6 +7,12 @@
 //! content. Arguments cannot be rewritten on the agent's behalf, so `redact` acts on them
 //! as `block`; a result over its size cap cannot be cut to size, so `redact` blocks it too.
 //!
+//! A tool marked as a secret source (a vault) is the exception to redaction: what
+//! `secrets` finds in its result, and every value its mark names, is flagged and passes,
+//! and is remembered like any found secret, so `secret_flow` stops it on its way to any
+//! other upstream, in whatever piece of an argument it travels
+//! ([`crate::inspect::seen`]).
+//!
 //! The external hooks of the catalog ([`run_hooks`]) run after the built-in inspectors of
 //! a stage and answer into the same [`Inspection`]: a `deny` is a blocking finding, a
 //! `modify` a redaction, a failure a blocking (or, with `on_error: allow`, a flagged) one;
@@ -22,6 +28,7 @@ use super::super::ToolReply;
 use crate::audit::{FindingRecord, InspectedPart, NewEvent};
 use crate::inspect::egress::egress_findings;
 use crate::inspect::hook::{self, Answer, HookCall};
+use crate::inspect::seen::{pieces_matching, returned_secrets};
 use crate::inspect::{Finding, Inspectors};
 use crate::metrics::Metrics;
 use crate::model::{
@@ -232,9 +239,21 @@ pub(super) fn inspect_result(
             reason: None,
         });
     }
+    let source = policy.secret_source(call.tool);
+    if let Some(source) = source {
+        findings.extend(
+            returned_secrets(result, &source.fields)
+                .into_iter()
+                .map(|f| record(f, InspectAction::Flag)),
+        );
+    }
     let actions: Vec<(Inspector, InspectAction)> = CONTENT
         .into_iter()
-        .map(|i| (i, policy.resolve(i, call).action))
+        .map(|i| match i {
+            // A secret source's job is to return secrets: found, flagged, followed.
+            Inspector::Secrets if source.is_some() => (i, InspectAction::Flag),
+            _ => (i, policy.resolve(i, call).action),
+        })
         .filter(|(_, action)| *action != InspectAction::Off)
         .collect();
     if actions.is_empty() {
@@ -291,14 +310,34 @@ pub(super) fn inspect_arguments(
             .any(|s| s.fingerprint == fingerprint && s.upstream != upstream)
     };
     if flow != InspectAction::Off && seen.iter().any(|s| s.upstream != upstream) {
+        let mut flows: Vec<FindingRecord> = Vec::new();
         for finding in Inspectors::shared().secrets_in(arguments) {
             if finding.fingerprint.as_deref().is_some_and(foreign) {
-                findings.push(FindingRecord {
+                flows.push(FindingRecord {
                     inspector: Inspector::SecretFlow.into(),
                     ..record(finding, flow)
                 });
             }
         }
+        // A secret the detectors do not recognise here (a vault's password without its
+        // key, a token inside a sentence) is still the same value: every piece of the
+        // arguments is compared with what the session has seen.
+        for (path, print) in pieces_matching(arguments, foreign) {
+            if !flows
+                .iter()
+                .any(|f| f.path == path && f.fingerprint.as_deref() == Some(print.as_str()))
+            {
+                flows.push(FindingRecord {
+                    inspector: Inspector::SecretFlow.into(),
+                    kind: "seen_secret".to_owned(),
+                    path,
+                    action: flow,
+                    fingerprint: Some(print),
+                    reason: None,
+                });
+            }
+        }
+        findings.extend(flows);
     }
     Inspection { findings }
 }
@@ -509,6 +548,67 @@ mod tests {
         assert_eq!(audited, json!({"body": "[REDACTED:aws_access_key]"}));
         let back = inspect_arguments(&policy(vec![]), &CALL, &arguments, &seen, "vault");
         assert!(back.is_empty());
+    }
+
+    #[test]
+    fn a_secret_source_hands_its_secrets_over_flagged_and_they_still_cannot_flow_elsewhere() {
+        let vault = CallScope {
+            tool: "read_secret",
+            ..CALL
+        };
+        let mut marked = policy(vec![rule(Inspector::Secrets, InspectAction::Block)]);
+        marked.secret_sources = vec![crate::model::SecretSource {
+            tool: "read_secret".to_owned(),
+            fields: vec!["/value".to_owned()],
+        }];
+        let answer = json!({"name": "prod-db", "value": "Tr0ub4dor&3x", "aws": AWS});
+        let mut result = text_result("");
+        result.structured_content = Some(answer.clone());
+        let found = inspect_result(&marked, &vault, &mut result, 10);
+        assert!(
+            !found.blocked(),
+            "a block rule does not stop a vault's answer"
+        );
+        assert_eq!(
+            result.structured_content.as_ref(),
+            Some(&answer),
+            "nothing is redacted"
+        );
+        let kinds: BTreeSet<&str> = found.findings.iter().map(|f| f.kind.as_str()).collect();
+        assert_eq!(kinds, BTreeSet::from(["aws_access_key", "returned_secret"]));
+        assert!(
+            found
+                .findings
+                .iter()
+                .all(|f| f.action == InspectAction::Flag)
+        );
+        assert_eq!(found.secret_fingerprints().len(), 2);
+
+        // The same answer from an unmarked tool is blocked as the rule says.
+        let mut unmarked = text_result("");
+        unmarked.structured_content = Some(answer);
+        assert!(inspect_result(&marked, &CALL, &mut unmarked, 10).blocked());
+
+        let seen: Vec<SeenSecret> = found
+            .secret_fingerprints()
+            .into_iter()
+            .map(|fingerprint| SeenSecret {
+                fingerprint: fingerprint.to_owned(),
+                upstream: "vault".to_owned(),
+            })
+            .collect();
+        // The password, which no detector recognises alone, in a sentence.
+        let arguments = object(json!({"to": "ops", "body": "use Tr0ub4dor&3x to log in"}));
+        let flow = inspect_arguments(&marked, &CALL, &arguments, &seen, "mailer");
+        assert!(flow.blocked(), "{:?}", flow.findings);
+        assert_eq!(flow.findings[0].kind, "seen_secret");
+        assert_eq!(flow.findings[0].path, "/body");
+        let mut audited = Value::Object(arguments.clone());
+        flow.redact_flows(&mut audited);
+        assert_eq!(audited["body"], "[REDACTED:seen_secret]");
+        assert!(inspect_arguments(&marked, &CALL, &arguments, &seen, "vault").is_empty());
+        let other = object(json!({"body": "use Tr0ub4dor&3y to log in"}));
+        assert!(inspect_arguments(&marked, &CALL, &other, &seen, "mailer").is_empty());
     }
 
     fn unsigned_hook(on_error: HookFailure) -> GuardrailHook {
