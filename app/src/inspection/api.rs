@@ -67,6 +67,7 @@ pub struct InspectorsView {
     pub close_open_objects: bool,
     pub validate_formats: bool,
     pub refuse_admission_with_findings: bool,
+    pub resolve_names: bool,
     pub actions: Vec<String>,
     pub tools: Vec<String>,
     pub roles: Vec<String>,
@@ -187,6 +188,7 @@ pub async fn get_inspection() -> Result<InspectorsView, ConsoleError> {
         close_open_objects: policy.schemas.close_open_objects,
         validate_formats: policy.schemas.validate_formats,
         refuse_admission_with_findings: policy.definitions.refuse_admission_with_findings,
+        resolve_names: policy.egress.resolve_names,
         actions: InspectAction::ALL
             .into_iter()
             .map(|a| a.as_str().to_owned())
@@ -464,6 +466,7 @@ pub async fn save_inspection_switches(
     close_open_objects: Option<String>,
     validate_formats: Option<String>,
     refuse_admission_with_findings: Option<String>,
+    resolve_names: Option<String>,
 ) -> Result<(), ConsoleError> {
     use skillgate_core::users::ConsoleRole;
     let user = crate::shared::ssr::require(ConsoleRole::Admin).await?;
@@ -472,6 +475,7 @@ pub async fn save_inspection_switches(
         policy.schemas.validate_formats = validate_formats.is_some();
         policy.definitions.refuse_admission_with_findings =
             refuse_admission_with_findings.is_some();
+        policy.egress.resolve_names = resolve_names.is_some();
         Ok(())
     })
     .await

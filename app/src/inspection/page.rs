@@ -166,7 +166,7 @@ fn inspectors(data: InspectorsView, actions: Actions) -> impl IntoView {
         </p>
         {hooks_table(data.hooks, editable, remove_hook)}
         {editable.then(|| hook_form(add_hook, data.tools, data.roles, data.scopes))}
-        <h2>"Schemas and admission"</h2>
+        <h2>"Schemas, admission and egress"</h2>
         <ActionForm action=switches attr:class="card form">
             <CsrfField />
             <FormOutcome action=switches fields=&[] saved="Saved." />
@@ -211,6 +211,20 @@ fn inspectors(data: InspectorsView, actions: Actions) -> impl IntoView {
             </label>
             <p class="muted">
                 "Covers tool poisoning: hidden characters, instructions aimed at the model or a name shadowing another tool in a definition."
+            </p>
+            <label class="checkbox" for="resolve-names">
+                <input
+                    type="checkbox"
+                    id="resolve-names"
+                    name="resolve_names"
+                    value="on"
+                    checked=data.resolve_names
+                    disabled=!editable
+                />
+                " Resolve the host names of URLs in arguments: one that resolves to an internal address, or does not resolve, is an egress finding"
+            </label>
+            <p class="muted">
+                "Covers a name whose DNS answer is internal without spelling it. It takes egress's action (flag by default; block to fail closed) and up to 2 s per call."
             </p>
             {editable
                 .then(|| {

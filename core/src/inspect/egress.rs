@@ -65,6 +65,55 @@ fn walk(value: &Value, path: &mut String, findings: &mut Vec<Finding>) {
     }
 }
 
+/// The host names (not addresses) of the URLs in the strings of `arguments`, each with the
+/// JSON Pointer of its string, once per string: what an operator may have resolved
+/// ([`super::resolve`]). Names already internal as written are left out: the literal
+/// reading found them.
+pub fn names_in(arguments: &Map<String, Value>) -> Vec<(String, String)> {
+    let mut names = Vec::new();
+    let mut path = String::new();
+    for (key, item) in arguments {
+        path.clear();
+        path.push('/');
+        path.push_str(&key.replace('~', "~0").replace('/', "~1"));
+        collect_names(item, &mut path, &mut names);
+    }
+    names
+}
+
+fn collect_names(value: &Value, path: &mut String, names: &mut Vec<(String, String)>) {
+    match value {
+        Value::String(text) => {
+            for url in urls_in(text) {
+                if let Some(url::Host::Domain(name)) = url.host()
+                    && forbidden_host(&url::Host::Domain(name)).is_none()
+                    && !names.iter().any(|(p, n)| p == path && n == name)
+                {
+                    names.push((path.clone(), name.to_owned()));
+                }
+            }
+        }
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                let len = path.len();
+                path.push_str(&format!("/{i}"));
+                collect_names(item, path, names);
+                path.truncate(len);
+            }
+        }
+        Value::Object(map) => {
+            for (key, item) in map {
+                let len = path.len();
+                path.push('/');
+                path.push_str(&key.replace('~', "~0").replace('/', "~1"));
+                collect_names(item, path, names);
+                path.truncate(len);
+            }
+        }
+        Value::Null | Value::Bool(_) | Value::Number(_) => {}
+    }
+}
+
 /// The URLs in `text`: the whole string, or any word of it (split at whitespace, quotes and
 /// brackets other than the `[]` of an IPv6 host), that parses as one of [`SCHEMES`] or
 /// starts with `//`.
@@ -86,7 +135,27 @@ fn urls_in(text: &str) -> impl Iterator<Item = Url> + '_ {
 mod tests {
     use serde_json::json;
 
-    use super::egress_findings;
+    use super::{egress_findings, names_in};
+
+    #[test]
+    fn the_names_to_resolve_are_the_hosts_of_urls_that_are_not_internal_as_written() {
+        let serde_json::Value::Object(arguments) = json!({
+            "url": "https://files.example.com/a",
+            "mirrors": ["see http://files.example.com/b and //cdn.example.net/x", "plain text"],
+            "internal": "http://127.0.0.1/ and http://10.0.0.5.nip.io/",
+            "count": 3,
+        }) else {
+            unreachable!()
+        };
+        assert_eq!(
+            names_in(&arguments),
+            [
+                ("/mirrors/0".to_owned(), "files.example.com".to_owned()),
+                ("/mirrors/0".to_owned(), "cdn.example.net".to_owned()),
+                ("/url".to_owned(), "files.example.com".to_owned()),
+            ]
+        );
+    }
 
     fn found(arguments: serde_json::Value) -> Vec<(String, &'static str)> {
         let serde_json::Value::Object(arguments) = arguments else {

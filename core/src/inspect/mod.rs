@@ -1,8 +1,9 @@
 //! Content inspection: the built-in inspectors that read what flows through a governed call
 //! (secrets and prompt injection in results, secrets in arguments) and what an upstream
 //! offers (its tool definitions). Pure: no I/O, no policy; the pipeline decides what a
-//! finding does ([`crate::model::InspectAction`]). The one exception is [`hook`], which
-//! asks an operator's external guardrail service.
+//! finding does ([`crate::model::InspectAction`]). The exceptions are [`hook`], which
+//! asks an operator's external guardrail service, and [`resolve`], which asks the system
+//! resolver where an operator wants host names resolved.
 //!
 //! Every detector is compiled once, process-wide ([`Inspectors::shared`]).
 
@@ -13,6 +14,7 @@ mod injection;
 pub mod net;
 mod normalize;
 pub mod path;
+pub mod resolve;
 mod secrets;
 pub mod seen;
 pub mod shell;

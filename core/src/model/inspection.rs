@@ -222,6 +222,22 @@ fn yes() -> bool {
     true
 }
 
+/// What the egress inspector does beyond reading URLs as written.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct EgressPolicy {
+    /// Resolve the host names of URLs in arguments (before deciding, bounded in time): a
+    /// name that resolves to an internal address (`resolves_internal`) or does not resolve
+    /// (`unresolvable`) is an `egress` finding, with `egress`'s action for the call.
+    #[serde(default)]
+    pub resolve_names: bool,
+}
+
+impl EgressPolicy {
+    fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
 /// Which part of a call an external hook reads.
 #[derive(
     Debug,
@@ -459,6 +475,10 @@ pub struct InspectionPolicy {
     pub schemas: SchemaPolicy,
     #[serde(default)]
     pub definitions: DefinitionPolicy,
+    /// Left out when it is the default, so stored policies and catalog revisions from
+    /// before it existed stay what they were.
+    #[serde(default, skip_serializing_if = "EgressPolicy::is_default")]
+    pub egress: EgressPolicy,
     /// External hooks, run after the built-in inspectors, in this order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hooks: Vec<GuardrailHook>,

@@ -14,9 +14,9 @@ mod upstream;
 pub use catalog::{Catalog, CatalogDraft, CatalogTool};
 pub use error::CatalogError;
 pub use inspection::{
-    CallScope, DefinitionPolicy, FoundBy, GuardrailHook, HOOK_TIMEOUT_MS, HOOK_TIMEOUT_RANGE,
-    HookFailure, HookStage, InspectAction, InspectionPolicy, InspectionRule, Inspector, Resolved,
-    SchemaPolicy, SecretSource, hook_issues, valid_field_pointer,
+    CallScope, DefinitionPolicy, EgressPolicy, FoundBy, GuardrailHook, HOOK_TIMEOUT_MS,
+    HOOK_TIMEOUT_RANGE, HookFailure, HookStage, InspectAction, InspectionPolicy, InspectionRule,
+    Inspector, Resolved, SchemaPolicy, SecretSource, hook_issues, valid_field_pointer,
 };
 pub use limit::{
     ApprovalCondition, ArgCheck, CmpOp, DEFAULT_APPROVAL_MINUTES, Limit, MAX_APPROVAL_MINUTES,

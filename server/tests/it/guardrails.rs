@@ -245,6 +245,11 @@ struct Fixture {
 /// an admin would, through the store and the admin service); then a fresh process, which
 /// compiles that catalog, and a session that learned the role.
 async fn fixture() -> Fixture {
+    fixture_with(policy()).await
+}
+
+/// [`fixture`] under another inspection policy.
+async fn fixture_with(inspection: InspectionPolicy) -> Fixture {
     let hostile_ran = Arc::new(Mutex::new(Vec::new()));
     let sink_ran = Arc::new(Mutex::new(Vec::new()));
     let hostile_url = serve(TestUpstream {
@@ -279,7 +284,7 @@ async fn fixture() -> Fixture {
     AdminService::open(store)
         .await
         .unwrap()
-        .set_inspection_policy("admin", policy())
+        .set_inspection_policy("admin", inspection)
         .await
         .unwrap();
     let server = first.replica();
@@ -548,6 +553,53 @@ async fn a_secret_source_hands_its_secrets_to_the_agent_flagged_and_they_reach_n
         .await;
     assert!(!plain.is_error, "{}", plain.text);
     assert!(f.ran("send_message"));
+}
+
+#[tokio::test]
+async fn with_names_resolved_a_host_that_resolves_inside_or_nowhere_is_an_egress_finding() {
+    let mut resolving = policy();
+    resolving.egress.resolve_names = true;
+    let f = fixture_with(resolving).await;
+    // This machine's own name, which no reading of its spelling calls internal: its
+    // /etc/hosts maps it to a loopback address (Debian's convention).
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    let host = host.trim();
+
+    let inside = f
+        .call(
+            "fetch_strict",
+            json!({"url": format!("http://{host}:9/admin")}),
+        )
+        .await;
+    assert_eq!(inside.code(), "CONTENT_BLOCKED", "{}", inside.text);
+    assert!(!f.ran("fetch_strict"), "nothing ran");
+    assert_eq!(
+        kinds(&f.finding("fetch_strict"), "egress"),
+        ["resolves_internal"]
+    );
+
+    // A name that does not resolve fails closed where egress blocks.
+    let nowhere = f
+        .call(
+            "fetch_strict",
+            json!({"url": "https://no-such-host.invalid/x"}),
+        )
+        .await;
+    assert_eq!(nowhere.code(), "CONTENT_BLOCKED", "{}", nowhere.text);
+    let found = f.events("inspection_finding", "fetch_strict");
+    assert_eq!(kinds(&found[1]["payload"], "egress"), ["unresolvable"]);
+    assert!(!f.ran("fetch_strict"));
+
+    // Where egress flags (its default), the call runs and the finding is audited.
+    let flagged = f
+        .call("fetch_url", json!({"url": format!("http://{host}/")}))
+        .await;
+    assert!(!flagged.is_error, "{}", flagged.text);
+    assert!(f.ran("fetch_url"));
+    assert_eq!(
+        kinds(&f.finding("fetch_url"), "egress"),
+        ["resolves_internal"]
+    );
 }
 
 #[tokio::test]

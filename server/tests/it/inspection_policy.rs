@@ -68,6 +68,7 @@ fn a_policy() -> InspectionPolicy {
         on_error: HookFailure::Allow,
         secret_env: "GUARD_SECRET".to_owned(),
     }];
+    policy.egress.resolve_names = true;
     policy.secret_sources = vec![SecretSource {
         tool: "lookup_customer".to_owned(),
         fields: vec!["/portal_password".to_owned(), "/keys/*/secret".to_owned()],
@@ -202,6 +203,7 @@ async fn the_policy_round_trips_through_catalog_export_and_apply() {
     assert!(exported.contains("max_bytes: 65536"), "{exported}");
     assert!(exported.contains("secret_env: GUARD_SECRET"), "{exported}");
     assert!(exported.contains("secret_sources:"), "{exported}");
+    assert!(exported.contains("resolve_names: true"), "{exported}");
     assert!(exported.contains("/keys/*/secret"), "{exported}");
 
     // Applied to a database whose policy is the default, it is a change the plan names.

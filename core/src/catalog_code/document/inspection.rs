@@ -5,8 +5,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::model::{
-    DefinitionPolicy, GuardrailHook, HOOK_TIMEOUT_MS, HookFailure, HookStage, InspectAction,
-    InspectionPolicy, InspectionRule, Inspector, SchemaPolicy, SecretSource,
+    DefinitionPolicy, EgressPolicy, GuardrailHook, HOOK_TIMEOUT_MS, HookFailure, HookStage,
+    InspectAction, InspectionPolicy, InspectionRule, Inspector, SchemaPolicy, SecretSource,
 };
 use crate::slug::Slug;
 
@@ -23,6 +23,9 @@ pub struct InspectionDoc {
     pub schemas: SchemasDoc,
     #[serde(default)]
     pub definitions: DefinitionsDoc,
+    /// What `egress` does beyond reading URLs as written. Left out: the defaults.
+    #[serde(default, skip_serializing_if = "EgressDoc::is_default")]
+    pub egress: EgressDoc,
     /// External guardrail hooks, asked after the built-in inspectors, in this order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hooks: Vec<HookDoc>,
@@ -149,6 +152,22 @@ impl Default for SchemasDoc {
     }
 }
 
+/// What the egress inspector does beyond reading URLs as written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EgressDoc {
+    /// Resolve the host names of URLs in arguments: one that resolves to an internal
+    /// address, or does not resolve, is an `egress` finding. Default: false.
+    #[serde(default)]
+    pub resolve_names: bool,
+}
+
+impl EgressDoc {
+    fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
 /// What inspecting an offered tool definition may do to its admission.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -189,6 +208,9 @@ impl From<&InspectionPolicy> for InspectionDoc {
             schemas: SchemasDoc::from(&policy.schemas),
             definitions: DefinitionsDoc {
                 refuse_admission_with_findings: policy.definitions.refuse_admission_with_findings,
+            },
+            egress: EgressDoc {
+                resolve_names: policy.egress.resolve_names,
             },
             hooks: policy.hooks.iter().map(HookDoc::from).collect(),
             secret_sources: policy
@@ -231,6 +253,9 @@ impl InspectionDoc {
             },
             definitions: DefinitionPolicy {
                 refuse_admission_with_findings: self.definitions.refuse_admission_with_findings,
+            },
+            egress: EgressPolicy {
+                resolve_names: self.egress.resolve_names,
             },
             hooks: self.hooks.iter().map(GuardrailHook::from).collect(),
             secret_sources: self

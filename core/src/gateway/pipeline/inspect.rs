@@ -26,8 +26,9 @@ use serde_json::{Value, json};
 
 use super::super::ToolReply;
 use crate::audit::{FindingRecord, InspectedPart, NewEvent};
-use crate::inspect::egress::egress_findings;
+use crate::inspect::egress::{egress_findings, names_in};
 use crate::inspect::hook::{self, Answer, HookCall};
+use crate::inspect::resolve::{RESOLVE_TIMEOUT, resolution_findings};
 use crate::inspect::seen::{pieces_matching, returned_secrets};
 use crate::inspect::{Finding, Inspectors};
 use crate::metrics::Metrics;
@@ -340,6 +341,29 @@ pub(super) fn inspect_arguments(
         findings.extend(flows);
     }
     Inspection { findings }
+}
+
+/// Resolves the host names of the URLs in `arguments` when the policy asks for it and
+/// `egress` runs for the call: a name that resolves to an internal address, or does not
+/// resolve, is an `egress` finding with `egress`'s action (`redact` blocks). Empty
+/// otherwise, without asking the resolver.
+pub(super) async fn resolve_egress(
+    policy: &InspectionPolicy,
+    call: &CallScope<'_>,
+    arguments: &Arguments,
+) -> Inspection {
+    let action = redact_blocks(policy.resolve(Inspector::Egress, call).action);
+    if !policy.egress.resolve_names || action == InspectAction::Off {
+        return Inspection::default();
+    }
+    let names = names_in(arguments);
+    if names.is_empty() {
+        return Inspection::default();
+    }
+    let found = resolution_findings(&names, RESOLVE_TIMEOUT).await;
+    Inspection {
+        findings: found.into_iter().map(|f| record(f, action)).collect(),
+    }
 }
 
 /// Asks the hooks that read this stage of the call (the result stage when there is a

@@ -35,7 +35,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 use tracing::Instrument as _;
 
-use self::inspect::{Inspection, inspect_arguments, run_hooks};
+use self::inspect::{Inspection, inspect_arguments, resolve_egress, run_hooks};
 use super::{AgentIdentity, Gateway, GatewayError, Place, ToolReply};
 use crate::audit::{InspectedPart, redact_sensitive_fields};
 use crate::inspect::hook::HookCall;
@@ -313,6 +313,10 @@ impl Gateway {
             )
         });
         let policy = &catalog.catalog().inspection;
+        let resolved = resolve_egress(policy, &scope, &arguments)
+            .instrument(stage.span().clone())
+            .await;
+        call.noted.absorb(resolved);
         if policy
             .hooks_for(HookStage::Arguments, &scope)
             .next()
