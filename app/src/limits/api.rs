@@ -339,8 +339,16 @@ pub(crate) mod ssr {
             Limit::ArgBound {
                 check: ArgCheck::Compare { value, .. },
                 ..
+            }
+            | Limit::ArgRule {
+                check: ArgCheck::Compare { value, .. },
+                ..
             } => *value = decimal("value", Some(text))?,
             Limit::ArgBound {
+                check: ArgCheck::MaxLength { max },
+                ..
+            }
+            | Limit::ArgRule {
                 check: ArgCheck::MaxLength { max },
                 ..
             } => *max = count("value", Some(text))? as usize,

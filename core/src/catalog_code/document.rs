@@ -194,6 +194,10 @@ pub enum LimitKind {
     /// `values`, `max_length` with `max`, `no_shell`, `path_under` with `root`, or
     /// `url_host` with `hosts`).
     ArgBound,
+    /// A fleet rule: every call of the tools `tool` names (a glob; `*`: every tool), each
+    /// argument value at any depth under a property matching `name` (a glob) or where the
+    /// tool's schema declares `format`, passes `check` (with its fields, as `arg_bound`).
+    ArgRule,
     /// Per session: the sum of `arg` over allowed calls stays at most `max`.
     SumCap,
     /// Per session: the tool runs at most `max` times.
@@ -226,11 +230,17 @@ pub use crate::model::CmpOp as OpDoc;
 #[serde(deny_unknown_fields)]
 pub struct LimitDoc {
     pub kind: LimitKind,
-    /// The tool the limit bounds.
+    /// The tool the limit bounds; for `arg_rule`, a glob of tools (`*`: every tool).
     pub tool: String,
     /// `arg_bound`, `sum_cap`: the argument.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arg: Option<String>,
+    /// `arg_rule`: the arguments whose property name matches this glob (any case).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// `arg_rule`: the arguments whose schema declares this `format` (`uri`, `email`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<String>,
     /// `arg_bound`: what is checked. `no_shell`: no `;`, `|`, `&`, `$`, backtick, `<`, `>`
     /// or line break, in any width; `path_under`: an absolute path that, normalised as text,
     /// stays under `root` (symbolic links are not resolved); `url_host`: an http(s) URL on

@@ -171,9 +171,15 @@ fn limit_path(base: &str, limit: &Limit, error: &CatalogError) -> String {
         },
         CatalogError::NotNumeric { .. } | CatalogError::NotString { .. } => arg_field(),
         CatalogError::RequiresItself { tool } => list_path(base, "after", after(tool)),
-        CatalogError::EmptyLimit { .. } => match limit {
+        CatalogError::EmptyLimit { what, .. } => match limit {
             Limit::Requires { .. } => format!("{base}.after"),
+            Limit::ArgRule { .. } if what.starts_with("no tool glob") => format!("{base}.tool"),
+            Limit::ArgRule { .. } if what.contains("selector") => format!("{base}.name"),
             Limit::ArgBound {
+                check: ArgCheck::UrlHost { .. },
+                ..
+            }
+            | Limit::ArgRule {
                 check: ArgCheck::UrlHost { .. },
                 ..
             } => format!("{base}.hosts"),
@@ -181,6 +187,10 @@ fn limit_path(base: &str, limit: &Limit, error: &CatalogError) -> String {
         },
         CatalogError::InvalidArgCheck { .. } => match limit {
             Limit::ArgBound {
+                check: ArgCheck::PathUnder { .. },
+                ..
+            }
+            | Limit::ArgRule {
                 check: ArgCheck::PathUnder { .. },
                 ..
             } => format!("{base}.root"),

@@ -91,6 +91,22 @@ pub enum Limit {
         #[serde(flatten)]
         check: ArgCheck,
     },
+    /// A fleet rule. Every call of each tool `tools` names (`*`: every tool the role
+    /// grants, or every tool a scope's sessions call; `crm_*`: a glob): each value in the
+    /// arguments, at any depth, under a property whose name matches `name` (a glob, any
+    /// case), or where the tool's input schema declares `format`, must pass `check`. Only
+    /// values of the type the check reads are selected (numbers for `compare`, any for
+    /// `one_of`, strings for the others), and an argument left out is not checked: the rule
+    /// protects what a call carries without naming every argument of every tool.
+    ArgRule {
+        tools: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        format: Option<String>,
+        #[serde(flatten)]
+        check: ArgCheck,
+    },
     /// Per session: the sum of `tool.arg` over allowed calls stays at most `max`.
     SumCap {
         tool: String,
@@ -165,8 +181,60 @@ impl ResultCheck {
     }
 }
 
+/// What a check says an argument must be, after "must have <argument>": `<= 500`,
+/// `set to one of …`, …
+fn check_words(check: &ArgCheck) -> String {
+    match check {
+        ArgCheck::Compare { op, value } => format!("{} {value}", op.words()),
+        ArgCheck::OneOf { values } => {
+            let listed: Vec<String> = values.iter().map(Value::to_string).collect();
+            format!("set to one of {}", join_or(&listed))
+        }
+        ArgCheck::MaxLength { max } => format!("of at most {max} characters"),
+        ArgCheck::NoShell => "free of shell syntax: no `;`, `|`, `&`, `$`, backtick, `<`, `>` or line break, in any width, and no leading `-` (an option)".to_owned(),
+        ArgCheck::PathUnder { root } => format!(
+            "a path under `{root}` (a relative one is read from it) once `.`, `..`, repeated `/` and percent-encoding are resolved (as text: symbolic links are not followed)"
+        ),
+        ArgCheck::UrlHost { hosts } => {
+            let listed: Vec<String> = hosts
+                .iter()
+                .map(|h| match h.strip_prefix("*.") {
+                    _ if h == "*" => "any public host".to_owned(),
+                    Some(domain) => format!("any subdomain of `{domain}`"),
+                    None => format!("`{h}`"),
+                })
+                .collect();
+            format!(
+                "an http or https URL on {}, never a loopback, private, link-local or cloud metadata address",
+                join_or(&listed)
+            )
+        }
+    }
+}
+
+/// The compact notation of a check on `subject` (`tool.arg`, or a fleet rule's selector).
+fn check_notation(subject: &str, check: &ArgCheck) -> String {
+    match check {
+        ArgCheck::Compare { op, value } => format!("{subject} {} {value}", op.symbol()),
+        ArgCheck::OneOf { values } => {
+            let listed: Vec<String> = values.iter().map(Value::to_string).collect();
+            format!("{subject} in [{}]", listed.join(", "))
+        }
+        ArgCheck::MaxLength { max } => format!("len({subject}) <= {max}"),
+        ArgCheck::NoShell => format!("no_shell({subject})"),
+        ArgCheck::PathUnder { root } => format!("{subject} under {root}"),
+        ArgCheck::UrlHost { hosts } => format!("host({subject}) in [{}]", hosts.join(", ")),
+    }
+}
+
+/// Whether a fleet rule's `tools` glob names `tool`.
+pub fn tools_match(tools: &str, tool: &str) -> bool {
+    wildmatch::WildMatch::new(tools).matches(tool)
+}
+
 impl Limit {
-    /// The tool this limit bounds.
+    /// The tool this limit bounds; for a fleet rule ([`Limit::ArgRule`]), the glob of the
+    /// tools it selects (see [`Limit::bounds`]).
     pub fn tool(&self) -> &str {
         match self {
             Self::ArgBound { tool, .. }
@@ -174,50 +242,51 @@ impl Limit {
             | Self::CountCap { tool, .. }
             | Self::Requires { tool, .. }
             | Self::RequiresApproval { tool, .. } => tool,
+            Self::ArgRule { tools, .. } => tools,
+        }
+    }
+
+    /// Whether this limit binds calls of `tool`.
+    pub fn bounds(&self, tool: &str) -> bool {
+        match self {
+            Self::ArgRule { tools, .. } => tools_match(tools, tool),
+            other => other.tool() == tool,
         }
     }
 
     /// The one readable sentence an agent reads when it learns the role.
     pub fn sentence(&self) -> String {
         match self {
-            Self::ArgBound { tool, arg, check } => match check {
-                ArgCheck::Compare { op, value } => {
-                    format!(
-                        "Each call to `{tool}` must have `{arg}` {} {value}.",
-                        op.words()
-                    )
+            Self::ArgBound { tool, arg, check } => {
+                format!(
+                    "Each call to `{tool}` must have `{arg}` {}.",
+                    check_words(check)
+                )
+            }
+            Self::ArgRule {
+                tools,
+                name,
+                format,
+                check,
+            } => {
+                let calls = if tools == "*" {
+                    "any tool".to_owned()
+                } else {
+                    format!("a tool matching `{tools}`")
+                };
+                let mut selected = Vec::new();
+                if let Some(name) = name {
+                    selected.push(format!("every argument named like `{name}`"));
                 }
-                ArgCheck::OneOf { values } => {
-                    let listed: Vec<String> = values.iter().map(Value::to_string).collect();
-                    format!(
-                        "Each call to `{tool}` must have `{arg}` set to one of {}.",
-                        join_or(&listed)
-                    )
+                if let Some(format) = format {
+                    selected.push(format!("every argument of format `{format}`"));
                 }
-                ArgCheck::MaxLength { max } => {
-                    format!("Each call to `{tool}` must have `{arg}` of at most {max} characters.")
-                }
-                ArgCheck::NoShell => format!(
-                    "Each call to `{tool}` must have `{arg}` free of shell syntax: no `;`, `|`, `&`, `$`, backtick, `<`, `>` or line break, in any width, and no leading `-` (an option)."
-                ),
-                ArgCheck::PathUnder { root } => format!(
-                    "Each call to `{tool}` must have `{arg}` a path under `{root}` (a relative one is read from it) once `.`, `..`, repeated `/` and percent-encoding are resolved (as text: symbolic links are not followed)."
-                ),
-                ArgCheck::UrlHost { hosts } => {
-                    let listed: Vec<String> = hosts
-                        .iter()
-                        .map(|h| match h.strip_prefix("*.") {
-                            _ if h == "*" => "any public host".to_owned(),
-                            Some(domain) => format!("any subdomain of `{domain}`"),
-                            None => format!("`{h}`"),
-                        })
-                        .collect();
-                    format!(
-                        "Each call to `{tool}` must have `{arg}` an http or https URL on {}, never a loopback, private, link-local or cloud metadata address.",
-                        join_or(&listed)
-                    )
-                }
-            },
+                format!(
+                    "Each call to {calls} must have {} {}.",
+                    selected.join(" and "),
+                    check_words(check)
+                )
+            }
             Self::SumCap { tool, arg, max } => format!(
                 "The `{arg}` of all allowed `{tool}` calls in a session must add up to at most {max}."
             ),
@@ -286,6 +355,15 @@ impl Limit {
         granted: impl Fn(&str) -> bool,
     ) -> Result<(), CatalogError> {
         let tool = self.tool();
+        if let Self::ArgRule {
+            name,
+            format,
+            check,
+            ..
+        } = self
+        {
+            return validate_fleet(tool, name.as_deref(), format.as_deref(), check);
+        }
         let spec = tool_spec(tool).ok_or_else(|| CatalogError::UnknownTool(tool.to_owned()))?;
         if !granted(tool) {
             return Err(CatalogError::ToolNotGranted {
@@ -324,30 +402,10 @@ impl Limit {
                             arg: arg.clone(),
                         });
                     }
-                    ArgCheck::OneOf { values } if values.is_empty() => {
-                        return Err(CatalogError::EmptyLimit {
-                            tool: tool.to_owned(),
-                            what: "no allowed values",
-                        });
-                    }
-                    ArgCheck::PathUnder { root } => {
-                        crate::inspect::path::normalize(root)
-                            .map_err(|e| invalid(format!("the root `{root}` {e}")))?;
-                    }
-                    ArgCheck::UrlHost { hosts } if hosts.is_empty() => {
-                        return Err(CatalogError::EmptyLimit {
-                            tool: tool.to_owned(),
-                            what: "no allowed hosts",
-                        });
-                    }
-                    ArgCheck::UrlHost { hosts } => {
-                        for entry in hosts {
-                            crate::inspect::net::HostEntry::parse(entry).map_err(invalid)?;
-                        }
-                    }
-                    _ => {}
+                    _ => validate_check(tool, check, invalid)?,
                 }
             }
+            Self::ArgRule { .. } => unreachable!("a fleet rule was checked above"),
             Self::SumCap { arg, max, .. } => {
                 if !arg_kind(arg)?.numeric {
                     return Err(not_numeric(arg));
@@ -434,25 +492,91 @@ impl Limit {
     }
 }
 
+/// What every check needs, whatever it reads: values to allow, a root that is one, hosts
+/// that parse.
+fn validate_check(
+    tool: &str,
+    check: &ArgCheck,
+    invalid: impl Fn(String) -> CatalogError,
+) -> Result<(), CatalogError> {
+    match check {
+        ArgCheck::OneOf { values } if values.is_empty() => Err(CatalogError::EmptyLimit {
+            tool: tool.to_owned(),
+            what: "no allowed values",
+        }),
+        ArgCheck::PathUnder { root } => crate::inspect::path::normalize(root)
+            .map(|_| ())
+            .map_err(|e| invalid(format!("the root `{root}` {e}"))),
+        ArgCheck::UrlHost { hosts } if hosts.is_empty() => Err(CatalogError::EmptyLimit {
+            tool: tool.to_owned(),
+            what: "no allowed hosts",
+        }),
+        ArgCheck::UrlHost { hosts } => hosts.iter().try_for_each(|entry| {
+            crate::inspect::net::HostEntry::parse(entry)
+                .map(|_| ())
+                .map_err(&invalid)
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// A fleet rule names its tools (a glob), selects arguments by a name glob or a schema
+/// `format` (or both, neither empty), and carries a valid check. Which tools it reaches
+/// is the catalog's business at compile time: a glob that matches none yet binds none.
+fn validate_fleet(
+    tools: &str,
+    name: Option<&str>,
+    format: Option<&str>,
+    check: &ArgCheck,
+) -> Result<(), CatalogError> {
+    let empty = |what| CatalogError::EmptyLimit {
+        tool: tools.to_owned(),
+        what,
+    };
+    if tools.trim().is_empty() {
+        return Err(empty(
+            "no tool glob: write `*` for every tool, or a glob like `crm_*`",
+        ));
+    }
+    if name.is_none() && format.is_none() {
+        return Err(empty(
+            "no argument selector: give `name` (a glob), `format`, or both",
+        ));
+    }
+    if name.is_some_and(|n| n.trim().is_empty()) || format.is_some_and(|f| f.trim().is_empty()) {
+        return Err(empty("an empty argument selector"));
+    }
+    let selector = name.or(format).unwrap_or_default();
+    validate_check(tools, check, |reason| CatalogError::InvalidArgCheck {
+        tool: tools.to_owned(),
+        arg: selector.to_owned(),
+        reason,
+    })
+}
+
 /// The compact notation admins write and the console shows, e.g. `sum(process_refund.amount) <= 1000`.
 impl fmt::Display for Limit {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::ArgBound { tool, arg, check } => match check {
-                ArgCheck::Compare { op, value } => {
-                    write!(f, "{tool}.{arg} {} {value}", op.symbol())
+            Self::ArgBound { tool, arg, check } => {
+                f.write_str(&check_notation(&format!("{tool}.{arg}"), check))
+            }
+            Self::ArgRule {
+                tools,
+                name,
+                format,
+                check,
+            } => {
+                let mut selected = Vec::new();
+                if let Some(name) = name {
+                    selected.push(format!("name ~ {name}"));
                 }
-                ArgCheck::OneOf { values } => {
-                    let listed: Vec<String> = values.iter().map(Value::to_string).collect();
-                    write!(f, "{tool}.{arg} in [{}]", listed.join(", "))
+                if let Some(format) = format {
+                    selected.push(format!("format {format}"));
                 }
-                ArgCheck::MaxLength { max } => write!(f, "len({tool}.{arg}) <= {max}"),
-                ArgCheck::NoShell => write!(f, "no_shell({tool}.{arg})"),
-                ArgCheck::PathUnder { root } => write!(f, "{tool}.{arg} under {root}"),
-                ArgCheck::UrlHost { hosts } => {
-                    write!(f, "host({tool}.{arg}) in [{}]", hosts.join(", "))
-                }
-            },
+                let subject = format!("{tools}.[{}]", selected.join(" | "));
+                f.write_str(&check_notation(&subject, check))
+            }
             Self::SumCap { tool, arg, max } => write!(f, "sum({tool}.{arg}) <= {max}"),
             Self::CountCap { tool, max } => write!(f, "count({tool}) <= {max}"),
             Self::Requires {

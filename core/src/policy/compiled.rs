@@ -145,6 +145,34 @@ pub struct CompiledCatalog {
     revision: String,
 }
 
+/// Files `limit` under the tools it binds: its own, or for a fleet rule every tool of the
+/// catalog its glob matches that `reaches` (a role's own tools; every tool for a scope).
+fn place(
+    rules: &mut HashMap<String, ToolRules>,
+    limit: &Limit,
+    catalog: &Catalog,
+    reaches: impl Fn(&str) -> bool,
+) {
+    let spec = |name: &str| catalog.tool(name).map(|t| &t.spec);
+    if !matches!(limit, Limit::ArgRule { .. }) {
+        let tool = limit.tool();
+        rules
+            .entry(tool.to_owned())
+            .or_default()
+            .push(limit.clone(), spec(tool));
+        return;
+    }
+    for tool in &catalog.tools {
+        let name = tool.spec.name.as_str();
+        if reaches(name) && limit.bounds(name) {
+            rules
+                .entry(name.to_owned())
+                .or_default()
+                .push(limit.clone(), Some(&tool.spec));
+        }
+    }
+}
+
 impl CompiledCatalog {
     pub fn compile(catalog: Catalog) -> Self {
         let tools = catalog
@@ -172,10 +200,7 @@ impl CompiledCatalog {
                 }
                 let mut rules: HashMap<String, ToolRules> = HashMap::new();
                 for limit in &role.limits {
-                    rules
-                        .entry(limit.tool().to_owned())
-                        .or_default()
-                        .push(limit.clone());
+                    place(&mut rules, limit, &catalog, |tool| granted.contains(tool));
                 }
                 (
                     role.slug.as_str().to_owned(),
@@ -203,10 +228,7 @@ impl CompiledCatalog {
             .map(|scope| {
                 let mut rules: HashMap<String, ToolRules> = HashMap::new();
                 for limit in &scope.guardrails {
-                    rules
-                        .entry(limit.tool().to_owned())
-                        .or_default()
-                        .push(limit.clone());
+                    place(&mut rules, limit, &catalog, |_| true);
                 }
                 (scope.slug.as_str().to_owned(), rules)
             })
@@ -246,6 +268,7 @@ impl CompiledCatalog {
                 }
                 Limit::Requires { .. }
                 | Limit::ArgBound { .. }
+                | Limit::ArgRule { .. }
                 | Limit::RequiresApproval { .. } => {}
             }
         }
@@ -410,7 +433,7 @@ impl CompiledCatalog {
             .map(|s| {
                 s.guardrails
                     .iter()
-                    .filter(|limit| tools.is_none_or(|tools| tools.contains(limit.tool())))
+                    .filter(|limit| tools.is_none_or(|tools| tools.iter().any(|t| limit.bounds(t))))
                     .map(Limit::sentence)
                     .collect()
             })

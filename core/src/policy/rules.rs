@@ -8,13 +8,24 @@ use super::amount::{AmountError, decimal_from_json};
 use super::digest::value_digest;
 use super::{Arguments, Usage};
 use crate::inspect;
-use crate::model::{ArgCheck, Limit, ResultCheck};
+use crate::model::{ArgCheck, Limit, ResultCheck, ToolSpec};
 
 /// A limit with its sentence rendered once, when the catalog is compiled.
 #[derive(Debug, Clone)]
 pub(crate) struct Rule {
     pub limit: Limit,
     pub sentence: String,
+    /// A fleet rule's selection on this tool, compiled once.
+    fleet: Option<Fleet>,
+}
+
+/// What a fleet rule ([`Limit::ArgRule`]) selects in one tool's calls: property names by
+/// a glob, and the places (JSON Pointers, `*` for every item) where the tool's input schema
+/// declares the format.
+#[derive(Debug, Clone)]
+struct Fleet {
+    name: Option<wildmatch::WildMatch>,
+    formats: Vec<String>,
 }
 
 /// The rules on one tool, in the order DESIGN.md fixes: step-order guards, then per-call
@@ -27,7 +38,7 @@ pub(crate) struct ToolRules {
 fn stage(limit: &Limit) -> u8 {
     match limit {
         Limit::Requires { .. } => 0,
-        Limit::ArgBound { .. } => 1,
+        Limit::ArgBound { .. } | Limit::ArgRule { .. } => 1,
         Limit::SumCap { .. } | Limit::CountCap { .. } => 2,
         Limit::RequiresApproval { .. } => 3,
     }
@@ -48,9 +59,27 @@ pub(crate) struct Failure {
 }
 
 impl ToolRules {
-    pub fn push(&mut self, limit: Limit) {
+    /// Adds `limit` to the rules of the tool whose definition is `spec` (which a fleet rule
+    /// reads for the places of its `format`).
+    pub fn push(&mut self, limit: Limit, spec: Option<&ToolSpec>) {
         let sentence = limit.sentence();
-        self.rules.push(Rule { limit, sentence });
+        let fleet = match &limit {
+            Limit::ArgRule { name, format, .. } => Some(Fleet {
+                name: name
+                    .as_deref()
+                    .map(wildmatch::WildMatch::new_case_insensitive),
+                formats: match (format, spec) {
+                    (Some(format), Some(spec)) => format_places(&spec.input_schema, format),
+                    _ => Vec::new(),
+                },
+            }),
+            _ => None,
+        };
+        self.rules.push(Rule {
+            limit,
+            sentence,
+            fleet,
+        });
         // Stable: within a stage, declaration order is kept.
         self.rules.sort_by_key(|r| stage(&r.limit));
     }
@@ -72,6 +101,13 @@ impl ToolRules {
                 }
                 Limit::ArgBound { arg, check, .. } => {
                     check_bound(arg, check, args).map_err(fail)?
+                }
+                Limit::ArgRule { check, .. } => {
+                    if let Some(fleet) = &rule.fleet {
+                        for (path, value) in fleet.selected(args, check) {
+                            check_value(&path, check, Some(value)).map_err(fail)?;
+                        }
+                    }
                 }
                 Limit::SumCap { arg, max, .. } => {
                     let amount = number_arg(args, arg).map_err(fail)?;
@@ -128,6 +164,152 @@ impl ToolRules {
         }
         Ok(None)
     }
+}
+
+impl Fleet {
+    /// The values of `args` this selection names, each with its pointer, once: every value
+    /// under a property whose name matches, at any depth (each item of an array there), and
+    /// every value at a place of the format; of them, those of a type `check` reads.
+    fn selected<'a>(&self, args: &'a Arguments, check: &ArgCheck) -> Vec<(String, &'a Value)> {
+        let mut found: Vec<(String, &'a Value)> = Vec::new();
+        if let Some(name) = &self.name {
+            for (key, value) in args {
+                by_name(name, key, value, &mut pointer_to(key), &mut found);
+            }
+        }
+        for place in &self.formats {
+            at_place(args, place, &mut found);
+        }
+        found.retain(|(_, value)| reads(check, value));
+        let mut seen = std::collections::HashSet::new();
+        found.retain(|(path, _)| seen.insert(path.clone()));
+        found
+    }
+}
+
+/// Whether `check` reads a value of this type (a fleet rule selects no other).
+fn reads(check: &ArgCheck, value: &Value) -> bool {
+    match check {
+        ArgCheck::Compare { .. } => value.is_number(),
+        ArgCheck::OneOf { .. } => !value.is_object() && !value.is_array(),
+        _ => value.is_string(),
+    }
+}
+
+fn pointer_to(key: &str) -> String {
+    format!("/{}", key.replace('~', "~0").replace('/', "~1"))
+}
+
+fn by_name<'a>(
+    name: &wildmatch::WildMatch,
+    key: &str,
+    value: &'a Value,
+    path: &mut String,
+    found: &mut Vec<(String, &'a Value)>,
+) {
+    let named = name.matches(key);
+    match value {
+        Value::Object(members) => {
+            for (child, item) in members {
+                let len = path.len();
+                path.push_str(&pointer_to(child));
+                by_name(name, child, item, path, found);
+                path.truncate(len);
+            }
+        }
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                let len = path.len();
+                path.push_str(&format!("/{i}"));
+                if named && !item.is_object() && !item.is_array() {
+                    found.push((path.clone(), item));
+                } else {
+                    // Items of an array are named by the array's property.
+                    by_name(name, key, item, path, found);
+                }
+                path.truncate(len);
+            }
+        }
+        _ if named => found.push((path.clone(), value)),
+        _ => {}
+    }
+}
+
+/// The values at `place` (a pointer whose `*` is every item of an array) that are there.
+fn at_place<'a>(args: &'a Arguments, place: &str, found: &mut Vec<(String, &'a Value)>) {
+    let mut tokens = place[1..]
+        .split('/')
+        .map(|t| t.replace("~1", "/").replace("~0", "~"));
+    let first = tokens.next().unwrap_or_default();
+    let Some(start) = args.get(&first) else {
+        return;
+    };
+    let mut level = vec![(pointer_to(&first), start)];
+    for token in tokens {
+        let mut next = Vec::new();
+        for (path, value) in level {
+            match (token.as_str(), value) {
+                ("*", Value::Array(items)) => next.extend(
+                    items
+                        .iter()
+                        .enumerate()
+                        .map(|(i, item)| (format!("{path}/{i}"), item)),
+                ),
+                (name, Value::Object(members)) => {
+                    if let Some(item) = members.get(name) {
+                        next.push((format!("{path}{}", pointer_to(name)), item));
+                    }
+                }
+                _ => {}
+            }
+        }
+        level = next;
+    }
+    found.extend(level);
+}
+
+/// The places in an input schema that declare `format`, as pointers into the arguments
+/// (`/url`, `/links/*/href`): through `properties`, `items` and the branches of `allOf`,
+/// `anyOf` and `oneOf`, to a bounded depth.
+fn format_places(schema: &Value, format: &str) -> Vec<String> {
+    fn walk(node: &Value, format: &str, path: &str, depth: usize, out: &mut Vec<String>) {
+        let Some(node) = node.as_object().filter(|_| depth < 32) else {
+            return;
+        };
+        if !path.is_empty()
+            && node.get("format").and_then(Value::as_str) == Some(format)
+            && !out.iter().any(|p| p == path)
+        {
+            out.push(path.to_owned());
+        }
+        if let Some(Value::Object(properties)) = node.get("properties") {
+            for (name, property) in properties {
+                walk(
+                    property,
+                    format,
+                    &format!("{path}{}", pointer_to(name)),
+                    depth + 1,
+                    out,
+                );
+            }
+        }
+        if let Some(items) = node.get("items") {
+            walk(items, format, &format!("{path}/*"), depth + 1, out);
+        }
+        for branches in ["allOf", "anyOf", "oneOf"] {
+            for branch in node
+                .get(branches)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                walk(branch, format, path, depth + 1, out);
+            }
+        }
+    }
+    let mut places = Vec::new();
+    walk(schema, format, "", 0, &mut places);
+    places
 }
 
 fn check_requires(

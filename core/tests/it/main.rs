@@ -22,6 +22,7 @@ mod policy_arbitrary_json;
 mod policy_arg_checks;
 mod policy_common;
 mod policy_decide;
+mod policy_fleet_rules;
 mod policy_hardening;
 mod policy_limits;
 mod policy_nested_args;

@@ -269,6 +269,71 @@ async fn a_changed_limit_is_planned_as_that_role_changed_and_the_next_call_obeys
     assert_eq!(server.executed("process_refund").len(), 1);
 }
 
+#[tokio::test]
+async fn a_fleet_guardrail_in_the_file_binds_every_matching_argument_of_the_tools_it_names() {
+    use skillgate_core::catalog_code::document::{CheckDoc, JsonValue, LimitDoc, LimitKind};
+    let server = Server::start();
+    let mut doc = document(&export(&server.database_url()));
+    let support = doc
+        .scopes
+        .iter()
+        .position(|s| s.slug.as_str() == "support")
+        .expect("the demo has the support scope");
+    // Lookups may only read customer C-1001, whichever argument names it (any case).
+    doc.scopes[support].guardrails.push(LimitDoc {
+        kind: LimitKind::ArgRule,
+        tool: "lookup_*".into(),
+        name: Some("*_ID".into()),
+        check: Some(CheckDoc::OneOf),
+        values: Some(vec![JsonValue(json!("C-1001"))]),
+        ..LimitDoc::default()
+    });
+    let edited = doc.to_yaml();
+    assert!(edited.contains("kind: arg_rule"), "{edited}");
+    let file = write(server.dir(), "fleet.yaml", &edited);
+    succeeded(apply(&server.database_url(), &file, &[]));
+    assert_eq!(export(&server.database_url()), edited, "it round-trips");
+
+    let replica = server.replica();
+    let client = replica.connect(&replica.support_key).await;
+    let (session, offer) = init(&client).await;
+    assert!(
+        offer
+            .text
+            .contains("must have every argument named like `*_ID` set to one of \"C-1001\""),
+        "{}",
+        offer.text
+    );
+    assert!(
+        !learn(&client, &session, "/roles/tier-1-support")
+            .await
+            .is_error
+    );
+    let allowed = call(
+        &client,
+        &session,
+        "lookup_customer",
+        json!({"customer_id": "C-1001"}),
+    )
+    .await;
+    assert!(!allowed.is_error, "{}", allowed.text);
+    let refused = call(
+        &client,
+        &session,
+        "lookup_customer",
+        json!({"customer_id": "C-1002"}),
+    )
+    .await;
+    assert_eq!(refused.code(), "GOVERNANCE_VIOLATION", "{}", refused.text);
+    assert!(
+        refused.text.contains("guardrail of scope support"),
+        "{}",
+        refused.text
+    );
+    assert!(refused.text.contains("/customer_id"), "{}", refused.text);
+    assert_eq!(server.executed("lookup_customer").len(), 1);
+}
+
 fn parse_max(text: &str) -> skillgate_core::catalog_code::document::DecimalDoc {
     text.parse().unwrap()
 }

@@ -193,30 +193,18 @@ impl From<&Limit> for LimitDoc {
             Limit::ArgBound { arg, check, .. } => {
                 doc.kind = LimitKind::ArgBound;
                 doc.arg = Some(arg.clone());
-                match check {
-                    ArgCheck::Compare { op, value } => {
-                        doc.check = Some(CheckDoc::Compare);
-                        doc.op = Some(*op);
-                        doc.value = Some(DecimalDoc(*value));
-                    }
-                    ArgCheck::OneOf { values } => {
-                        doc.check = Some(CheckDoc::OneOf);
-                        doc.values = Some(values.iter().cloned().map(JsonValue).collect());
-                    }
-                    ArgCheck::MaxLength { max } => {
-                        doc.check = Some(CheckDoc::MaxLength);
-                        doc.max = Some(DecimalDoc((*max as u64).into()));
-                    }
-                    ArgCheck::NoShell => doc.check = Some(CheckDoc::NoShell),
-                    ArgCheck::PathUnder { root } => {
-                        doc.check = Some(CheckDoc::PathUnder);
-                        doc.root = Some(root.clone());
-                    }
-                    ArgCheck::UrlHost { hosts } => {
-                        doc.check = Some(CheckDoc::UrlHost);
-                        doc.hosts = Some(hosts.clone());
-                    }
-                }
+                doc.set_check(check);
+            }
+            Limit::ArgRule {
+                name,
+                format,
+                check,
+                ..
+            } => {
+                doc.kind = LimitKind::ArgRule;
+                doc.name = name.clone();
+                doc.format = format.clone();
+                doc.set_check(check);
             }
             Limit::SumCap { arg, max, .. } => {
                 doc.kind = LimitKind::SumCap;
@@ -249,6 +237,36 @@ impl From<&Limit> for LimitDoc {
             }
         }
         doc
+    }
+}
+
+impl LimitDoc {
+    /// The fields of `check` (an `arg_bound`'s or an `arg_rule`'s).
+    fn set_check(&mut self, check: &ArgCheck) {
+        match check {
+            ArgCheck::Compare { op, value } => {
+                self.check = Some(CheckDoc::Compare);
+                self.op = Some(*op);
+                self.value = Some(DecimalDoc(*value));
+            }
+            ArgCheck::OneOf { values } => {
+                self.check = Some(CheckDoc::OneOf);
+                self.values = Some(values.iter().cloned().map(JsonValue).collect());
+            }
+            ArgCheck::MaxLength { max } => {
+                self.check = Some(CheckDoc::MaxLength);
+                self.max = Some(DecimalDoc((*max as u64).into()));
+            }
+            ArgCheck::NoShell => self.check = Some(CheckDoc::NoShell),
+            ArgCheck::PathUnder { root } => {
+                self.check = Some(CheckDoc::PathUnder);
+                self.root = Some(root.clone());
+            }
+            ArgCheck::UrlHost { hosts } => {
+                self.check = Some(CheckDoc::UrlHost);
+                self.hosts = Some(hosts.clone());
+            }
+        }
     }
 }
 
@@ -331,6 +349,15 @@ impl LimitKind {
                 Some(CheckDoc::UrlHost) => (&["arg", "check", "hosts"], &[]),
                 None => (&["arg", "check"], &["op", "value"]),
             },
+            LimitKind::ArgRule => match check {
+                Some(CheckDoc::Compare) => (&["check", "op", "value"], &["name", "format"]),
+                Some(CheckDoc::OneOf) => (&["check", "values"], &["name", "format"]),
+                Some(CheckDoc::MaxLength) => (&["check", "max"], &["name", "format"]),
+                Some(CheckDoc::NoShell) => (&["check"], &["name", "format"]),
+                Some(CheckDoc::PathUnder) => (&["check", "root"], &["name", "format"]),
+                Some(CheckDoc::UrlHost) => (&["check", "hosts"], &["name", "format"]),
+                None => (&["check"], &["name", "format", "op", "value"]),
+            },
             LimitKind::SumCap => (&["arg", "max"], &[]),
             LimitKind::CountCap => (&["max"], &[]),
             LimitKind::Requires => (&["after"], &["same_args", "result"]),
@@ -349,6 +376,8 @@ impl LimitDoc {
             .unwrap_or_default();
         let present = [
             ("arg", self.arg.is_some()),
+            ("name", self.name.is_some()),
+            ("format", self.format.is_some()),
             ("check", self.check.is_some()),
             ("op", self.op.is_some()),
             ("value", self.value.is_some()),
@@ -399,29 +428,36 @@ impl LimitDoc {
         };
         let tool = self.tool.clone();
         let arg = self.arg.clone().unwrap_or_default();
+        let mut check = || match self.check {
+            Some(CheckDoc::OneOf) => ArgCheck::OneOf {
+                values: self.values.iter().flatten().map(|v| v.0.clone()).collect(),
+            },
+            Some(CheckDoc::MaxLength) => ArgCheck::MaxLength {
+                max: usize::try_from(count(self.max)).unwrap_or(usize::MAX),
+            },
+            Some(CheckDoc::NoShell) => ArgCheck::NoShell,
+            Some(CheckDoc::PathUnder) => ArgCheck::PathUnder {
+                root: self.root.clone().unwrap_or_default(),
+            },
+            Some(CheckDoc::UrlHost) => ArgCheck::UrlHost {
+                hosts: self.hosts.clone().unwrap_or_default(),
+            },
+            _ => ArgCheck::Compare {
+                op: self.op.unwrap_or(CmpOp::Le),
+                value: self.value.map(|v| v.0).unwrap_or_default(),
+            },
+        };
         let limit = match kind {
             LimitKind::ArgBound => Limit::ArgBound {
                 tool,
                 arg,
-                check: match self.check {
-                    Some(CheckDoc::OneOf) => ArgCheck::OneOf {
-                        values: self.values.iter().flatten().map(|v| v.0.clone()).collect(),
-                    },
-                    Some(CheckDoc::MaxLength) => ArgCheck::MaxLength {
-                        max: usize::try_from(count(self.max)).unwrap_or(usize::MAX),
-                    },
-                    Some(CheckDoc::NoShell) => ArgCheck::NoShell,
-                    Some(CheckDoc::PathUnder) => ArgCheck::PathUnder {
-                        root: self.root.clone().unwrap_or_default(),
-                    },
-                    Some(CheckDoc::UrlHost) => ArgCheck::UrlHost {
-                        hosts: self.hosts.clone().unwrap_or_default(),
-                    },
-                    _ => ArgCheck::Compare {
-                        op: self.op.unwrap_or(CmpOp::Le),
-                        value: self.value.map(|v| v.0).unwrap_or_default(),
-                    },
-                },
+                check: check(),
+            },
+            LimitKind::ArgRule => Limit::ArgRule {
+                tools: tool,
+                name: self.name.clone(),
+                format: self.format.clone(),
+                check: check(),
             },
             LimitKind::SumCap => Limit::SumCap {
                 tool,

@@ -106,11 +106,39 @@ fn every_demo_limit_converts_to_the_document_and_back_unchanged() {
 }
 
 #[test]
+fn a_fleet_rule_converts_to_the_document_and_back_unchanged() {
+    for limit in [
+        Limit::ArgRule {
+            tools: "*".into(),
+            name: Some("*url*".into()),
+            format: Some("uri".into()),
+            check: ArgCheck::UrlHost {
+                hosts: vec!["*".into()],
+            },
+        },
+        Limit::ArgRule {
+            tools: "crm_*".into(),
+            name: None,
+            format: Some("email".into()),
+            check: ArgCheck::MaxLength { max: 254 },
+        },
+    ] {
+        let doc = LimitDoc::from(&limit);
+        let text = yaml(&doc);
+        assert!(text.contains("kind: arg_rule"), "{text}");
+        let parsed: LimitDoc = serde_norway::from_str(&text).unwrap();
+        assert_eq!(parsed.to_limit(), Ok(limit), "{text}");
+    }
+}
+
+#[test]
 fn each_limit_kind_refuses_the_fields_of_others_and_names_those_it_misses() {
     let all = |kind, check| LimitDoc {
         kind,
         tool: "t".into(),
         arg: Some("a".into()),
+        name: Some("*url*".into()),
+        format: Some("uri".into()),
         check,
         op: Some(CmpOp::Le),
         value: Some(DecimalDoc(1.into())),
@@ -153,67 +181,79 @@ fn each_limit_kind_refuses_the_fields_of_others_and_names_those_it_misses() {
         (
             ArgBound,
             Some(Compare),
-            "values root hosts max after same_args result when expires_in_minutes",
+            "name format values root hosts max after same_args result when expires_in_minutes",
             "arg op value",
         ),
         (
             ArgBound,
             Some(OneOf),
-            "op value root hosts max after same_args result when expires_in_minutes",
+            "name format op value root hosts max after same_args result when expires_in_minutes",
             "arg values",
         ),
         (
             ArgBound,
             Some(MaxLength),
-            "op value values root hosts after same_args result when expires_in_minutes",
+            "name format op value values root hosts after same_args result when expires_in_minutes",
             "arg max",
         ),
         (
             ArgBound,
             Some(NoShell),
-            "op value values root hosts max after same_args result when expires_in_minutes",
+            "name format op value values root hosts max after same_args result when expires_in_minutes",
             "arg",
         ),
         (
             ArgBound,
             Some(PathUnder),
-            "op value values hosts max after same_args result when expires_in_minutes",
+            "name format op value values hosts max after same_args result when expires_in_minutes",
             "arg root",
         ),
         (
             ArgBound,
             Some(UrlHost),
-            "op value values root max after same_args result when expires_in_minutes",
+            "name format op value values root max after same_args result when expires_in_minutes",
             "arg hosts",
         ),
         (
             ArgBound,
             None,
-            "values root hosts max after same_args result when expires_in_minutes check",
+            "name format values root hosts max after same_args result when expires_in_minutes check",
             "arg check",
         ),
         (
             SumCap,
             None,
-            "op value values root hosts after same_args result when expires_in_minutes",
+            "name format op value values root hosts after same_args result when expires_in_minutes",
             "arg max",
         ),
         (
             CountCap,
             None,
-            "arg op value values root hosts after same_args result when expires_in_minutes",
+            "arg name format op value values root hosts after same_args result when expires_in_minutes",
             "max",
         ),
         (
             Requires,
             None,
-            "arg op value values root hosts max when expires_in_minutes",
+            "arg name format op value values root hosts max when expires_in_minutes",
             "after",
         ),
         (
             RequiresApproval,
             None,
-            "arg op value values root hosts max after same_args result",
+            "arg name format op value values root hosts max after same_args result",
+            "",
+        ),
+        (
+            ArgRule,
+            Some(Compare),
+            "arg values root hosts max after same_args result when expires_in_minutes",
+            "op value",
+        ),
+        (
+            ArgRule,
+            Some(NoShell),
+            "arg op value values root hosts max after same_args result when expires_in_minutes",
             "",
         ),
     ];

@@ -272,14 +272,14 @@ pub(crate) async fn admit_tool_on(
     for role in catalog
         .roles
         .iter()
-        .filter(|r| r.limits.iter().any(|l| l.tool() == tool))
+        .filter(|r| r.limits.iter().any(|l| l.bounds(tool)))
     {
         catalog.validate_role(role)?;
     }
     for scope in catalog
         .scopes
         .iter()
-        .filter(|s| s.guardrails.iter().any(|l| l.tool() == tool))
+        .filter(|s| s.guardrails.iter().any(|l| l.bounds(tool)))
     {
         catalog.validate_scope(scope)?;
     }
