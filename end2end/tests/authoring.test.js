@@ -250,6 +250,28 @@ describe('console authoring', () => {
         assert.match(init.text, /Guardrails of scope/);
       });
 
+      it('a fleet guardrail reads every matching argument of every tool of the scope', async () => {
+        await open(`/scopes/${scope}`);
+        await admin.selectOption('#limit-kind', 'one_of');
+        await admin.fill('#limit-value', 'C-1001, O-5001');
+        await admin.fill('#limit-fleet-tools', '*');
+        await admin.fill('#limit-fleet-name', '*_id');
+        const fleetShown = () => [...document.querySelectorAll('.limit-editor .sentence')]
+          .some((e) => /every argument named like/.test(e.textContent));
+        await submit(admin, js, 'button:has-text("Add guardrail")',
+          () => admin.waitForFunction(fleetShown));
+        const sentences = await admin.locator('.limit-editor .sentence').allTextContents();
+        assert.ok(sentences.some((t) => /every argument named like \*_id set to one of/.test(t)), sentences.join(' | '));
+        // The newest session (the guardrail test's last init) learns the role again.
+        const learned = await mcp.tool('learn', { path: `/roles/${role}` });
+        assert.equal(learned.isError, false, learned.text);
+        const other = await mcp.tool('call_tool', {
+          tool: 'process_refund', arguments: { ...refund(1), customer_id: 'C-1002' },
+        });
+        assert.equal(other.structured.code, 'GOVERNANCE_VIOLATION', other.text);
+        assert.match(other.text, /\/customer_id/);
+      });
+
       it('the role change log shows who changed the limit, before and after', async () => {
         await open(`/changes/role/${role}`);
         const entries = await admin.locator('.change').allTextContents();

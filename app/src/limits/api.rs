@@ -19,6 +19,8 @@ use crate::shared::ConsoleError;
 /// (tool, after, and optionally
 /// `same_args`: comma-separated, `result_pointer` with `result_equals`: a JSON value),
 /// `requires_approval` (tool, optionally arg, op and value as its condition, and minutes).
+/// A per-call check with `fleet_tools` (a glob) is a fleet rule instead: it reads every
+/// argument matching `fleet_name` (a glob) or `fleet_format`, and ignores tool and arg.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LimitFields {
     pub kind: String,
@@ -36,6 +38,15 @@ pub struct LimitFields {
     /// For `requires_approval`: how long a hold waits and its approval lasts.
     #[serde(default)]
     pub minutes: Option<String>,
+    /// A fleet rule: the tools it binds (a glob, `*` for every tool).
+    #[serde(default)]
+    pub fleet_tools: Option<String>,
+    /// A fleet rule: the argument names it reads (a glob).
+    #[serde(default)]
+    pub fleet_name: Option<String>,
+    /// A fleet rule: the schema `format` of the arguments it reads.
+    #[serde(default)]
+    pub fleet_format: Option<String>,
 }
 
 /// Adds one limit to a role (`holder` = `role`) or one guardrail to a scope (`scope`).
@@ -193,70 +204,35 @@ pub(crate) mod ssr {
         })
     }
 
-    pub fn parse_limit(fields: LimitFields) -> Result<Limit, ConsoleError> {
-        let LimitFields {
-            kind,
-            tool,
-            arg,
-            op: op_text,
-            value,
-            after,
-            same_args,
-            result_pointer,
-            result_equals,
-            minutes,
-        } = fields;
-        if tool.trim().is_empty() {
-            return Err(field("tool", "Pick the tool the limit bounds."));
-        }
-        let chosen_arg = arg
-            .as_deref()
-            .map(str::trim)
-            .filter(|a| !a.is_empty())
-            .map(str::to_owned);
-        let arg = || {
-            chosen_arg
-                .clone()
-                .ok_or_else(|| field("arg", "Pick the argument the limit reads."))
-        };
-        let value = value.as_deref();
-        Ok(match kind.as_str() {
-            "bound" => Limit::ArgBound {
-                tool,
-                arg: arg()?,
-                check: ArgCheck::Compare {
-                    op: op(op_text.as_deref())?,
-                    value: decimal("value", value)?,
-                },
+    /// The per-call check a kind of the form names (`bound`, `one_of`, `max_length`,
+    /// `no_shell`, `path_under`, `url_host`), from its comparison and value; `None` for the
+    /// other kinds.
+    fn check_of(
+        kind: &str,
+        op_text: Option<&str>,
+        value: Option<&str>,
+    ) -> Result<Option<ArgCheck>, ConsoleError> {
+        Ok(Some(match kind {
+            "bound" => ArgCheck::Compare {
+                op: op(op_text)?,
+                value: decimal("value", value)?,
             },
-            "one_of" => Limit::ArgBound {
-                tool,
-                arg: arg()?,
-                check: ArgCheck::OneOf {
-                    values: value
-                        .unwrap_or_default()
-                        .split(',')
-                        .map(str::trim)
-                        .filter(|v| !v.is_empty())
-                        .map(|v| {
-                            serde_json::from_str::<Value>(v)
-                                .unwrap_or_else(|_| Value::String(v.to_owned()))
-                        })
-                        .collect(),
-                },
+            "one_of" => ArgCheck::OneOf {
+                values: value
+                    .unwrap_or_default()
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|v| !v.is_empty())
+                    .map(|v| {
+                        serde_json::from_str::<Value>(v)
+                            .unwrap_or_else(|_| Value::String(v.to_owned()))
+                    })
+                    .collect(),
             },
-            "max_length" => Limit::ArgBound {
-                tool,
-                arg: arg()?,
-                check: ArgCheck::MaxLength {
-                    max: count("value", value)? as usize,
-                },
+            "max_length" => ArgCheck::MaxLength {
+                max: count("value", value)? as usize,
             },
-            "no_shell" => Limit::ArgBound {
-                tool,
-                arg: arg()?,
-                check: ArgCheck::NoShell,
-            },
+            "no_shell" => ArgCheck::NoShell,
             "path_under" => {
                 let root = value.map(str::trim).unwrap_or_default();
                 if root.is_empty() {
@@ -265,12 +241,8 @@ pub(crate) mod ssr {
                         "Enter the directory the path must stay under, e.g. /srv/files.",
                     ));
                 }
-                Limit::ArgBound {
-                    tool,
-                    arg: arg()?,
-                    check: ArgCheck::PathUnder {
-                        root: root.to_owned(),
-                    },
+                ArgCheck::PathUnder {
+                    root: root.to_owned(),
                 }
             }
             "url_host" => {
@@ -286,12 +258,80 @@ pub(crate) mod ssr {
                         "Enter the hosts a URL may name, separated by commas, e.g. api.example.com, *.example.net.",
                     ));
                 }
-                Limit::ArgBound {
-                    tool,
-                    arg: arg()?,
-                    check: ArgCheck::UrlHost { hosts },
-                }
+                ArgCheck::UrlHost { hosts }
             }
+            _ => return Ok(None),
+        }))
+    }
+
+    /// A fleet rule from the form: `tools` (a glob) and at least one of the name glob and
+    /// the format, with the check the kind names.
+    fn fleet_rule(
+        tools: String,
+        name: Option<String>,
+        format: Option<String>,
+        check: Option<ArgCheck>,
+    ) -> Result<Limit, ConsoleError> {
+        let Some(check) = check else {
+            return Err(field(
+                "kind",
+                "A rule for many tools takes a per-call check: pick one of the checks.",
+            ));
+        };
+        if name.is_none() && format.is_none() {
+            return Err(field(
+                "fleet",
+                "Say which arguments it reads: a name pattern such as *url*, a format such as uri, or both.",
+            ));
+        }
+        Ok(Limit::ArgRule {
+            tools,
+            name,
+            format,
+            check,
+        })
+    }
+
+    pub fn parse_limit(fields: LimitFields) -> Result<Limit, ConsoleError> {
+        let LimitFields {
+            kind,
+            tool,
+            arg,
+            op: op_text,
+            value,
+            after,
+            same_args,
+            result_pointer,
+            result_equals,
+            minutes,
+            fleet_tools,
+            fleet_name,
+            fleet_format,
+        } = fields;
+        let given =
+            |text: Option<String>| text.map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
+        let value = value.as_deref();
+        let check = check_of(&kind, op_text.as_deref(), value)?;
+        if let Some(tools) = given(fleet_tools) {
+            return fleet_rule(tools, given(fleet_name), given(fleet_format), check);
+        }
+        if tool.trim().is_empty() {
+            return Err(field("tool", "Pick the tool the limit bounds."));
+        }
+        let chosen_arg = given(arg);
+        let arg = || {
+            chosen_arg
+                .clone()
+                .ok_or_else(|| field("arg", "Pick the argument the limit reads."))
+        };
+        if let Some(check) = check {
+            return Ok(Limit::ArgBound {
+                tool,
+                arg: arg()?,
+                check,
+            });
+        }
+        Ok(match kind.as_str() {
             "sum_cap" => Limit::SumCap {
                 tool,
                 arg: arg()?,
@@ -384,6 +424,9 @@ mod tests {
             result_pointer: Some(pointer.into()),
             result_equals: Some(equals.into()),
             minutes: None,
+            fleet_tools: None,
+            fleet_name: None,
+            fleet_format: None,
         }
     }
 
@@ -421,7 +464,37 @@ mod tests {
             result_pointer: None,
             result_equals: None,
             minutes: None,
+            fleet_tools: None,
+            fleet_name: None,
+            fleet_format: None,
         }
+    }
+
+    #[test]
+    fn a_check_with_a_tool_pattern_is_a_fleet_rule_that_needs_a_selector() {
+        let mut fields = text_check("url_host", "*");
+        fields.tool = String::new();
+        fields.fleet_tools = Some(" * ".into());
+        fields.fleet_name = Some("*url*".into());
+        fields.fleet_format = Some(" ".into());
+        assert_eq!(
+            parse_limit(fields.clone()).unwrap(),
+            Limit::ArgRule {
+                tools: "*".into(),
+                name: Some("*url*".into()),
+                format: None,
+                check: ArgCheck::UrlHost {
+                    hosts: vec!["*".into()]
+                },
+            }
+        );
+        fields.fleet_name = None;
+        let error = parse_limit(fields.clone()).unwrap_err();
+        assert!(format!("{error:?}").contains("fleet"), "{error:?}");
+        fields.fleet_name = Some("*url*".into());
+        fields.kind = "count_cap".into();
+        let error = parse_limit(fields).unwrap_err();
+        assert!(format!("{error:?}").contains("kind"), "{error:?}");
     }
 
     #[test]

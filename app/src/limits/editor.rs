@@ -234,7 +234,7 @@ pub fn limit_form(holder: &LimitHolder, add: ServerAction<AddLimit>) -> impl Int
                 <h3 id="add-limit-heading">{heading}</h3>
                 <FormOutcome
                     action=add
-                    fields=&["kind", "tool", "arg", "op", "value", "after", "result", "minutes"]
+                    fields=&["kind", "tool", "arg", "op", "value", "fleet", "after", "result", "minutes"]
                     saved="Added. The gateway enforces it from the next call."
                 />
                 <input type="hidden" name="holder" value=kind_of_holder />
@@ -301,6 +301,30 @@ pub fn limit_form(holder: &LimitHolder, add: ServerAction<AddLimit>) -> impl Int
                         <FieldError id="value-error" message=err("value") />
                     </div>
                 </div>
+                <fieldset
+                    class="plain"
+                    hidden=needs(&["bound", "one_of", "max_length", "no_shell", "path_under", "url_host"])
+                >
+                    <legend>"Or apply the check to many tools (a fleet rule)"</legend>
+                    <div class="form-row">
+                        <div>
+                            <label for="limit-fleet-tools">"Tools (a pattern, * for every tool)"</label>
+                            <input id="limit-fleet-tools" name="limit[fleet_tools]" placeholder="*" />
+                        </div>
+                        <div>
+                            <label for="limit-fleet-name">"Arguments named like"</label>
+                            <input id="limit-fleet-name" name="limit[fleet_name]" placeholder="*url*" />
+                        </div>
+                        <div>
+                            <label for="limit-fleet-format">"Arguments of format"</label>
+                            <input id="limit-fleet-format" name="limit[fleet_format]" placeholder="uri" />
+                        </div>
+                    </div>
+                    <p class="help" id="fleet-help">
+                        "Filled in, the check reads every argument, at any depth, whose name matches or whose schema declares the format, in every tool the pattern names (tools added later too); the tool and argument above are then not used."
+                    </p>
+                    <FieldError id="fleet-error" message=err("fleet") />
+                </fieldset>
                 <div hidden=needs(&["requires_approval"])>
                     <label for="limit-minutes">"Approval valid for (minutes, empty: 15)"</label>
                     <input
