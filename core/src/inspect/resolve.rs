@@ -19,6 +19,12 @@ pub const RESOLVE_TIMEOUT: Duration = Duration::from_secs(2);
 /// The most names one call's arguments may make the gateway resolve; the rest are
 /// `unresolvable` (fail closed), so a call cannot tie up the resolver.
 pub const MAX_NAMES: usize = 16;
+/// The most lookups in flight in the process. The system resolver blocks a thread per
+/// lookup, and a lookup a call stopped waiting for still runs to its end: beyond this,
+/// names are `unresolvable` at once rather than queueing behind a slow or dead resolver.
+const MAX_IN_FLIGHT: usize = 64;
+
+static IN_FLIGHT: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(MAX_IN_FLIGHT);
 
 /// An `egress` finding for each `(path, name)` whose name resolves to an internal address
 /// (`resolves_internal`: loopback, private, link-local, metadata, …, in any of its
@@ -32,17 +38,11 @@ pub async fn resolution_findings(names: &[(String, String)], timeout: Duration) 
         }
     }
     let (asked, over) = distinct.split_at(distinct.len().min(MAX_NAMES));
-    let answers = futures::future::join_all(asked.iter().map(|name| async move {
-        let lookup = tokio::net::lookup_host((*name, 443));
-        let verdict = match tokio::time::timeout(timeout, lookup).await {
-            Ok(Ok(addresses)) => {
-                let addresses: Vec<IpAddr> = addresses.map(|a| a.ip()).collect();
-                verdict(&addresses)
-            }
-            Ok(Err(_)) | Err(_) => Some("unresolvable"),
-        };
-        (*name, verdict)
-    }))
+    let answers = futures::future::join_all(
+        asked
+            .iter()
+            .map(|name| async move { (*name, lookup(name, timeout).await) }),
+    )
     .await;
     names
         .iter()
@@ -63,6 +63,25 @@ pub async fn resolution_findings(names: &[(String, String)], timeout: Duration) 
             })
         })
         .collect()
+}
+
+/// What the system resolver says of `name` within `timeout`. The lookup runs in a task of
+/// its own holding an [`IN_FLIGHT`] permit until it ends, also after the caller gave up.
+async fn lookup(name: &str, timeout: std::time::Duration) -> Option<&'static str> {
+    let Ok(permit) = IN_FLIGHT.try_acquire() else {
+        return Some("unresolvable");
+    };
+    let name = name.to_owned();
+    let task = tokio::spawn(async move {
+        let _permit = permit;
+        tokio::net::lookup_host((name.as_str(), 443))
+            .await
+            .map(|addresses| addresses.map(|a| a.ip()).collect::<Vec<IpAddr>>())
+    });
+    match tokio::time::timeout(timeout, task).await {
+        Ok(Ok(Ok(addresses))) => verdict(&addresses),
+        _ => Some("unresolvable"),
+    }
 }
 
 /// What a set of answers says: `resolves_internal` when any of them is internal (a name
