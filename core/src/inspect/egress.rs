@@ -3,8 +3,8 @@
 use serde_json::{Map, Value};
 use url::Url;
 
-use super::Finding;
 use super::net::{borrowed, forbidden_host, other_readings};
+use super::{Finding, each_argument_string};
 use crate::model::Inspector;
 
 /// Schemes whose URLs name a host a tool could be made to fetch.
@@ -14,55 +14,26 @@ const SCHEMES: [&str; 5] = ["http", "https", "ftp", "gopher", "file"];
 /// scheme-relative `//host/…`) whose host [`forbidden_host`] classifies, one finding per
 /// string and reason, at the string's JSON Pointer.
 pub fn egress_findings(arguments: &Map<String, Value>) -> Vec<Finding> {
-    let mut findings = Vec::new();
-    walk_object(arguments, &mut String::new(), &mut findings);
-    findings
-}
-
-fn walk_object(map: &Map<String, Value>, path: &mut String, findings: &mut Vec<Finding>) {
-    for (key, item) in map {
-        let len = path.len();
-        path.push('/');
-        path.push_str(&key.replace('~', "~0").replace('/', "~1"));
-        walk(item, path, findings);
-        path.truncate(len);
-    }
-}
-
-fn walk(value: &Value, path: &mut String, findings: &mut Vec<Finding>) {
-    match value {
-        Value::String(text) => {
-            let parsed =
-                urls_in(text).filter_map(|url| url.host().as_ref().and_then(forbidden_host));
-            // What other parsers would read in an authority with several `@`.
-            let others = text
-                .split(|c: char| c.is_whitespace() || "\"'`<>(){},;|".contains(c))
-                .flat_map(other_readings)
-                .filter_map(|host| forbidden_host(&borrowed(&host)));
-            let reasons: Vec<&'static str> = parsed.chain(others).collect();
-            for kind in reasons {
-                if findings.iter().any(|f| f.path == *path && f.kind == kind) {
-                    continue;
-                }
+    let mut findings: Vec<Finding> = Vec::new();
+    each_argument_string(arguments, |path, text| {
+        let parsed = urls_in(text).filter_map(|url| url.host().as_ref().and_then(forbidden_host));
+        // What other parsers would read in an authority with several `@`.
+        let others = text
+            .split(|c: char| c.is_whitespace() || "\"'`<>(){},;|".contains(c))
+            .flat_map(other_readings)
+            .filter_map(|host| forbidden_host(&borrowed(&host)));
+        for kind in parsed.chain(others) {
+            if !findings.iter().any(|f| f.path == path && f.kind == kind) {
                 findings.push(Finding {
                     inspector: Inspector::Egress,
                     kind,
-                    path: path.clone(),
+                    path: path.to_owned(),
                     fingerprint: None,
                 });
             }
         }
-        Value::Array(items) => {
-            for (i, item) in items.iter().enumerate() {
-                let len = path.len();
-                path.push_str(&format!("/{i}"));
-                walk(item, path, findings);
-                path.truncate(len);
-            }
-        }
-        Value::Object(map) => walk_object(map, path, findings),
-        Value::Null | Value::Bool(_) | Value::Number(_) => {}
-    }
+    });
+    findings
 }
 
 /// The host names (not addresses) of the URLs in the strings of `arguments`, each with the
@@ -70,48 +41,18 @@ fn walk(value: &Value, path: &mut String, findings: &mut Vec<Finding>) {
 /// ([`super::resolve`]). Names already internal as written are left out: the literal
 /// reading found them.
 pub fn names_in(arguments: &Map<String, Value>) -> Vec<(String, String)> {
-    let mut names = Vec::new();
-    let mut path = String::new();
-    for (key, item) in arguments {
-        path.clear();
-        path.push('/');
-        path.push_str(&key.replace('~', "~0").replace('/', "~1"));
-        collect_names(item, &mut path, &mut names);
-    }
+    let mut names: Vec<(String, String)> = Vec::new();
+    each_argument_string(arguments, |path, text| {
+        for url in urls_in(text) {
+            if let Some(url::Host::Domain(name)) = url.host()
+                && forbidden_host(&url::Host::Domain(name)).is_none()
+                && !names.iter().any(|(p, n)| p == path && n == name)
+            {
+                names.push((path.to_owned(), name.to_owned()));
+            }
+        }
+    });
     names
-}
-
-fn collect_names(value: &Value, path: &mut String, names: &mut Vec<(String, String)>) {
-    match value {
-        Value::String(text) => {
-            for url in urls_in(text) {
-                if let Some(url::Host::Domain(name)) = url.host()
-                    && forbidden_host(&url::Host::Domain(name)).is_none()
-                    && !names.iter().any(|(p, n)| p == path && n == name)
-                {
-                    names.push((path.clone(), name.to_owned()));
-                }
-            }
-        }
-        Value::Array(items) => {
-            for (i, item) in items.iter().enumerate() {
-                let len = path.len();
-                path.push_str(&format!("/{i}"));
-                collect_names(item, path, names);
-                path.truncate(len);
-            }
-        }
-        Value::Object(map) => {
-            for (key, item) in map {
-                let len = path.len();
-                path.push('/');
-                path.push_str(&key.replace('~', "~0").replace('/', "~1"));
-                collect_names(item, path, names);
-                path.truncate(len);
-            }
-        }
-        Value::Null | Value::Bool(_) | Value::Number(_) => {}
-    }
 }
 
 /// The URLs in `text`: the whole string, or any word of it (split at whitespace, quotes and

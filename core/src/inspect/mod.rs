@@ -413,6 +413,37 @@ fn block_text_mut(block: &mut ContentBlock) -> Option<(&'static str, &mut String
 }
 
 /// Appends `/index` to a pointer; returns the length to truncate back to.
+/// Calls `visit` with each string in the values of `arguments` and its JSON Pointer
+/// (`/config/urls/0`): the one walk of the argument inspectors that read strings.
+fn each_argument_string(arguments: &Map<String, Value>, mut visit: impl FnMut(&str, &str)) {
+    fn walk(value: &Value, path: &mut String, visit: &mut impl FnMut(&str, &str)) {
+        match value {
+            Value::String(text) => visit(path, text),
+            Value::Array(items) => {
+                for (index, item) in items.iter().enumerate() {
+                    let len = push_index(path, index);
+                    walk(item, path, visit);
+                    path.truncate(len);
+                }
+            }
+            Value::Object(map) => {
+                for (key, item) in map {
+                    let len = push_key(path, key);
+                    walk(item, path, visit);
+                    path.truncate(len);
+                }
+            }
+            Value::Null | Value::Bool(_) | Value::Number(_) => {}
+        }
+    }
+    let mut path = String::new();
+    for (key, item) in arguments {
+        let len = push_key(&mut path, key);
+        walk(item, &mut path, &mut visit);
+        path.truncate(len);
+    }
+}
+
 fn push_index(path: &mut String, index: usize) -> usize {
     let len = path.len();
     path.push('/');

@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Map, Value};
 
-use super::{Finding, fingerprint};
+use super::{Finding, each_argument_string, fingerprint};
 use crate::model::Inspector;
 
 /// The kind of a finding for a value a secret source returned.
@@ -117,52 +117,15 @@ pub fn pieces_matching(
     keep: impl Fn(&str) -> bool,
 ) -> Vec<(String, String)> {
     let mut matches = Vec::new();
-    let mut path = String::new();
-    for (name, value) in arguments {
-        let len = path.len();
-        path.push('/');
-        path.push_str(&name.replace('~', "~0").replace('/', "~1"));
-        strings(value, &mut path, &keep, &mut matches);
-        path.truncate(len);
-    }
+    each_argument_string(arguments, |path, text| {
+        for piece in pieces(text) {
+            let print = fingerprint(piece);
+            if keep(&print) {
+                matches.push((path.to_owned(), print));
+            }
+        }
+    });
     matches
-}
-
-fn strings(
-    value: &Value,
-    path: &mut String,
-    keep: &impl Fn(&str) -> bool,
-    matches: &mut Vec<(String, String)>,
-) {
-    match value {
-        Value::String(text) => {
-            for piece in pieces(text) {
-                let print = fingerprint(piece);
-                if keep(&print) {
-                    matches.push((path.clone(), print));
-                }
-            }
-        }
-        Value::Array(items) => {
-            for (i, item) in items.iter().enumerate() {
-                let len = path.len();
-                path.push('/');
-                path.push_str(&i.to_string());
-                strings(item, path, keep, matches);
-                path.truncate(len);
-            }
-        }
-        Value::Object(members) => {
-            for (name, item) in members {
-                let len = path.len();
-                path.push('/');
-                path.push_str(&name.replace('~', "~0").replace('/', "~1"));
-                strings(item, path, keep, matches);
-                path.truncate(len);
-            }
-        }
-        _ => {}
-    }
 }
 
 fn pieces(text: &str) -> HashSet<&str> {

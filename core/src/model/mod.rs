@@ -3,6 +3,7 @@
 mod catalog;
 pub mod curation;
 mod error;
+mod hook;
 mod inspection;
 mod limit;
 mod role;
@@ -13,10 +14,12 @@ mod upstream;
 
 pub use catalog::{Catalog, CatalogDraft, CatalogTool};
 pub use error::CatalogError;
+pub use hook::{
+    GuardrailHook, HOOK_TIMEOUT_MS, HOOK_TIMEOUT_RANGE, HookFailure, HookStage, hook_issues,
+};
 pub use inspection::{
-    CallScope, DefinitionPolicy, EgressPolicy, FoundBy, GuardrailHook, HOOK_TIMEOUT_MS,
-    HOOK_TIMEOUT_RANGE, HookFailure, HookStage, InspectAction, InspectionPolicy, InspectionRule,
-    Inspector, Resolved, SchemaPolicy, SecretSource, hook_issues, valid_field_pointer,
+    CallScope, DefinitionPolicy, EgressPolicy, FoundBy, InspectAction, InspectionPolicy,
+    InspectionRule, Inspector, Resolved, SchemaPolicy, SecretSource, valid_field_pointer,
 };
 pub use limit::{
     ApprovalCondition, ArgCheck, CmpOp, DEFAULT_APPROVAL_MINUTES, Limit, MAX_APPROVAL_MINUTES,

@@ -104,7 +104,7 @@ impl ToolRules {
                 }
                 Limit::ArgRule { check, .. } => {
                     if let Some(fleet) = &rule.fleet {
-                        for (path, value) in fleet.selected(args, check) {
+                        for (path, value) in fleet.selected(args, check).map_err(fail)? {
                             check_value(&path, check, Some(value)).map_err(fail)?;
                         }
                     }
@@ -169,8 +169,14 @@ impl ToolRules {
 impl Fleet {
     /// The values of `args` this selection names, each with its pointer, once: every value
     /// under a property whose name matches, at any depth (each item of an array there), and
-    /// every value at a place of the format; of them, those of a type `check` reads.
-    fn selected<'a>(&self, args: &'a Arguments, check: &ArgCheck) -> Vec<(String, &'a Value)> {
+    /// every value present at a place of the format; of them, those of a type `check`
+    /// reads. A place that cannot be read (a `*` on something not an array) fails, as a
+    /// bound's pointer does.
+    fn selected<'a>(
+        &self,
+        args: &'a Arguments,
+        check: &ArgCheck,
+    ) -> Result<Vec<(String, &'a Value)>, String> {
         let mut found: Vec<(String, &'a Value)> = Vec::new();
         if let Some(name) = &self.name {
             for (key, value) in args {
@@ -178,12 +184,15 @@ impl Fleet {
             }
         }
         for place in &self.formats {
-            at_place(args, place, &mut found);
+            let present = pointed(args, place)?
+                .into_iter()
+                .filter_map(|(path, value)| value.map(|v| (path, v)));
+            found.extend(present);
         }
         found.retain(|(_, value)| reads(check, value));
         let mut seen = std::collections::HashSet::new();
         found.retain(|(path, _)| seen.insert(path.clone()));
-        found
+        Ok(found)
     }
 }
 
@@ -233,39 +242,6 @@ fn by_name<'a>(
         _ if named => found.push((path.clone(), value)),
         _ => {}
     }
-}
-
-/// The values at `place` (a pointer whose `*` is every item of an array) that are there.
-fn at_place<'a>(args: &'a Arguments, place: &str, found: &mut Vec<(String, &'a Value)>) {
-    let mut tokens = place[1..]
-        .split('/')
-        .map(|t| t.replace("~1", "/").replace("~0", "~"));
-    let first = tokens.next().unwrap_or_default();
-    let Some(start) = args.get(&first) else {
-        return;
-    };
-    let mut level = vec![(pointer_to(&first), start)];
-    for token in tokens {
-        let mut next = Vec::new();
-        for (path, value) in level {
-            match (token.as_str(), value) {
-                ("*", Value::Array(items)) => next.extend(
-                    items
-                        .iter()
-                        .enumerate()
-                        .map(|(i, item)| (format!("{path}/{i}"), item)),
-                ),
-                (name, Value::Object(members)) => {
-                    if let Some(item) = members.get(name) {
-                        next.push((format!("{path}{}", pointer_to(name)), item));
-                    }
-                }
-                _ => {}
-            }
-        }
-        level = next;
-    }
-    found.extend(level);
 }
 
 /// The places in an input schema that declare `format`, as pointers into the arguments

@@ -352,8 +352,11 @@ pub(super) async fn resolve_egress(
     call: &CallScope<'_>,
     arguments: &Arguments,
 ) -> Inspection {
+    if !policy.egress.resolve_names {
+        return Inspection::default();
+    }
     let action = redact_blocks(policy.resolve(Inspector::Egress, call).action);
-    if !policy.egress.resolve_names || action == InspectAction::Off {
+    if action == InspectAction::Off {
         return Inspection::default();
     }
     let names = names_in(arguments);
