@@ -36,7 +36,7 @@ async function heldRefund(reason) {
   assert.match(holdId, /^hold_/);
   // Nothing ran: asking where it stands says it waits.
   const polled = await agent.tool('call_tool', { hold_id: holdId, session_id: sessionId, poll: true });
-  assert.equal(polled.structured.state, 'pending', polled.text);
+  assert.equal(polled.structured.hold.state, 'pending', polled.text);
   return { agent, sessionId, holdId };
 }
 
@@ -103,7 +103,7 @@ for (const js of [true, false]) {
 
       const ran = await agent.tool('call_tool', { hold_id: holdId, session_id: sessionId });
       assert.equal(ran.isError, false, ran.text);
-      assert.equal(ran.structured.status, 'processed', ran.text);
+      assert.equal(ran.structured.result.status, 'processed', ran.text);
       const again = await agent.tool('call_tool', { hold_id: holdId, session_id: sessionId });
       assert.equal(again.isError, true);
       assert.equal(again.structured.code, 'HOLD_USED', again.text);

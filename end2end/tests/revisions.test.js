@@ -36,15 +36,15 @@ async function proposeOverMcp(marker) {
   assert.equal(current.isError, false, current.text);
   const proposed = await curator.call(sessionId, 'propose_skill_revision', {
     skill: SKILL,
-    base_version: current.structured.version,
-    instructions: `${current.structured.instructions}\n\n${marker}: read the order id back to the customer before refunding.`,
+    base_version: current.structured.result.version,
+    instructions: `${current.structured.result.instructions}\n\n${marker}: read the order id back to the customer before refunding.`,
     note: `Agents asked for the order id check (${marker}).`,
     sources: [feedbackId, supportSession],
     evidence: { pairs: [{ case_id: 'wrong-order', verdict: 'better' }, { case_id: 'happy-path', verdict: 'tie' }] },
   });
   assert.equal(proposed.isError, false, proposed.text);
-  assert.equal(proposed.structured.verdict, 'ACCEPT');
-  return proposed.structured.candidate_id;
+  assert.equal(proposed.structured.result.verdict, 'ACCEPT');
+  return proposed.structured.result.candidate_id;
 }
 
 for (const js of [true, false]) {

@@ -11,6 +11,7 @@ use std::time::Duration;
 use rmcp::model::CallToolResult;
 use serde_json::Value;
 
+mod answer;
 mod bounds;
 mod call;
 mod feedback;
@@ -24,6 +25,10 @@ mod relevance;
 pub mod schema_text;
 pub mod skills;
 
+pub use answer::{
+    AnswerCode, AnswerDecision, ApproverSees, CallAnswer, HoldStatus, NextCall, answer_schema,
+    output_schema,
+};
 pub use bounds::{MAX_ARGUMENTS_BYTES, MAX_LEARN_PATH, MAX_SESSION_ID, MAX_TOOL_NAME};
 pub use path::{LEARN_PATH_HELP, LearnPath};
 
@@ -102,14 +107,21 @@ pub enum ToolReply {
         structured: Value,
         is_error: bool,
     },
-    /// A downstream tool's result, passed through unchanged.
-    Downstream(CallToolResult),
+    /// A downstream tool's result, as it came (after the result inspectors), with the tool
+    /// and the role that authorized it.
+    Downstream {
+        result: CallToolResult,
+        tool: String,
+        role: Slug,
+    },
 }
 
 impl ToolReply {
     /// The MCP tool result an agent receives: the text as one text block, the structured
-    /// content, `isError` for denials; a downstream result unchanged. The MCP handler and
-    /// the console's try-it panel both answer with this, so they cannot drift apart.
+    /// content, `isError` for denials; a downstream result with its content unchanged and
+    /// its structured result inside `call_tool`'s answer ([`CallAnswer::ran`]). The MCP
+    /// handler and the console's try-it panel both answer with this, so they cannot drift
+    /// apart.
     pub fn into_call_result(self) -> CallToolResult {
         match self {
             Self::Gateway {
@@ -126,7 +138,9 @@ impl ToolReply {
                 result.structured_content = Some(structured);
                 result
             }
-            Self::Downstream(result) => result,
+            Self::Downstream { result, tool, role } => {
+                CallAnswer::ran(&tool, role.as_str(), result)
+            }
         }
     }
 }
@@ -306,11 +320,7 @@ pub(crate) fn denial(code: DenyCode, rule: String, available_tools: Vec<String>)
 
 /// Any [`Denial`] as the tool result the agent reads.
 pub(crate) fn refusal(denial: Denial) -> ToolReply {
-    ToolReply::Gateway {
-        text: denial.to_string(),
-        structured: denial.to_json(),
-        is_error: true,
-    }
+    CallAnswer::denied(denial).into_reply()
 }
 
 /// The code as `structuredContent` and the audit spell it: `ACCESS_DENIED`, …

@@ -8,11 +8,13 @@ use serde_json::Value;
 
 use super::amount::decimal_from_json;
 use super::digest::value_digest;
+use super::remedy::Remedy;
 use super::rules::Failure;
 use super::{
     Arguments, CompiledCatalog, Decision, Denial, DenyCode, Hold, Permit, Reservation,
     ReservedAmount, SessionView, SuccessNote,
 };
+use crate::slug::Slug;
 
 /// One `call_tool` request, after the MCP layer resolved the session it names.
 #[derive(Debug)]
@@ -70,10 +72,13 @@ pub fn decide(
     let Some(session) =
         session.filter(|s| s.id == session_id && s.owner_key_id == key_id && now < s.expires_at)
     else {
-        return deny(Denial::new(
-            DenyCode::AccessDenied,
-            "The session is unknown, expired or not yours: call `init_skilder` to start a new one.",
-        ));
+        return deny(
+            Denial::new(
+                DenyCode::AccessDenied,
+                "The session is unknown, expired or not yours: call `init_skilder` to start a new one.",
+            )
+            .with_remedy(Some(Remedy::StartSession)),
+        );
     };
 
     let mut granting = catalog
@@ -81,8 +86,10 @@ pub fn decide(
         .filter(|(_, role)| role.tools.contains(tool))
         .peekable();
     if granting.peek().is_none() {
+        let (rule, learnable) = not_unlocked(catalog, session, tool);
         return deny(
-            Denial::new(DenyCode::AccessDenied, not_unlocked(catalog, session, tool))
+            Denial::new(DenyCode::AccessDenied, rule)
+                .with_remedy(learnable.map(|role| Remedy::learn(role.as_str())))
                 .with_available(catalog.available_tools(session)),
         );
     }
@@ -142,10 +149,11 @@ pub fn decide(
     };
 
     if let Some(rules) = catalog.guardrails_on(session.scope.as_str(), tool)
-        && let Err(Failure { rule }) = rules.check(tool, &args, &session.usage)
+        && let Err(Failure { rule, remedy }) = rules.check(tool, &args, &session.usage)
     {
         return deny(
             Denial::new(DenyCode::GovernanceViolation, rule)
+                .with_remedy(remedy)
                 .by_guardrail(session.scope.clone())
                 .with_available(catalog.available_tools(session)),
         );
@@ -174,6 +182,7 @@ pub fn decide(
         };
         return deny(
             Denial::new(DenyCode::GovernanceViolation, failure.rule)
+                .with_remedy(failure.remedy)
                 .by_role(role.clone())
                 .with_available(catalog.available_tools(session)),
         );
@@ -194,7 +203,7 @@ pub fn decide(
                 break;
             }
             Ok(None) => {}
-            Err(Failure { rule }) => {
+            Err(Failure { rule, .. }) => {
                 let denial = Denial::new(DenyCode::GovernanceViolation, rule)
                     .with_available(catalog.available_tools(session));
                 return deny(if by_guardrail {
@@ -297,17 +306,22 @@ fn success_note(catalog: &CompiledCatalog, tool: &str, args: &Arguments) -> Succ
     )
 }
 
-/// Names a role in the session's scope that would unlock the tool, if one exists; says
-/// nothing about roles outside the scope.
-fn not_unlocked(catalog: &CompiledCatalog, session: &SessionView, tool: &str) -> String {
+/// Names a role in the session's scope that would unlock the tool, if one exists, with the
+/// sentence that says so; says nothing about roles outside the scope.
+fn not_unlocked<'a>(
+    catalog: &'a CompiledCatalog,
+    session: &SessionView,
+    tool: &str,
+) -> (String, Option<&'a Slug>) {
     let learnable = catalog
         .roles_granting(tool)
         .iter()
         .find(|role| catalog.scope_allows(session.scope.as_str(), role.as_str()));
-    match learnable {
+    let rule = match learnable {
         Some(role) => format!(
             "`{tool}` is not unlocked by any role this session has learned; learning `/roles/{role}` unlocks it."
         ),
         None => format!("`{tool}` is not unlocked by any role this session has learned."),
-    }
+    };
+    (rule, learnable)
 }

@@ -8,6 +8,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::digest::value_digest;
+use super::remedy::Remedy;
 use super::{HeldUsage, Outcome};
 use crate::slug::Slug;
 
@@ -242,37 +243,41 @@ impl fmt::Debug for Permit {
     }
 }
 
-/// A refused call. Serializes to the `structuredContent` of the result:
-/// `{"decision":"denied","code":"ACCESS_DENIED","rule":…,"available_tools":[…]}`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// A refused call: the code it is counted as, the rule, who refused it and what would
+/// satisfy it. The agent reads it as the gateway's answer (`gateway::answer`).
+#[derive(Debug, Clone, PartialEq)]
 pub struct Denial {
-    decision: &'static str,
     pub code: DenyCode,
     /// A sentence naming the rule that denied, for the model and the audit.
     pub rule: String,
     /// The learned role whose rule denied, when one did.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub role: Option<Slug>,
     /// The scope whose guardrail denied, when one did.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub guardrail_of: Option<Slug>,
     pub available_tools: Vec<String>,
+    /// What would satisfy the rule, where something the caller can do would.
+    pub remedy: Option<Remedy>,
 }
 
 impl Denial {
     pub fn new(code: DenyCode, rule: impl Into<String>) -> Self {
         Self {
-            decision: "denied",
             code,
             rule: rule.into(),
             role: None,
             guardrail_of: None,
             available_tools: Vec::new(),
+            remedy: None,
         }
     }
 
     pub fn with_available(mut self, tools: Vec<String>) -> Self {
         self.available_tools = tools;
+        self
+    }
+
+    pub fn with_remedy(mut self, remedy: Option<Remedy>) -> Self {
+        self.remedy = remedy;
         self
     }
 
@@ -284,13 +289,6 @@ impl Denial {
     pub fn by_guardrail(mut self, scope: Slug) -> Self {
         self.guardrail_of = Some(scope);
         self
-    }
-
-    /// The structured content of the denial.
-    pub fn to_json(&self) -> Value {
-        serde_json::to_value(self).unwrap_or_else(|_| {
-            serde_json::json!({"decision": "denied", "code": self.code.as_str(), "rule": self.rule})
-        })
     }
 }
 

@@ -9,6 +9,7 @@ mod compiled;
 mod decide;
 mod decision;
 mod digest;
+mod remedy;
 mod rules;
 mod session;
 
@@ -19,6 +20,7 @@ pub use decision::{
     Arguments, Decision, Denial, DenyCode, Hold, Permit, Reservation, ReservedAmount, SuccessNote,
 };
 pub use digest::value_digest;
+pub use remedy::{ArgumentBound, Remedy};
 pub use session::{
     HeldUsage, LearnedRole, LearnedSkill, MAX_OUTCOMES, MAX_SEEN_SECRETS, Outcome, SeenSecret,
     SessionView, ToolUsage, Usage,

@@ -6,6 +6,7 @@ use serde_json::Value;
 
 use super::amount::{AmountError, decimal_from_json};
 use super::digest::value_digest;
+use super::remedy::Remedy;
 use super::{Arguments, Usage};
 use crate::inspect;
 use crate::model::{ArgCheck, Limit, ResultCheck, ToolSpec};
@@ -52,10 +53,12 @@ pub(crate) struct ApprovalRule {
     pub minutes: u32,
 }
 
-/// A rule that did not pass: the sentence plus what this call did wrong.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A rule that did not pass: the sentence plus what this call did wrong, and what would
+/// satisfy the rule, where that can be said.
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Failure {
     pub rule: String,
+    pub remedy: Option<Remedy>,
 }
 
 impl ToolRules {
@@ -87,8 +90,9 @@ impl ToolRules {
     /// Checks every rule against the call and the session's usage of `tool`.
     pub fn check(&self, tool: &str, args: &Arguments, usage: &Usage) -> Result<(), Failure> {
         for rule in &self.rules {
-            let fail = |detail: String| Failure {
+            let fail = |detail: String, remedy: Option<Remedy>| Failure {
                 rule: format!("{} {detail}", rule.sentence),
+                remedy,
             };
             match &rule.limit {
                 Limit::Requires {
@@ -96,40 +100,61 @@ impl ToolRules {
                     same_args,
                     result,
                     ..
-                } => {
-                    check_requires(after, same_args, result.as_ref(), args, usage).map_err(fail)?
-                }
-                Limit::ArgBound { arg, check, .. } => {
-                    check_bound(arg, check, args).map_err(fail)?
-                }
+                } => check_requires(after, same_args, result.as_ref(), args, usage).map_err(
+                    |(detail, missing)| {
+                        let remedy = Remedy::SucceedFirst {
+                            tools: missing,
+                            same_args: same_args.clone(),
+                        };
+                        fail(detail, Some(remedy))
+                    },
+                )?,
+                Limit::ArgBound { arg, check, .. } => check_bound(arg, check, args)
+                    .map_err(|detail| fail(detail, Some(Remedy::argument(arg, check))))?,
                 Limit::ArgRule { check, .. } => {
                     if let Some(fleet) = &rule.fleet {
-                        for (path, value) in fleet.selected(args, check).map_err(fail)? {
-                            check_value(&path, check, Some(value)).map_err(fail)?;
+                        // A place that cannot be read says nothing a caller could change.
+                        let selected = fleet
+                            .selected(args, check)
+                            .map_err(|detail| fail(detail, None))?;
+                        for (path, value) in selected {
+                            check_value(&path, check, Some(value)).map_err(|detail| {
+                                fail(detail, Some(Remedy::argument(&path, check)))
+                            })?;
                         }
                     }
                 }
                 Limit::SumCap { arg, max, .. } => {
-                    let amount = number_arg(args, arg).map_err(fail)?;
-                    if amount.is_sign_negative() && !amount.is_zero() {
-                        return Err(fail(format!(
-                            "A negative `{arg}` ({amount}) cannot count toward a cap."
-                        )));
-                    }
                     let used = usage.sum(tool, arg);
+                    let cap = || Some(Remedy::cap(arg, *max, used));
+                    let amount = number_arg(args, arg).map_err(|detail| fail(detail, cap()))?;
+                    if amount.is_sign_negative() && !amount.is_zero() {
+                        return Err(fail(
+                            format!("A negative `{arg}` ({amount}) cannot count toward a cap."),
+                            cap(),
+                        ));
+                    }
                     let total = used.checked_add(amount);
                     if total.is_none_or(|total| total > *max) {
-                        return Err(fail(format!(
-                            "{used} already used in this session; this call adds {amount}."
-                        )));
+                        return Err(fail(
+                            format!(
+                                "{used} already used in this session; this call adds {amount}."
+                            ),
+                            cap(),
+                        ));
                     }
                 }
                 Limit::CountCap { max, .. } => {
                     let count = usage.count(tool);
                     if count >= *max {
-                        return Err(fail(format!(
-                            "Already called {count} times in this session."
-                        )));
+                        let remedy = Remedy::CallCount {
+                            max: *max,
+                            used: count,
+                        };
+                        return Err(fail(
+                            format!("Already called {count} times in this session."),
+                            Some(remedy),
+                        ));
                     }
                 }
                 // Not a pass-or-fail rule: `approval_needed` asks it once every other passed.
@@ -151,6 +176,7 @@ impl ToolRules {
                 Some(condition) => {
                     let actual = number_arg(args, &condition.arg).map_err(|detail| Failure {
                         rule: format!("{} {detail}", rule.sentence),
+                        remedy: None,
                     })?;
                     condition.op.holds(actual, condition.value)
                 }
@@ -294,7 +320,7 @@ fn check_requires(
     result: Option<&ResultCheck>,
     args: &Arguments,
     usage: &Usage,
-) -> Result<(), String> {
+) -> Result<(), (String, Vec<String>)> {
     if same_args.is_empty() && result.is_none() {
         let missing: Vec<&str> = after
             .iter()
@@ -304,13 +330,15 @@ fn check_requires(
         if missing.is_empty() {
             return Ok(());
         }
-        return Err(format!("Not yet succeeded: `{}`.", missing.join("`, `")));
+        let detail = format!("Not yet succeeded: `{}`.", missing.join("`, `"));
+        return Err((detail, missing.into_iter().map(str::to_owned).collect()));
     }
     let mut bound = Vec::with_capacity(same_args.len());
     for arg in same_args {
-        let value = args
-            .get(arg)
-            .ok_or_else(|| format!("`{arg}` is missing, so the guard cannot be checked."))?;
+        let value = args.get(arg).ok_or_else(|| {
+            let detail = format!("`{arg}` is missing, so the guard cannot be checked.");
+            (detail, after.to_vec())
+        })?;
         bound.push((arg, value_digest(value)));
     }
     let wanted = result.map(|check| (&check.pointer, value_digest(&check.equals)));
@@ -331,10 +359,11 @@ fn check_requires(
     if missing.is_empty() {
         Ok(())
     } else {
-        Err(format!(
+        let detail = format!(
             "No matching success of `{}` in this session.",
             missing.join("`, `")
-        ))
+        );
+        Err((detail, missing.into_iter().map(str::to_owned).collect()))
     }
 }
 

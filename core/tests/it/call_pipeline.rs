@@ -130,7 +130,9 @@ fn reply(reply: ToolReply) -> (String, Value) {
         ToolReply::Gateway {
             text, structured, ..
         } => (text, structured),
-        ToolReply::Downstream(result) => panic!("nothing may run downstream here: {result:?}"),
+        ToolReply::Downstream { result, .. } => {
+            panic!("nothing may run downstream here: {result:?}")
+        }
     }
 }
 

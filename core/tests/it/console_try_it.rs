@@ -69,7 +69,7 @@ fn parts(reply: ToolReply) -> (String, Value, bool) {
             structured,
             is_error,
         } => (text, structured, is_error),
-        ToolReply::Downstream(result) => panic!("nothing runs downstream here: {result:?}"),
+        ToolReply::Downstream { result, .. } => panic!("nothing runs downstream here: {result:?}"),
     }
 }
 

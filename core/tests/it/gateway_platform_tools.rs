@@ -76,7 +76,9 @@ fn gateway_reply(reply: ToolReply) -> (String, Value, bool) {
             structured,
             is_error,
         } => (text, structured, is_error),
-        ToolReply::Downstream(result) => panic!("nothing may run downstream here: {result:?}"),
+        ToolReply::Downstream { result, .. } => {
+            panic!("nothing may run downstream here: {result:?}")
+        }
     }
 }
 

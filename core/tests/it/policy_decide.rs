@@ -653,41 +653,54 @@ fn a_tool_granted_by_a_skill_but_missing_from_the_catalog_is_access_denied() {
     );
 }
 
+fn remedy(decision: &Decision) -> serde_json::Value {
+    serde_json::to_value(&denial(decision).remedy).unwrap()
+}
+
 #[test]
-fn a_denial_serializes_to_the_structured_content_of_the_mcp_contract() {
-    let decision = call(
-        &compiled(),
-        &checked_small_session(),
-        "refund",
-        r#"{"amount": 600}"#,
-    );
-    let refused = denial(&decision);
-    let json = serde_json::to_value(refused).unwrap();
-    assert_eq!(json, refused.to_json());
-    assert_eq!(json["decision"], "denied");
-    assert_eq!(json["code"], "GOVERNANCE_VIOLATION");
-    assert_eq!(json["role"], "small-refunds");
+fn each_refusal_says_what_would_satisfy_its_rule() {
+    let catalog = compiled();
+    let unknown = CallRequest {
+        session_id: SESSION,
+        key_id: KEY,
+        tool: "check",
+        arguments: args("{}"),
+        approved: None,
+    };
     assert_eq!(
-        json["available_tools"],
-        json!(["check", "loose_refund", "note", "refund"])
+        remedy(&decide(&catalog, None, unknown, t0())),
+        json!({"type": "start_session"})
     );
-    assert!(json["rule"].as_str().unwrap().contains("at most 500"));
-    assert!(json.get("guardrail_of").is_none());
-    let denied = decide(
-        &compiled(),
-        None,
-        CallRequest {
-            session_id: SESSION,
-            key_id: KEY,
-            tool: "x",
-            arguments: args("{}"),
-            approved: None,
-        },
-        t0(),
+    let front = session("front", &["small-refunds"]);
+    assert_eq!(
+        remedy(&call(&catalog, &front, "ticket", "{}")),
+        json!({"type": "learn", "path": "/roles/retention"})
     );
-    let json = denial(&denied).to_json();
-    assert_eq!(json["code"], "ACCESS_DENIED");
-    assert!(json.get("role").is_none());
+    assert_eq!(
+        remedy(&call(&catalog, &front, "lookup", "{}")),
+        serde_json::Value::Null,
+        "a role outside the scope is never named"
+    );
+    assert_eq!(
+        remedy(&call(&catalog, &front, "refund", r#"{"amount": 10}"#)),
+        json!({"type": "succeed_first", "tools": ["check"], "same_args": []})
+    );
+    let mut checked = checked_small_session();
+    assert_eq!(
+        remedy(&call(&catalog, &checked, "refund", r#"{"amount": 600}"#)),
+        json!({"type": "argument", "at": "amount", "bound": {"check": "compare", "op": "<=", "limit": "500"}})
+    );
+    call_and_run(&catalog, &mut checked, "refund", r#"{"amount": 500}"#);
+    call_and_run(&catalog, &mut checked, "refund", r#"{"amount": 499.5}"#);
+    assert_eq!(
+        remedy(&call(&catalog, &checked, "refund", r#"{"amount": 1}"#)),
+        json!({"type": "cap", "arg": "amount", "max": "1000", "used": "999.5", "remaining": "0.5"})
+    );
+    call_and_run(&catalog, &mut checked, "refund", r#"{"amount": 0.5}"#);
+    assert_eq!(
+        remedy(&call(&catalog, &checked, "refund", r#"{"amount": 0}"#)),
+        json!({"type": "call_count", "max": 3, "used": 3})
+    );
 }
 
 #[test]

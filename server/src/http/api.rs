@@ -159,7 +159,7 @@ async fn propose(
         ToolReply::Gateway { structured, .. } => {
             structured["session_id"].as_str().map(str::to_owned)
         }
-        ToolReply::Downstream(_) => None,
+        ToolReply::Downstream { .. } => None,
     }
     .ok_or_else(|| ApiError::Internal(anyhow::anyhow!("init_skilder returned no session_id")))?;
 
@@ -194,7 +194,7 @@ async fn propose(
         ToolReply::Gateway {
             text, structured, ..
         } => return Err(gateway_refusal(&structured, text)),
-        ToolReply::Downstream(result) => result,
+        ToolReply::Downstream { result, .. } => result,
     };
     let structured = result.structured_content.unwrap_or(Value::Null);
     if result.is_error == Some(true) {

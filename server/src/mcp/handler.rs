@@ -173,7 +173,7 @@ fn record_reply(span: &Span, reply: &ToolReply, session: Option<&str>) {
         if *is_error {
             otel::record_error(span, "tool_error", "the tool reported an error");
         }
-    } else if let ToolReply::Downstream(result) = reply
+    } else if let ToolReply::Downstream { result, .. } = reply
         && result.is_error == Some(true)
     {
         otel::record_error(span, "tool_error", "the downstream tool reported an error");
@@ -422,12 +422,20 @@ mod tests {
     }
 
     #[test]
-    fn a_downstream_result_passes_through_unchanged() {
-        let downstream = CallToolResult::success(vec![ContentBlock::text("{\"ok\":true}")]);
-        assert_eq!(
-            to_call_result(ToolReply::Downstream(downstream.clone())),
-            downstream
-        );
+    fn a_downstream_result_keeps_its_content_and_its_structured_result_inside_the_answer() {
+        let mut downstream = CallToolResult::success(vec![ContentBlock::text("{\"ok\":true}")]);
+        downstream.structured_content = Some(json!({"ok": true}));
+        let result = to_call_result(ToolReply::Downstream {
+            result: downstream.clone(),
+            tool: "lookup_customer".into(),
+            role: skillgate_core::slug::Slug::parse("tier-1-support").unwrap(),
+        });
+        assert_eq!(result.content, downstream.content);
+        assert_eq!(result.is_error, Some(false));
+        let answer = result.structured_content.unwrap();
+        assert_eq!(answer["decision"], "allowed");
+        assert_eq!(answer["role"], "tier-1-support");
+        assert_eq!(answer["result"], json!({"ok": true}));
     }
 
     #[test]

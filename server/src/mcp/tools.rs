@@ -3,8 +3,10 @@
 
 use std::sync::{Arc, LazyLock};
 
-use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
+use rmcp::model::{CallToolResult, JsonObject, Tool};
 use serde_json::{Map, Value, json};
+use skillgate_core::gateway::{CallAnswer, output_schema};
+use skillgate_core::policy::{Denial, DenyCode};
 
 pub const INIT_SKILDER: &str = "init_skilder";
 pub const LEARN: &str = "learn";
@@ -37,7 +39,9 @@ static PLATFORM_TOOLS: LazyLock<Vec<Tool>> = LazyLock::new(|| {
                 "poll": {"type": "boolean"},
             }),
             &[],
-        ),
+        )
+        // Every answer, refusal or result, has this one shape (`gateway::answer`).
+        .with_raw_output_schema(Arc::new(output_schema().clone())),
         tool(
             FEEDBACK_SKILL,
             "Rate a skill from 1 to 5, with an optional comment for its curators.",
@@ -257,18 +261,12 @@ impl<'a> Args<'a> {
     }
 }
 
-/// The tool result for arguments of the wrong shape: a denial the model can read and fix.
+/// The tool result for arguments of the wrong shape: a denial the model can read and fix,
+/// of the shape every `call_tool` answer has.
 pub fn invalid_arguments(message: &str) -> CallToolResult {
-    let mut result = CallToolResult::error(vec![ContentBlock::text(format!(
-        "INVALID ARGUMENTS: {message}"
-    ))]);
-    result.structured_content = Some(json!({
-        "decision": "denied",
-        "code": "INVALID_ARGUMENTS",
-        "rule": "arguments",
-        "message": message,
-    }));
-    result
+    CallAnswer::denied(Denial::new(DenyCode::InvalidArguments, message))
+        .into_reply()
+        .into_call_result()
 }
 
 #[cfg(test)]
@@ -290,9 +288,25 @@ mod tests {
     }
 
     #[test]
-    fn the_four_definitions_serialize_to_under_two_kilobytes() {
-        let bytes = serde_json::to_vec(platform_tools()).unwrap();
+    fn what_a_model_reads_of_the_four_definitions_is_under_two_kilobytes() {
+        // Clients hand a model the names, descriptions and input schemas; `outputSchema`
+        // is for the client's own validation.
+        let read: Vec<Value> = platform_tools()
+            .iter()
+            .map(|t| json!({"name": t.name, "description": t.description, "inputSchema": t.input_schema}))
+            .collect();
+        let bytes = serde_json::to_vec(&read).unwrap();
         assert!(bytes.len() < 2_000, "{} bytes", bytes.len());
+    }
+
+    #[test]
+    fn call_tool_alone_publishes_the_answer_schema_as_its_output_schema() {
+        for tool in platform_tools() {
+            match tool.name.as_ref() {
+                CALL_TOOL => assert_eq!(tool.output_schema.as_deref(), Some(output_schema())),
+                _ => assert!(tool.output_schema.is_none(), "{}", tool.name),
+            }
+        }
     }
 
     #[test]

@@ -229,7 +229,7 @@ async fn a_refund_needs_an_eligible_check_of_the_same_order() {
     )
     .await;
     assert_allowed(&ineligible);
-    assert_eq!(ineligible.structured["eligible"], false);
+    assert_eq!(ineligible.result()["eligible"], false);
     let denied = call(
         &client,
         &session,

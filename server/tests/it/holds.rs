@@ -102,11 +102,18 @@ async fn a_refund_over_200_is_held_runs_nothing_reserves_its_amount_and_is_audit
     assert_eq!(raised["session_id"], session.as_str());
 
     let polled = resume(&client, &session, &hold, json!({"poll": true})).await;
-    assert_eq!(polled.structured["state"], "pending", "{}", polled.text);
+    assert_eq!(
+        polled.structured["hold"]["state"], "pending",
+        "{}",
+        polled.text
+    );
     assert!(polled.is_error, "still nothing ran: {}", polled.text);
     assert_eq!(polled.code(), "APPROVAL_PENDING", "{}", polled.text);
+    assert_eq!(polled.structured["hold_id"], hold.as_str());
+    assert_eq!(polled.structured["remedy"]["type"], "wait_for_approval");
+    assert_eq!(polled.structured["remedy"]["hold_id"], hold.as_str());
     // What the reviewer is asked to approve, as the audit recorded it.
-    let sees = &polled.structured["approver_sees"];
+    let sees = &polled.structured["hold"]["approver_sees"];
     assert_eq!(sees["tool"], "process_refund", "{sees}");
     assert_eq!(sees["rule"], raised["payload"]["rule"], "{sees}");
     assert_eq!(sees["role"], raised["payload"]["role"], "{sees}");
@@ -149,7 +156,7 @@ async fn an_approved_hold_runs_exactly_once_and_a_second_resume_runs_nothing() {
     );
 
     // The answer says how to run it: that exact call runs it.
-    let how = &polled.structured["resume"];
+    let how = &polled.structured["hold"]["resume"];
     assert_eq!(how["tool"], "call_tool", "{how}");
     assert_ran(&platform(&client, "call_tool", how["arguments"].clone()).await);
     let again = resume(&client, &session, &hold, json!({})).await;

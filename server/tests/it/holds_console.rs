@@ -210,7 +210,11 @@ async fn a_viewer_reads_a_hold_but_cannot_decide_it() {
     let (status, body) = decide_by_fetch(&server, &vic, "approve", &hold, "Looks fine").await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
     let still = poll(&agent, &session, &hold).await;
-    assert_eq!(still.structured["state"], "pending", "{}", still.text);
+    assert_eq!(
+        still.structured["hold"]["state"], "pending",
+        "{}",
+        still.text
+    );
 }
 
 #[tokio::test]
@@ -225,7 +229,11 @@ async fn a_decision_without_a_reason_is_refused_and_changes_nothing() {
     assert_ne!(status, StatusCode::OK);
     assert!(body.contains("give a reason"), "{body}");
     let still = poll(&agent, &session, &hold).await;
-    assert_eq!(still.structured["state"], "pending", "{}", still.text);
+    assert_eq!(
+        still.structured["hold"]["state"], "pending",
+        "{}",
+        still.text
+    );
 }
 
 #[tokio::test]
@@ -271,7 +279,11 @@ async fn a_reviewer_cannot_decide_a_hold_raised_through_a_key_they_created() {
     );
     assert!(detail.contains("created by admin"), "{detail}");
     let still = poll(&agent, &session, &hold).await;
-    assert_eq!(still.structured["state"], "pending", "{}", still.text);
+    assert_eq!(
+        still.structured["hold"]["state"], "pending",
+        "{}",
+        still.text
+    );
 }
 
 #[tokio::test]

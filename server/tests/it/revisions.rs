@@ -129,7 +129,7 @@ async fn a_curator_agent_reads_feedback_adds_a_cited_pattern_and_proposes_a_revi
     )
     .await;
     assert!(!listed.is_error, "{}", listed.text);
-    let items = listed.structured["feedback"].as_array().unwrap();
+    let items = listed.result()["feedback"].as_array().unwrap();
     assert_eq!(items.len(), 1, "{:?}", listed.structured);
     assert_eq!(items[0]["feedback_id"], json!(feedback_id));
     assert_eq!(items[0]["session_id"], json!(support_session));
@@ -141,11 +141,8 @@ async fn a_curator_agent_reads_feedback_adds_a_cited_pattern_and_proposes_a_revi
         json!({"skill": "refund-handling"}),
     )
     .await;
-    assert_eq!(skill.structured["version"], 1, "{}", skill.text);
-    let instructions = skill.structured["instructions"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    assert_eq!(skill.result()["version"], 1, "{}", skill.text);
+    let instructions = skill.result()["instructions"].as_str().unwrap().to_owned();
 
     let pattern = call(
         &curator,
@@ -157,10 +154,7 @@ async fn a_curator_agent_reads_feedback_adds_a_cited_pattern_and_proposes_a_revi
     )
     .await;
     assert!(!pattern.is_error, "{}", pattern.text);
-    let pattern_id = pattern.structured["pattern_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let pattern_id = pattern.result()["pattern_id"].as_str().unwrap().to_owned();
 
     let store = store(&server).await;
     let proposal = |sources: Value| {
@@ -201,12 +195,8 @@ async fn a_curator_agent_reads_feedback_adds_a_cited_pattern_and_proposes_a_revi
     )
     .await;
     assert!(!proposed.is_error, "{}", proposed.text);
-    assert_eq!(
-        proposed.structured["verdict"], "ACCEPT",
-        "{}",
-        proposed.text
-    );
-    let candidate_id = proposed.structured["candidate_id"].as_str().unwrap();
+    assert_eq!(proposed.result()["verdict"], "ACCEPT", "{}", proposed.text);
+    let candidate_id = proposed.result()["candidate_id"].as_str().unwrap();
 
     let stored = store
         .list_candidates(
@@ -387,7 +377,7 @@ async fn curator_tools_refuse_a_skill_that_no_role_of_the_callers_scope_includes
             reply.text, "there is no skill `billing-operations` in your scope",
             "{tool}"
         );
-        assert_eq!(reply.structured["code"], "NOT_FOUND", "{tool}");
+        assert_eq!(reply.result()["code"], "NOT_FOUND", "{tool}");
         for leak in [
             "view_billing_history",
             "PRIVATE-BILLING-REMARK",
@@ -455,7 +445,7 @@ async fn list_skill_feedback_answers_in_bounded_pages_with_a_cursor_to_the_next(
     .await;
     assert!(!first.is_error, "{}", first.text);
     let listed = |reply: &common::Reply| -> Vec<String> {
-        reply.structured["feedback"]
+        reply.result()["feedback"]
             .as_array()
             .unwrap()
             .iter()
@@ -463,7 +453,7 @@ async fn list_skill_feedback_answers_in_bounded_pages_with_a_cursor_to_the_next(
             .collect()
     };
     assert_eq!(listed(&first), ids[..2]);
-    assert_eq!(first.structured["next_after"], json!(ids[1]));
+    assert_eq!(first.result()["next_after"], json!(ids[1]));
 
     let second = call(
         &curator,
@@ -473,7 +463,7 @@ async fn list_skill_feedback_answers_in_bounded_pages_with_a_cursor_to_the_next(
     )
     .await;
     assert_eq!(listed(&second), ids[2..]);
-    assert_eq!(second.structured["next_after"], Value::Null);
+    assert_eq!(second.result()["next_after"], Value::Null);
 
     // The page size is bounded by the tool's schema, and a made-up cursor is refused.
     let huge = call(
@@ -551,7 +541,7 @@ async fn the_http_api_leaves_the_same_audit_events_as_the_mcp_tool() {
         .unwrap();
     assert_eq!(over_http.status(), 201);
     let created: Value = over_http.json().await.unwrap();
-    assert_eq!(created["verdict"], over_mcp.structured["verdict"]);
+    assert_eq!(created["verdict"], over_mcp.result()["verdict"]);
 
     let events = events(&server).await;
     let expected: Vec<(String, String)> = [
@@ -618,7 +608,7 @@ async fn proposals_are_rate_limited_per_key_over_mcp_and_http_and_the_refusal_is
         "{}",
         limited.text
     );
-    assert_eq!(limited.structured["code"], "RATE_LIMITED");
+    assert_eq!(limited.result()["code"], "RATE_LIMITED");
 
     // The HTTP route shares the key's budget.
     let mut body = proposal("refund-handling", json!([fb]));

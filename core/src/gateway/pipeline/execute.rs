@@ -11,7 +11,9 @@ use tracing::Instrument as _;
 use super::SAVE_ATTEMPTS;
 use super::inspect::{Inspection, inspect_result, run_hooks};
 use crate::audit::{CallOutcome, EventKind, InspectedPart, NewEvent, redact_sensitive};
-use crate::gateway::{AgentIdentity, Gateway, GatewayError, ToolReply};
+use crate::gateway::{
+    AgentIdentity, AnswerCode, AnswerDecision, CallAnswer, Gateway, GatewayError, ToolReply,
+};
 use crate::inspect::Inspectors;
 use crate::inspect::hook::HookCall;
 use crate::metrics::Phase;
@@ -122,7 +124,11 @@ impl Gateway {
                 if inspection.blocked() {
                     return Ok(inspection.blocked_result_reply(tool));
                 }
-                Ok(ToolReply::Downstream(outcome.result))
+                Ok(ToolReply::Downstream {
+                    result: outcome.result,
+                    tool: tool.to_owned(),
+                    role,
+                })
             }
             Err(error) => {
                 let message = error.agent_message();
@@ -255,19 +261,17 @@ impl Gateway {
 }
 
 /// What the agent is told about a failed downstream call: the kind of failure, never a
-/// command line, URL or credential (the audit keeps the detail).
+/// command line, URL or credential (the audit keeps the detail). No remedy: the upstream
+/// may have acted before it failed (a timeout), so calling again is not advice to give.
 fn upstream_error(tool: &str, role: &crate::slug::Slug, message: String) -> ToolReply {
-    ToolReply::Gateway {
-        text: format!("UPSTREAM ERROR: `{tool}` was allowed but did not complete: {message}"),
-        structured: json!({
-            "decision": "allowed",
-            "code": "UPSTREAM_ERROR",
-            "tool": tool,
-            "role": role,
-            "message": message,
-        }),
-        is_error: true,
-    }
+    CallAnswer::new(
+        AnswerDecision::Allowed,
+        AnswerCode::UpstreamError,
+        format!("UPSTREAM ERROR: `{tool}` was allowed but did not complete: {message}"),
+    )
+    .tool(tool)
+    .role(role.as_str())
+    .into_reply()
 }
 
 /// The structured result a guard's condition reads: `structuredContent`, or else a single

@@ -24,8 +24,8 @@ use std::time::Instant;
 use rmcp::model::CallToolResult;
 use serde_json::{Value, json};
 
-use super::super::ToolReply;
 use crate::audit::{FindingRecord, InspectedPart, NewEvent};
+use crate::gateway::{AnswerCode, AnswerDecision, CallAnswer, ToolReply};
 use crate::inspect::egress::{egress_findings, names_in};
 use crate::inspect::hook::{self, Answer, HookCall};
 use crate::inspect::resolve::{RESOLVE_TIMEOUT, resolution_findings};
@@ -180,20 +180,18 @@ impl Inspection {
                 finding
             })
             .collect();
-        ToolReply::Gateway {
-            text: format!(
+        CallAnswer::new(
+            AnswerDecision::Blocked,
+            AnswerCode::ContentBlocked,
+            format!(
                 "CONTENT BLOCKED: the result of `{tool}` was withheld: the content policy blocks \
                  {} in it. The call itself ran.",
                 self.blocking_summary()
             ),
-            structured: json!({
-                "decision": "blocked",
-                "code": "CONTENT_BLOCKED",
-                "tool": tool,
-                "findings": findings,
-            }),
-            is_error: true,
-        }
+        )
+        .tool(tool)
+        .findings(findings)
+        .into_reply()
     }
 }
 

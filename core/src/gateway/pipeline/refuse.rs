@@ -8,7 +8,9 @@ use super::inspect::Inspection;
 use super::record::Change;
 use super::replies::{settled_reply, settled_text};
 use crate::audit::{EventKind, InspectedPart, NewEvent};
-use crate::gateway::{AgentIdentity, Gateway, GatewayError, Place, ToolReply, bounds, refusal};
+use crate::gateway::{
+    AgentIdentity, AnswerCode, CallAnswer, Gateway, GatewayError, Place, ToolReply, bounds,
+};
 use crate::metrics::{Outcome, Phase};
 use crate::policy::{Denial, DenyCode};
 use crate::slug::Slug;
@@ -27,7 +29,7 @@ pub(in crate::gateway) struct Refusal {
     denial: Denial,
     /// A hold that will never run (again): the code the audit and the agent read instead
     /// of the denial's (`HOLD_USED`, …), and the agent's answer.
-    settled: Option<(&'static str, ToolReply)>,
+    settled: Option<(AnswerCode, ToolReply)>,
     /// What the argument inspectors found: audited before the `call_denied`, in its commit.
     noted: Inspection,
 }
@@ -79,7 +81,7 @@ impl Refusal {
 
     fn code(&self) -> String {
         match &self.settled {
-            Some((code, _)) => (*code).to_owned(),
+            Some((code, _)) => code.as_str().to_owned(),
             None => self.denial.code.as_str().to_owned(),
         }
     }
@@ -158,7 +160,14 @@ impl Gateway {
         );
         Ok(Some(match refused.settled {
             Some((_, reply)) => reply,
-            None => refusal(refused.denial),
+            None => {
+                let answer = CallAnswer::denied(refused.denial).tool(&refused.tool);
+                match &refused.hold {
+                    Some(hold) => answer.of_hold(hold),
+                    None => answer,
+                }
+                .into_reply()
+            }
         }))
     }
 }

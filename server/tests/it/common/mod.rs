@@ -368,6 +368,29 @@ impl Reply {
     pub fn code(&self) -> &str {
         self.structured["code"].as_str().unwrap_or("")
     }
+
+    /// A `call_tool` that ran: the tool's own structured result, inside the gateway's answer.
+    pub fn result(&self) -> &Value {
+        &self.structured["result"]
+    }
+}
+
+/// Every `call_tool` answer these tests see, refusal or result, is checked against the
+/// `outputSchema` `call_tool` publishes: a path that answers another shape fails its test.
+fn assert_answer_fits_the_published_schema(reply: &Reply) {
+    static VALIDATOR: std::sync::LazyLock<jsonschema::Validator> = std::sync::LazyLock::new(|| {
+        let schema = Value::Object(skillgate_core::gateway::output_schema().clone());
+        jsonschema::validator_for(&schema).expect("the published schema compiles")
+    });
+    let problems: Vec<String> = VALIDATOR
+        .iter_errors(&reply.structured)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        problems.is_empty(),
+        "a call_tool answer outside its outputSchema: {problems:?}\n{}",
+        reply.structured
+    );
 }
 
 impl From<CallToolResult> for Reply {
@@ -395,11 +418,15 @@ fn object(value: Value) -> JsonObject {
 
 /// Calls a platform tool and expects a tool result (not a protocol error).
 pub async fn platform(client: &Client, tool: &str, arguments: Value) -> Reply {
-    client
+    let reply: Reply = client
         .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(object(arguments)))
         .await
         .unwrap_or_else(|error| panic!("{tool} failed at the protocol level: {error}"))
-        .into()
+        .into();
+    if tool == "call_tool" {
+        assert_answer_fits_the_published_schema(&reply);
+    }
+    reply
 }
 
 /// `init_skilder`; returns the session id and the reply.
