@@ -247,6 +247,14 @@ impl Holds {
     }
 }
 
+impl Holds {
+    /// Removes the tasks (held calls offered as MCP tasks) whose lifetime ended: their
+    /// results are not kept past it. Returns how many.
+    pub async fn prune_tasks(&self, now: DateTime<Utc>) -> Result<u64, HoldError> {
+        Ok(self.store.prune_tasks(now).await?)
+    }
+}
+
 /// Gives back what `hold` reserved in its session, inside the caller's transaction.
 pub(crate) async fn release_on(conn: &mut Tx, hold: &HoldRow) -> Result<(), StoreError> {
     let Some(mut stored) = load_session_on(conn, &hold.session_id).await? else {
@@ -256,6 +264,43 @@ pub(crate) async fn release_on(conn: &mut Tx, hold: &HoldRow) -> Result<(), Stor
     // Inside `BEGIN IMMEDIATE` nobody else writes: the revision cannot have moved.
     save_session_state_on(conn, &stored.view, stored.revision).await?;
     Ok(())
+}
+
+/// Withdraws `hold` for `agent` (who cancelled the task waiting on it) if it is still
+/// pending or approved: its usage is released and a `hold_withdrawn` event written, all in
+/// one transaction. Returns whether it was withdrawn now (false: it ran, was decided or
+/// expired first).
+pub(crate) async fn withdraw(
+    audit: &AuditLog,
+    hold: &HoldRow,
+    agent: &str,
+    now: DateTime<Utc>,
+) -> Result<bool, AuditError> {
+    let hold = hold.clone();
+    let agent = agent.to_owned();
+    let done = audit
+        .commit(move |conn| {
+            Box::pin(async move {
+                let was = hold.state.as_str();
+                let changed = holds::finish_hold_on(
+                    conn,
+                    &hold.id,
+                    &[HoldState::Pending, HoldState::Approved],
+                    HoldState::Withdrawn,
+                    now,
+                )
+                .await?;
+                if !changed {
+                    return Ok(None);
+                }
+                release_on(conn, &hold).await?;
+                let event =
+                    NewEvent::hold_withdrawn(&hold.session_id, &hold.id, &hold.tool, was, &agent);
+                Ok(Some(((), vec![event])))
+            })
+        })
+        .await?;
+    Ok(done.is_some())
 }
 
 /// Expires `hold` if it is still pending or approved: its usage is released and a

@@ -16,8 +16,15 @@ use crate::shared::ConsoleError;
 pub const MAX_REASON: usize = 2000;
 
 /// The queue's state filters, in the order the page offers them; `pending` is the default.
-pub const STATE_FILTERS: [&str; 7] = [
-    "pending", "approved", "denied", "expired", "executed", "refused", "all",
+pub const STATE_FILTERS: [&str; 8] = [
+    "pending",
+    "approved",
+    "denied",
+    "expired",
+    "executed",
+    "refused",
+    "withdrawn",
+    "all",
 ];
 
 /// One hold as the queue lists it.

@@ -358,6 +358,9 @@ fn decision(
         "denied" => settled(format!(
             "Denied by {by} on {decided}: {reason} The call did not run, and what it reserved was released."
         )),
+        "withdrawn" => settled(format!(
+            "The agent withdrew it on {finished} by cancelling its task: the call did not run, and what it reserved was released."
+        )),
         _ if s.decided_by.is_some() => settled(format!(
             "Approved by {by} on {decided}: {reason} The agent did not run it in time; the approval expired and what it reserved was released."
         )),

@@ -219,6 +219,23 @@ impl NewEvent {
         .by(Actor::System)
     }
 
+    /// A hold its agent withdrew (cancelled the task waiting on it); `was` is the state it
+    /// was withdrawn in.
+    pub fn hold_withdrawn(
+        session_id: &str,
+        hold_id: &str,
+        tool: &str,
+        was: &str,
+        agent: &str,
+    ) -> Self {
+        Self::new(
+            EventKind::HoldWithdrawn,
+            json!({ "hold_id": hold_id, "tool": tool, "was": was }),
+        )
+        .in_session(session_id)
+        .by(agent)
+    }
+
     /// Marks a call event as the run (or refusal) of an approved hold.
     pub fn of_hold(mut self, hold_id: &str) -> Self {
         if let Value::Object(payload) = &mut self.payload {

@@ -285,6 +285,14 @@ pub fn decode_entries_after(rows: &[AuditRow], learned_before: Vec<String>) -> V
                         hold_id.unwrap_or_default(),
                     ));
                 }
+                EventKind::HoldWithdrawn => {
+                    entry.badge = "hold withdrawn".into();
+                    entry.headline = "Hold withdrawn by the agent".into();
+                    entry.detail = Some(format!(
+                        "Hold {} of {tool} was withdrawn when its task was cancelled: nothing ran, and what it reserved was released.",
+                        hold_id.unwrap_or_default(),
+                    ));
+                }
                 EventKind::CallResult => {
                     let ok = text(&payload, "status").as_deref() == Some("ok");
                     entry.tone = if ok { Tone::Neutral } else { Tone::Error };

@@ -63,6 +63,8 @@ pub enum AnswerCode {
     HoldUsed,
     /// The approved call was refused when it came back: the policy changed since.
     HoldRefused,
+    /// The agent withdrew the hold (cancelled its task); nothing ran.
+    HoldWithdrawn,
 }
 
 impl AnswerCode {
@@ -86,6 +88,7 @@ impl AnswerCode {
             Self::HoldExpired => "HOLD_EXPIRED",
             Self::HoldUsed => "HOLD_USED",
             Self::HoldRefused => "HOLD_REFUSED",
+            Self::HoldWithdrawn => "HOLD_WITHDRAWN",
         }
     }
 }
@@ -511,6 +514,7 @@ mod tests {
             AnswerCode::HoldExpired,
             AnswerCode::HoldUsed,
             AnswerCode::HoldRefused,
+            AnswerCode::HoldWithdrawn,
         ] {
             assert_eq!(serde_json::to_value(code).unwrap(), json!(code.as_str()));
         }

@@ -69,7 +69,14 @@ impl Gateway {
             return self.settled(agent, &settled, poll).await;
         }
         match hold.state {
-            HoldState::Approved if !poll => self.govern(agent, Entry::Resume(Box::new(hold))).await,
+            HoldState::Approved if !poll => {
+                let reply = self
+                    .govern(agent, Entry::Resume(Box::new(hold.clone())))
+                    .await?;
+                // A task waiting on the hold answers with what this request got.
+                self.settle_tasks_of(&hold, &reply).await?;
+                Ok(reply)
+            }
             HoldState::Approved => Ok(approved_reply(&hold)),
             HoldState::Pending => Ok(pending_reply(&hold, false)),
             _ => self.settled(agent, &hold, poll).await,

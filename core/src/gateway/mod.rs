@@ -24,6 +24,7 @@ mod pipeline;
 mod relevance;
 pub mod schema_text;
 pub mod skills;
+mod task;
 
 pub use answer::{
     AnswerCode, AnswerDecision, ApproverSees, CallAnswer, HoldStatus, NextCall, answer_schema,
@@ -31,6 +32,7 @@ pub use answer::{
 };
 pub use bounds::{MAX_ARGUMENTS_BYTES, MAX_LEARN_PATH, MAX_SESSION_ID, MAX_TOOL_NAME};
 pub use path::{LEARN_PATH_HELP, LearnPath};
+pub use task::{CallTask, Cancelled, POLL_INTERVAL_MS};
 
 use chrono::{DateTime, Utc};
 

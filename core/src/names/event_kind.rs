@@ -35,10 +35,13 @@ pub enum EventKind {
     /// What the content inspectors found in one governed call's arguments or result: each
     /// finding's inspector, kind, place and the action taken; a secret only by fingerprint.
     InspectionFinding,
+    /// The agent withdrew a hold by cancelling the task that waited on it; its usage is
+    /// released and nothing ran.
+    HoldWithdrawn,
 }
 
 impl EventKind {
-    pub const ALL: [EventKind; 16] = [
+    pub const ALL: [EventKind; 17] = [
         EventKind::SessionStarted,
         EventKind::LearnGranted,
         EventKind::LearnDenied,
@@ -55,6 +58,7 @@ impl EventKind {
         EventKind::SkillRead,
         EventKind::AdminRefused,
         EventKind::InspectionFinding,
+        EventKind::HoldWithdrawn,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -75,6 +79,7 @@ impl EventKind {
             EventKind::SkillRead => "skill_read",
             EventKind::AdminRefused => "admin_refused",
             EventKind::InspectionFinding => "inspection_finding",
+            EventKind::HoldWithdrawn => "hold_withdrawn",
         }
     }
 }
@@ -161,6 +166,7 @@ mod tests {
                 "skill_read",
                 "admin_refused",
                 "inspection_finding",
+                "hold_withdrawn",
             ]
         );
     }

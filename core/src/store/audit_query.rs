@@ -67,7 +67,10 @@ fn session_delta(kind: &str, payload: &str) -> SessionDelta {
         }
         // A held call ran nothing yet: it names its tool but counts as a call only when
         // its approved run is allowed. A reviewer's denial refuses the call.
-        EventKind::CallHeld | EventKind::HoldApproved | EventKind::HoldExpired => {
+        EventKind::CallHeld
+        | EventKind::HoldApproved
+        | EventKind::HoldExpired
+        | EventKind::HoldWithdrawn => {
             delta.tool = str_field(&payload, "tool");
         }
         EventKind::HoldDenied => {

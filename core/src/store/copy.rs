@@ -44,6 +44,7 @@ pub const COPIED_TABLES: &[&str] = &[
     "governance_sessions",
     "skill_feedback",
     "holds",
+    "call_tasks",
     "rate_limit_slots",
     "oauth_clients",
     "oauth_requests",

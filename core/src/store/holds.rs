@@ -12,6 +12,7 @@ use crate::policy::HeldUsage;
 
 /// Where a hold stands. `Refused` is an approved hold whose call the policy refused when
 /// the agent came back for it (the catalog tightened in between); it ran nothing.
+/// `Withdrawn`: the agent cancelled the task waiting on it; it ran nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HoldState {
     Pending,
@@ -20,6 +21,7 @@ pub enum HoldState {
     Expired,
     Executed,
     Refused,
+    Withdrawn,
 }
 
 impl HoldState {
@@ -31,6 +33,7 @@ impl HoldState {
             Self::Expired => "expired",
             Self::Executed => "executed",
             Self::Refused => "refused",
+            Self::Withdrawn => "withdrawn",
         }
     }
 
@@ -42,6 +45,7 @@ impl HoldState {
             Self::Expired,
             Self::Executed,
             Self::Refused,
+            Self::Withdrawn,
         ]
         .into_iter()
         .find(|s| s.as_str() == text)

@@ -28,6 +28,7 @@ pub mod oauth;
 pub mod reveals;
 pub mod revisions;
 pub mod sessions;
+pub mod tasks;
 #[cfg(feature = "test-support")]
 pub mod testing;
 mod tx;

@@ -152,6 +152,14 @@ async fn source() -> Source {
     .await;
     exec(
         pool,
+        "INSERT INTO call_tasks (id, hold_id, key_id, status, result, created_at, updated_at, \
+         expires_at) VALUES ('task-1', 'hold-1', 3, 'completed', \
+         '{\"content\":[],\"isError\":true}', $1, $1, $1)",
+        &[at],
+    )
+    .await;
+    exec(
+        pool,
         "INSERT INTO rate_limit_slots (subject, action, at_ms) VALUES \
          ('key:3', 'feedback', 1700000000002), ('key:3', 'feedback', 1700000000001)",
         &[],

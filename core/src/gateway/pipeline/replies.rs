@@ -143,6 +143,13 @@ pub(in crate::gateway) fn settled_text(hold: &HoldRow) -> (AnswerCode, String) {
                 hold.id
             ),
         ),
+        HoldState::Withdrawn => (
+            AnswerCode::HoldWithdrawn,
+            format!(
+                "HOLD WITHDRAWN: hold {} for `{}` was withdrawn by cancelling its task; nothing ran.",
+                hold.id, hold.tool
+            ),
+        ),
         HoldState::Refused | HoldState::Pending | HoldState::Approved => (
             AnswerCode::HoldRefused,
             format!(

@@ -273,8 +273,9 @@ pub async fn build(
     Ok((router, checkpoints))
 }
 
-/// How often holds whose time ran out are expired (their usage released, audited). A hold
-/// an agent or reviewer touches after its expiry is expired at that moment anyway.
+/// How often holds whose time ran out are expired (their usage released, audited), and
+/// tasks past their lifetime removed. A hold an agent or reviewer touches after its expiry
+/// is expired at that moment anyway; a task past its lifetime is never answered.
 const HOLD_SWEEP: Duration = Duration::from_secs(30);
 
 fn spawn_hold_expiry(holds: Holds) {
@@ -287,6 +288,9 @@ fn spawn_hold_expiry(holds: Holds) {
                 Ok(0) => {}
                 Ok(expired) => tracing::info!(expired, "expired approval holds"),
                 Err(error) => tracing::warn!(%error, "could not expire approval holds"),
+            }
+            if let Err(error) = holds.prune_tasks(chrono::Utc::now()).await {
+                tracing::warn!(%error, "could not remove ended tasks");
             }
         }
     });
