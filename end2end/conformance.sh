@@ -9,8 +9,9 @@
 #
 # Scenarios: CONFORMANCE_SCENARIOS="a b c" overrides the default list below: every server
 # scenario that needs none of the suite's own test tools, prompts or resources, the
-# 2026-07-28 ones that apply to a gateway, and the Skills extension (SEP-2640) under both
-# the 2025-11-25 (stateful) and 2026-07-28 (stateless) wire. `name@version` runs a scenario
+# 2026-07-28 ones that apply to a gateway, the Skills extension (SEP-2640) under both
+# the 2025-11-25 (stateful) and 2026-07-28 (stateless) wire, and the tasks extension's
+# capability negotiation (SEP-2663). `name@version` runs a scenario
 # at that spec version. Checks that cannot apply to a gateway are listed, each with its
 # reason, in conformance/expected-failures.yml, the suite's own baseline: any other failure,
 # or a listed check that starts passing, fails the run. A scenario that exercised nothing
@@ -25,7 +26,7 @@ suite="$suite_dir/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 bin="$(realpath -m "${SKILLGATE_BIN:-$root/target/debug/skillgate}")"
 results="$root/target/conformance"
 baseline="$suite_dir/expected-failures.yml"
-read -r -a scenarios <<<"${CONFORMANCE_SCENARIOS:-server-initialize ping tools-list dns-rebinding-protection server-sse-multiple-streams server-stateless http-header-validation caching resources-list sep-2164-resource-not-found sep-2640-skills-enumeration@2025-11-25 sep-2640-skills-manifest@2025-11-25 sep-2640-skills-directory@2025-11-25 sep-2640-skills-enumeration@2026-07-28 sep-2640-skills-manifest@2026-07-28 sep-2640-skills-directory@2026-07-28}"
+read -r -a scenarios <<<"${CONFORMANCE_SCENARIOS:-server-initialize ping tools-list dns-rebinding-protection server-sse-multiple-streams server-stateless http-header-validation caching resources-list sep-2164-resource-not-found sep-2640-skills-enumeration@2025-11-25 sep-2640-skills-manifest@2025-11-25 sep-2640-skills-directory@2025-11-25 sep-2640-skills-enumeration@2026-07-28 sep-2640-skills-manifest@2026-07-28 sep-2640-skills-directory@2026-07-28 tasks-capability-negotiation}"
 
 [[ -x "$bin" ]] || { echo "run 'make server' first: $bin is missing" >&2; exit 1; }
 pinned="$(sed -n 's|.*"@modelcontextprotocol/conformance": "\(.*\)".*|\1|p' "$suite_dir/package.json")"

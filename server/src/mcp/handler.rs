@@ -4,15 +4,16 @@ use std::panic::AssertUnwindSafe;
 
 use futures::FutureExt as _;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, GetSkillRequestParams, GetSkillResult,
-    Implementation, ListResourcesResult, ListSkillsResult, ListToolsResult, PaginatedRequestParams,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams,
+    GetSkillRequestParams, GetSkillResult, GetTaskParams, GetTaskResult, Implementation,
+    ListResourcesResult, ListSkillsResult, ListToolsResult, PaginatedRequestParams,
     ReadResourceDirectoryRequestParams, ReadResourceDirectoryResult, ReadResourceRequestParams,
-    ReadResourceResponse, ServerCapabilities, ServerConfig,
+    ReadResourceResponse, ServerCapabilities, ServerConfig, UpdateTaskParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use skillgate_core::gateway::skills::{self as served, SkillMethod};
-use skillgate_core::gateway::{AgentIdentity, Gateway, GatewayError, ToolReply};
+use skillgate_core::gateway::{AgentIdentity, Cancelled, Gateway, GatewayError, ToolReply};
 use skillgate_core::policy::DenyCode;
 use skillgate_core::trace::{self as otel, TARGET};
 use tracing::{Instrument as _, Span};
@@ -22,7 +23,7 @@ use super::auth::AgentCaller;
 use super::connection::MCP_SESSION_ID;
 use super::tools::{self, ParseError, PlatformCall};
 use super::trace::RequestSpan;
-use super::{refusals, skills};
+use super::{refusals, skills, tasks};
 
 const INSTRUCTIONS: &str = "Skillgate governs which tools you may use. Call init_skilder first: \
 it returns a session_id and the roles your key may learn. Learn the role your task needs with \
@@ -180,6 +181,12 @@ fn record_reply(span: &Span, reply: &ToolReply, session: Option<&str>) {
     }
 }
 
+/// The store or audit log failed while serving a task: the agent hears only that it failed.
+fn task_failure(error: GatewayError) -> McpError {
+    tracing::error!(%error, "the gateway failed while serving a task");
+    McpError::internal_error("internal error", None)
+}
+
 /// The store or audit log failed while serving the Skills extension: the agent hears only
 /// that it failed; nothing is served unaudited.
 fn skills_failure(error: GatewayError) -> McpError {
@@ -194,6 +201,7 @@ fn server_info() -> ServerConfig {
         .enable_tools()
         .enable_resources()
         .enable_skills_with_directory_read()
+        .enable_tasks()
         .build();
     ServerConfig::new(capabilities)
         .with_server_info(Implementation::new("skillgate", env!("CARGO_PKG_VERSION")))
@@ -267,6 +275,12 @@ impl ServerHandler for McpHandler {
             .unwrap_or(request.name.as_ref())
             .to_owned();
         let named_session = call.session_id().map(str::to_owned);
+        // A call of a downstream tool may be held; a client that declared the tasks
+        // extension then waits on it as a task.
+        let as_task = matches!(call, PlatformCall::Call { .. })
+            && context
+                .client_capabilities()
+                .is_some_and(|caps| caps.supports_tasks());
         let traced = tool_span(&context, call.platform_tool());
         // A panic anywhere below must not take the request down silently (the client would
         // wait for an answer that never comes, and the decision would go unaudited): it is
@@ -300,7 +314,68 @@ impl ServerHandler for McpHandler {
             }
         };
         record_reply(&traced, &reply, named_session.as_deref());
+        if as_task {
+            let offered = self
+                .gateway
+                .task_for_reply(&agent, &reply)
+                .await
+                .map_err(|error| {
+                    tracing::error!(%error, "the held call could not be offered as a task");
+                    McpError::internal_error("internal error", None)
+                })?;
+            if let Some(task) = offered {
+                return Ok(CallToolResponse::Task(tasks::created(&task)));
+            }
+        }
         Ok(to_call_result(reply).into())
+    }
+
+    #[tracing::instrument(skip_all, fields(key = tracing::field::Empty))]
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, McpError> {
+        refusals::take(context.extensions.get::<http::request::Parts>());
+        let agent = identity(&context)?;
+        tracing::Span::current().record("key", agent.key_name.as_str());
+        match self.gateway.task(&agent, &request.task_id).await {
+            Ok(Some(task)) => Ok(GetTaskResult::new(tasks::detailed(&task))),
+            Ok(None) => Err(tasks::not_found(&request.task_id)),
+            Err(error) => Err(task_failure(error)),
+        }
+    }
+
+    #[tracing::instrument(skip_all, fields(key = tracing::field::Empty))]
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        refusals::take(context.extensions.get::<http::request::Parts>());
+        let agent = identity(&context)?;
+        tracing::Span::current().record("key", agent.key_name.as_str());
+        // A task that already ended acknowledges as one just cancelled: the extension
+        // makes cancel idempotent, and the next tasks/get says how it ended.
+        match self.gateway.cancel_task(&agent, &request.task_id).await {
+            Ok(Cancelled::Now(_) | Cancelled::AlreadyFinished(_)) => Ok(()),
+            Ok(Cancelled::NotFound) => Err(tasks::not_found(&request.task_id)),
+            Err(error) => Err(task_failure(error)),
+        }
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        refusals::take(context.extensions.get::<http::request::Parts>());
+        let agent = identity(&context)?;
+        match self.gateway.task(&agent, &request.task_id).await {
+            Ok(Some(_)) => Err(tasks::no_input(&request.task_id)),
+            Ok(None) => Err(tasks::not_found(&request.task_id)),
+            Err(error) => Err(task_failure(error)),
+        }
     }
 
     async fn list_skills(

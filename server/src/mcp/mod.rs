@@ -7,6 +7,7 @@ mod connection;
 mod handler;
 mod refusals;
 mod skills;
+mod tasks;
 mod tools;
 mod trace;
 

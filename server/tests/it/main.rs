@@ -30,6 +30,7 @@ mod replicas;
 mod revisions;
 mod skill_bundles;
 mod static_assets;
+mod tasks;
 mod tool_pins;
 mod upstream_errors;
 mod upstream_guardrails;

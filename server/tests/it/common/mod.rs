@@ -378,18 +378,22 @@ impl Reply {
 /// Every `call_tool` answer these tests see, refusal or result, is checked against the
 /// `outputSchema` `call_tool` publishes: a path that answers another shape fails its test.
 fn assert_answer_fits_the_published_schema(reply: &Reply) {
+    assert_answer_fits_the_published_schema_json(&reply.structured);
+}
+
+/// The same check on a `structuredContent` read from raw JSON-RPC.
+pub fn assert_answer_fits_the_published_schema_json(structured: &Value) {
     static VALIDATOR: std::sync::LazyLock<jsonschema::Validator> = std::sync::LazyLock::new(|| {
         let schema = Value::Object(skillgate_core::gateway::output_schema().clone());
         jsonschema::validator_for(&schema).expect("the published schema compiles")
     });
     let problems: Vec<String> = VALIDATOR
-        .iter_errors(&reply.structured)
+        .iter_errors(structured)
         .map(|e| format!("{} at {}", e, e.instance_path()))
         .collect();
     assert!(
         problems.is_empty(),
-        "a call_tool answer outside its outputSchema: {problems:?}\n{}",
-        reply.structured
+        "a call_tool answer outside its outputSchema: {problems:?}\n{structured}"
     );
 }
 
