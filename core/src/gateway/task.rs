@@ -28,6 +28,9 @@ use crate::store::tasks::{TaskRow, TaskStatus};
 /// and then wait again once approved.
 const RETENTION: Duration = Duration::hours(1);
 
+/// The longest task id looked up: issued ones are 37 characters (`task_` and 32 hex).
+const MAX_TASK_ID: usize = 64;
+
 /// How often a client should ask: a reviewer decides in minutes, not milliseconds.
 pub const POLL_INTERVAL_MS: u64 = 5_000;
 
@@ -122,7 +125,7 @@ impl Gateway {
         id: &str,
     ) -> Result<Option<CallTask>, GatewayError> {
         let now = Self::now();
-        let Some(row) = self.store.task_of(id, agent.key_id, now).await? else {
+        let Some(row) = self.own_task(agent, id, now).await? else {
             return Ok(None);
         };
         if row.status.is_terminal() {
@@ -173,7 +176,7 @@ impl Gateway {
         id: &str,
     ) -> Result<Cancelled, GatewayError> {
         let now = Self::now();
-        let Some(row) = self.store.task_of(id, agent.key_id, now).await? else {
+        let Some(row) = self.own_task(agent, id, now).await? else {
             return Ok(Cancelled::NotFound);
         };
         if row.status.is_terminal() {
@@ -191,6 +194,25 @@ impl Gateway {
             Some(task) => Cancelled::AlreadyFinished(task),
             None => Cancelled::NotFound,
         })
+    }
+
+    /// Whether the caller has a live task by that id, without settling it (nothing runs).
+    pub async fn has_task(&self, agent: &AgentIdentity, id: &str) -> Result<bool, GatewayError> {
+        Ok(self.own_task(agent, id, Self::now()).await?.is_some())
+    }
+
+    /// The caller's live task by that id. An id longer than any issued is nobody's: it is
+    /// not looked up.
+    async fn own_task(
+        &self,
+        agent: &AgentIdentity,
+        id: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Option<TaskRow>, GatewayError> {
+        if id.len() > MAX_TASK_ID {
+            return Ok(None);
+        }
+        Ok(self.store.task_of(id, agent.key_id, now).await?)
     }
 
     /// Stores in the working tasks of `hold` the result of the request that just ran it

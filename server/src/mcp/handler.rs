@@ -339,10 +339,25 @@ impl ServerHandler for McpHandler {
         refusals::take(context.extensions.get::<http::request::Parts>());
         let agent = identity(&context)?;
         tracing::Span::current().record("key", agent.key_name.as_str());
-        match self.gateway.task(&agent, &request.task_id).await {
-            Ok(Some(task)) => Ok(GetTaskResult::new(tasks::detailed(&task))),
-            Ok(None) => Err(tasks::not_found(&request.task_id)),
-            Err(error) => Err(task_failure(error)),
+        // It may run the approved call: a panic is answered and audited as call_tool's is.
+        let settled = AssertUnwindSafe(self.gateway.task(&agent, &request.task_id))
+            .catch_unwind()
+            .await;
+        match settled {
+            Ok(Ok(Some(task))) => Ok(GetTaskResult::new(tasks::detailed(&task))),
+            Ok(Ok(None)) => Err(tasks::not_found(&request.task_id)),
+            Ok(Err(error)) => Err(task_failure(error)),
+            Err(_) => {
+                tracing::error!("a tasks/get handler panicked");
+                if let Err(error) = self
+                    .gateway
+                    .record_internal_error(&agent, "tasks/get", None)
+                    .await
+                {
+                    tracing::error!(%error, "the failed request could not be audited");
+                }
+                Err(McpError::internal_error("internal error", None))
+            }
         }
     }
 
@@ -364,6 +379,7 @@ impl ServerHandler for McpHandler {
         }
     }
 
+    #[tracing::instrument(skip_all, fields(key = tracing::field::Empty))]
     async fn update_task(
         &self,
         request: UpdateTaskParams,
@@ -371,9 +387,11 @@ impl ServerHandler for McpHandler {
     ) -> Result<(), McpError> {
         refusals::take(context.extensions.get::<http::request::Parts>());
         let agent = identity(&context)?;
-        match self.gateway.task(&agent, &request.task_id).await {
-            Ok(Some(_)) => Err(tasks::no_input(&request.task_id)),
-            Ok(None) => Err(tasks::not_found(&request.task_id)),
+        tracing::Span::current().record("key", agent.key_name.as_str());
+        // Only whether the task exists: an update never settles it (nothing runs).
+        match self.gateway.has_task(&agent, &request.task_id).await {
+            Ok(true) => Err(tasks::no_input(&request.task_id)),
+            Ok(false) => Err(tasks::not_found(&request.task_id)),
             Err(error) => Err(task_failure(error)),
         }
     }

@@ -202,6 +202,16 @@ async fn a_held_call_is_a_task_that_runs_once_when_approved_in_the_console() {
     );
 
     decide_in_console(&server, "approve", &hold, "Confirmed with the customer").await;
+    // Only tasks/get runs it: an update (which has no input to give) does not.
+    let (_, update) = agent
+        .send(
+            "tasks/update",
+            Some(&task),
+            json!({"taskId": task, "inputResponses": {}}),
+        )
+        .await;
+    assert_eq!(update["error"]["code"], -32602, "{update}");
+    assert!(server.executed("process_refund").is_empty());
     let (_, done) = agent.get(&task).await;
     let done = &done["result"];
     assert_eq!(done["status"], "completed", "{done}");
