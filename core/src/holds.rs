@@ -276,31 +276,11 @@ pub(crate) async fn withdraw(
     agent: &str,
     now: DateTime<Utc>,
 ) -> Result<bool, AuditError> {
-    let hold = hold.clone();
     let agent = agent.to_owned();
-    let done = audit
-        .commit(move |conn| {
-            Box::pin(async move {
-                let was = hold.state.as_str();
-                let changed = holds::finish_hold_on(
-                    conn,
-                    &hold.id,
-                    &[HoldState::Pending, HoldState::Approved],
-                    HoldState::Withdrawn,
-                    now,
-                )
-                .await?;
-                if !changed {
-                    return Ok(None);
-                }
-                release_on(conn, &hold).await?;
-                let event =
-                    NewEvent::hold_withdrawn(&hold.session_id, &hold.id, &hold.tool, was, &agent);
-                Ok(Some(((), vec![event])))
-            })
-        })
-        .await?;
-    Ok(done.is_some())
+    end_live(audit, hold, HoldState::Withdrawn, now, move |hold, was| {
+        NewEvent::hold_withdrawn(&hold.session_id, &hold.id, &hold.tool, was, &agent)
+    })
+    .await
 }
 
 /// Expires `hold` if it is still pending or approved: its usage is released and a
@@ -310,25 +290,33 @@ pub(crate) async fn expire(
     hold: &HoldRow,
     now: DateTime<Utc>,
 ) -> Result<bool, AuditError> {
+    end_live(audit, hold, HoldState::Expired, now, |hold, was| {
+        NewEvent::hold_expired(&hold.session_id, &hold.id, &hold.tool, was)
+    })
+    .await
+}
+
+/// Moves a hold that still reserves usage (pending or approved) to `to`, releases what it
+/// reserved and writes the event `event` makes of it and the state it left, in one
+/// transaction. False when it had already moved on (ran, was decided, expired).
+async fn end_live(
+    audit: &AuditLog,
+    hold: &HoldRow,
+    to: HoldState,
+    now: DateTime<Utc>,
+    event: impl FnOnce(&HoldRow, &str) -> NewEvent + Send + 'static,
+) -> Result<bool, AuditError> {
     let hold = hold.clone();
     let done = audit
         .commit(move |conn| {
             Box::pin(async move {
                 let was = hold.state.as_str();
-                let changed = holds::finish_hold_on(
-                    conn,
-                    &hold.id,
-                    &[HoldState::Pending, HoldState::Approved],
-                    HoldState::Expired,
-                    now,
-                )
-                .await?;
-                if !changed {
+                let live = [HoldState::Pending, HoldState::Approved];
+                if !holds::finish_hold_on(conn, &hold.id, &live, to, now).await? {
                     return Ok(None);
                 }
                 release_on(conn, &hold).await?;
-                let event = NewEvent::hold_expired(&hold.session_id, &hold.id, &hold.tool, was);
-                Ok(Some(((), vec![event])))
+                Ok(Some(((), vec![event(&hold, was)])))
             })
         })
         .await?;

@@ -33,6 +33,13 @@ async fn task_of_held_call(f: &Fixture, amount: u32) -> (String, CallTask) {
     (sid, task)
 }
 
+async fn approve(f: &Fixture, task: &CallTask) {
+    f.holds
+        .approve("rita", &task.hold_id, "checked", Utc::now())
+        .await
+        .unwrap();
+}
+
 async fn get(f: &Fixture, id: &str) -> CallTask {
     f.gateway
         .task(&agent(), id)
@@ -100,10 +107,7 @@ async fn only_a_pending_hold_is_offered_as_a_task() {
 async fn an_approved_task_runs_its_call_once_and_every_later_poll_reads_the_same_result() {
     let f = fixture().await;
     let (_, task) = task_of_held_call(&f, 300).await;
-    f.holds
-        .approve("rita", &task.hold_id, "checked", Utc::now())
-        .await
-        .unwrap();
+    approve(&f, &task).await;
     let done = get(&f, &task.id).await;
     assert_eq!(done.status, TaskStatus::Completed, "{}", done.message);
     // No upstream is connected: the call ran into an upstream error, after its
@@ -124,10 +128,7 @@ async fn an_approved_task_runs_its_call_once_and_every_later_poll_reads_the_same
 async fn an_agent_that_resumes_the_hold_itself_completes_its_task_with_that_result() {
     let f = fixture().await;
     let (sid, task) = task_of_held_call(&f, 300).await;
-    f.holds
-        .approve("rita", &task.hold_id, "checked", Utc::now())
-        .await
-        .unwrap();
+    approve(&f, &task).await;
     let (text, _) = reply(
         f.gateway
             .resume(&agent(), Some(sid), &task.hold_id, None, None, false)
@@ -230,10 +231,7 @@ async fn cancelling_a_task_withdraws_its_hold_releases_its_usage_and_is_audited_
 async fn a_cancel_after_the_call_ran_leaves_the_task_completed() {
     let f = fixture().await;
     let (_, task) = task_of_held_call(&f, 300).await;
-    f.holds
-        .approve("rita", &task.hold_id, "checked", Utc::now())
-        .await
-        .unwrap();
+    approve(&f, &task).await;
     get(&f, &task.id).await;
     let Cancelled::AlreadyFinished(done) = f.gateway.cancel_task(&agent(), &task.id).await.unwrap()
     else {

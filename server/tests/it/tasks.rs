@@ -122,6 +122,11 @@ impl<'a> Agent<'a> {
             .await
     }
 
+    async fn update(&self, task: &str) -> (StatusCode, Value) {
+        let params = json!({"taskId": task, "inputResponses": {}});
+        self.send("tasks/update", Some(task), params).await
+    }
+
     async fn cancel(&self, task: &str) -> (StatusCode, Value) {
         self.send("tasks/cancel", Some(task), json!({"taskId": task}))
             .await
@@ -133,13 +138,14 @@ fn refund(amount: u32) -> Value {
            "reason": "Premium support not delivered"})
 }
 
-/// The agent's refund of 300 is held; the answer is a task. Returns its id.
-async fn held_as_task(agent: &Agent<'_>, session: &str) -> String {
+/// The agent's refund of 300 is held; the answer is a task. Returns its id and its hold's.
+async fn held_as_task(agent: &Agent<'_>, session: &str) -> (String, String) {
     let created = agent.call(session, "process_refund", refund(300)).await;
     assert_eq!(created["resultType"], "task", "{created}");
     assert_eq!(created["status"], "working", "{created}");
     assert!(created.get("content").is_none(), "{created}");
-    created["taskId"].as_str().unwrap().to_owned()
+    let task = created["taskId"].as_str().unwrap().to_owned();
+    (task, hold_of(&created))
 }
 
 /// The hold a task waits on, read from its status message.
@@ -203,13 +209,7 @@ async fn a_held_call_is_a_task_that_runs_once_when_approved_in_the_console() {
 
     decide_in_console(&server, "approve", &hold, "Confirmed with the customer").await;
     // Only tasks/get runs it: an update (which has no input to give) does not.
-    let (_, update) = agent
-        .send(
-            "tasks/update",
-            Some(&task),
-            json!({"taskId": task, "inputResponses": {}}),
-        )
-        .await;
+    let (_, update) = agent.update(&task).await;
     assert_eq!(update["error"]["code"], -32602, "{update}");
     assert!(server.executed("process_refund").is_empty());
     let (_, done) = agent.get(&task).await;
@@ -234,9 +234,7 @@ async fn a_denied_or_expired_hold_completes_its_task_with_the_structured_refusal
     let server = Server::start();
     let agent = Agent::new(&server, &server.support_key);
     let session = agent.tier_one().await;
-    let task = held_as_task(&agent, &session).await;
-    let (_, waiting) = agent.get(&task).await;
-    let hold = hold_of(&waiting["result"]);
+    let (task, hold) = held_as_task(&agent, &session).await;
     decide_in_console(&server, "deny", &hold, "Not this customer").await;
     let (_, ended) = agent.get(&task).await;
     let ended = &ended["result"];
@@ -250,9 +248,7 @@ async fn a_denied_or_expired_hold_completes_its_task_with_the_structured_refusal
 
     // A second held call whose hold runs out of time.
     let session = agent.tier_one().await;
-    let task = held_as_task(&agent, &session).await;
-    let (_, waiting) = agent.get(&task).await;
-    let hold = hold_of(&waiting["result"]);
+    let (task, hold) = held_as_task(&agent, &session).await;
     let store = Store::open(&server.database_url()).await.unwrap();
     sqlx::query("UPDATE holds SET expires_at = '2000-01-01T00:00:00.000000Z' WHERE id = $1")
         .bind(&hold)
@@ -273,9 +269,7 @@ async fn cancelling_a_task_withdraws_its_hold_and_a_second_cancel_changes_nothin
     let server = Server::start();
     let agent = Agent::new(&server, &server.support_key);
     let session = agent.tier_one().await;
-    let task = held_as_task(&agent, &session).await;
-    let (_, waiting) = agent.get(&task).await;
-    let hold = hold_of(&waiting["result"]);
+    let (task, hold) = held_as_task(&agent, &session).await;
 
     let (status, ack) = agent.cancel(&task).await;
     assert_eq!(status, StatusCode::OK);
@@ -306,7 +300,7 @@ async fn another_key_finds_no_task_and_bad_task_requests_get_a_clear_error() {
     let server = Server::start();
     let agent = Agent::new(&server, &server.support_key);
     let session = agent.tier_one().await;
-    let task = held_as_task(&agent, &session).await;
+    let (task, _) = held_as_task(&agent, &session).await;
 
     let other_key = server.create_key("tasks-other", "support");
     let other = Agent::new(&server, &other_key);
@@ -323,13 +317,7 @@ async fn another_key_finds_no_task_and_bad_task_requests_get_a_clear_error() {
     let (_, malformed) = agent.get(&long).await;
     assert_eq!(malformed["error"]["code"], -32602, "{malformed}");
     assert!(malformed["error"]["message"].as_str().unwrap().len() < 200);
-    let (_, update) = agent
-        .send(
-            "tasks/update",
-            Some(&task),
-            json!({"taskId": task, "inputResponses": {}}),
-        )
-        .await;
+    let (_, update) = agent.update(&task).await;
     assert_eq!(update["error"]["code"], -32602, "{update}");
     let (status, _) = agent
         .send(
