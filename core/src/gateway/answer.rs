@@ -243,10 +243,17 @@ impl CallAnswer {
         let answer = Self {
             tool: Some(tool.to_owned()),
             role: Some(role.to_owned()),
-            result: result.structured_content.take(),
             ..Self::new(AnswerDecision::Allowed, code, message)
         };
-        result.structured_content = Some(answer.to_value());
+        // The tool's structured result is moved in after serializing, not serialized
+        // along: that would deep-copy it, on every call, however large it is.
+        let mut structured = answer.to_value();
+        if let (Value::Object(members), Some(own)) =
+            (&mut structured, result.structured_content.take())
+        {
+            members.insert("result".to_owned(), own);
+        }
+        result.structured_content = Some(structured);
         result
     }
 

@@ -27,25 +27,12 @@ async fn tools_list_returns_exactly_the_four_platform_tools() {
         ["init_skilder", "learn", "call_tool", "feedback_skill"]
     );
     // call_tool publishes the shape of every answer it gives, which the test client checks
-    // each answer against (common::platform); the file in docs/ says the same.
+    // each answer against (common::platform); core's tests hold docs/ to the same schema.
     let published = tools[2]
         .output_schema
         .as_deref()
         .expect("call_tool has an outputSchema");
     assert_eq!(published, skillgate_core::gateway::output_schema());
-    let documented: Value = serde_json::from_str(
-        &std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../docs/call_tool.output.schema.json"
-        ))
-        .unwrap(),
-    )
-    .unwrap();
-    assert_eq!(published["required"], documented["required"]);
-    assert_eq!(
-        published["properties"].as_object().unwrap().len(),
-        documented["properties"].as_object().unwrap().len()
-    );
     let info = client.peer_info().expect("the server introduced itself");
     assert_eq!(
         info.server_info.as_ref().map(|i| i.name.as_str()),
