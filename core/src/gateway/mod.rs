@@ -32,7 +32,7 @@ pub use answer::{
 };
 pub use bounds::{MAX_ARGUMENTS_BYTES, MAX_LEARN_PATH, MAX_SESSION_ID, MAX_TOOL_NAME};
 pub use path::{LEARN_PATH_HELP, LearnPath};
-pub use task::{CallTask, Cancelled, POLL_INTERVAL_MS};
+pub use task::{CallTask, Cancelled, POLL_INTERVAL_MS, TASK_PAGE, TaskPage};
 
 use chrono::{DateTime, Utc};
 

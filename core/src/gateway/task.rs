@@ -12,6 +12,10 @@
 //!   refusal (`isError: true`);
 //! - `tasks/cancel` withdraws the hold (audited `hold_withdrawn`, its usage released).
 //!
+//! A client of MCP 2025-11-25 may ask for any `call_tool` to run as a task, before anyone
+//! knows whether it will be held: a call that was not held becomes a task finished at
+//! birth, holding what the call answered ([`Gateway::task_for_call`]).
+//!
 //! A task id is random (122 bits) and bound to the key that made the call: another key's
 //! request finds nothing, exactly as for an id that never existed.
 
@@ -34,6 +38,9 @@ const MAX_TASK_ID: usize = 64;
 /// How often a client should ask: a reviewer decides in minutes, not milliseconds.
 pub const POLL_INTERVAL_MS: u64 = 5_000;
 
+/// The most tasks one `tasks/list` page holds.
+pub const TASK_PAGE: u32 = 50;
+
 /// A task as the adapters show it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CallTask {
@@ -41,7 +48,8 @@ pub struct CallTask {
     pub status: TaskStatus,
     /// What the task waits for, or how it ended: the sentence a model or person reads.
     pub message: String,
-    pub hold_id: String,
+    /// The hold it waits on, or waited on; none for a call that was not held.
+    pub hold_id: Option<String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     /// After this the task is gone: `tasks/get` finds nothing.
@@ -58,6 +66,13 @@ impl CallTask {
             .try_into()
             .unwrap_or(0)
     }
+}
+
+/// One page of a caller's tasks, and the cursor of the next page when there is one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskPage {
+    pub tasks: Vec<CallTask>,
+    pub next_cursor: Option<String>,
 }
 
 /// What `tasks/cancel` did.
@@ -103,8 +118,8 @@ impl Gateway {
         // the result to be read.
         let waits = Duration::minutes(i64::from(hold.minutes));
         let row = TaskRow {
-            id: format!("task_{}", Uuid::new_v4().simple()),
-            hold_id: hold.id.clone(),
+            id: new_task_id(),
+            hold_id: Some(hold.id.clone()),
             key_id: agent.key_id,
             status: TaskStatus::Working,
             result: None,
@@ -114,6 +129,85 @@ impl Gateway {
         };
         self.store.insert_task(&row).await?;
         Ok(Some(view(row, Some(&hold))))
+    }
+
+    /// A call as a task, for a client that asked for one before knowing whether the call
+    /// would be held: the task of its hold, or, for any other answer, a task finished
+    /// with that answer (`completed`; the adapter reads an `isError` result as the
+    /// protocol says).
+    #[tracing::instrument(skip_all, fields(key = %agent.key_name))]
+    pub async fn task_for_call(
+        &self,
+        agent: &AgentIdentity,
+        reply: ToolReply,
+    ) -> Result<CallTask, GatewayError> {
+        if let Some(task) = self.task_for_reply(agent, &reply).await? {
+            return Ok(task);
+        }
+        self.finished_task(agent, reply.into_call_result()).await
+    }
+
+    /// A task finished at birth with `result`: a call asked for as a task that was not
+    /// held (it ran, or was refused before anything was held).
+    #[tracing::instrument(skip_all, fields(key = %agent.key_name))]
+    pub async fn finished_task(
+        &self,
+        agent: &AgentIdentity,
+        result: CallToolResult,
+    ) -> Result<CallTask, GatewayError> {
+        let now = Self::now();
+        let json = serde_json::to_value(&result).map_err(|e| {
+            crate::store::StoreError::Conflict(format!("a result does not serialize: {e}"))
+        })?;
+        let row = TaskRow {
+            id: new_task_id(),
+            hold_id: None,
+            key_id: agent.key_id,
+            status: TaskStatus::Completed,
+            result: Some(json),
+            created_at: now,
+            updated_at: now,
+            expires_at: now + RETENTION,
+        };
+        self.store.insert_task(&row).await?;
+        Ok(view(row, None))
+    }
+
+    /// `tasks/list`: a page of the caller's live tasks in creation order, as stored (a
+    /// list runs nothing; `tasks/get` settles a task). `cursor` is the last task of the
+    /// previous page; `None` when it names no live task of the caller.
+    #[tracing::instrument(skip_all, fields(key = %agent.key_name))]
+    pub async fn tasks(
+        &self,
+        agent: &AgentIdentity,
+        cursor: Option<&str>,
+    ) -> Result<Option<TaskPage>, GatewayError> {
+        let now = Self::now();
+        let after = match cursor {
+            Some(id) => match self.own_task(agent, id, now).await? {
+                Some(row) => Some(row),
+                None => return Ok(None),
+            },
+            None => None,
+        };
+        // One more than a page says whether another page follows.
+        let mut rows = self
+            .store
+            .tasks_of_key(agent.key_id, now, after.as_ref(), TASK_PAGE + 1)
+            .await?;
+        let more = rows.len() > TASK_PAGE as usize;
+        rows.truncate(TASK_PAGE as usize);
+        let next_cursor = more.then(|| rows.last().map(|r| r.id.clone())).flatten();
+        let mut tasks = Vec::with_capacity(rows.len());
+        for row in rows {
+            // A working task's message says what its hold waits for.
+            let hold = match (&row.hold_id, row.status) {
+                (Some(id), TaskStatus::Working) => self.store.hold(id).await?,
+                _ => None,
+            };
+            tasks.push(view(row, hold.as_ref()));
+        }
+        Ok(Some(TaskPage { tasks, next_cursor }))
     }
 
     /// `tasks/get`: where the caller's task stands, running its call if the hold was
@@ -131,8 +225,13 @@ impl Gateway {
         if row.status.is_terminal() {
             return Ok(Some(view(row, None)));
         }
-        let Some(mut hold) = self.store.hold(&row.hold_id).await? else {
-            // Holds are never deleted while a task can read them: this is a broken row.
+        let hold = match &row.hold_id {
+            Some(id) => self.store.hold(id).await?,
+            None => None,
+        };
+        let Some(mut hold) = hold else {
+            // Holds are never deleted while a task can read them, and a task without a
+            // hold is finished when made: this is a broken row.
             let failed = self.end_task(&row, TaskStatus::Failed, None).await?;
             return Ok(Some(failed));
         };
@@ -161,7 +260,10 @@ impl Gateway {
                 Ok(Some(ended))
             }
             HoldState::Withdrawn => {
-                let ended = self.end_task(&row, TaskStatus::Cancelled, None).await?;
+                let withdrawn = super::pipeline::replies::settled_reply(&hold).into_call_result();
+                let ended = self
+                    .end_task(&row, TaskStatus::Cancelled, Some(withdrawn))
+                    .await?;
                 Ok(Some(ended))
             }
         }
@@ -182,11 +284,23 @@ impl Gateway {
         if row.status.is_terminal() {
             return Ok(Cancelled::AlreadyFinished(view(row, None)));
         }
-        let hold = self.store.hold(&row.hold_id).await?;
+        let hold = match &row.hold_id {
+            Some(id) => self.store.hold(id).await?,
+            None => None,
+        };
         if let Some(hold) = &hold
             && withdraw(&self.audit, hold, &agent.key_name, now).await?
         {
-            let cancelled = self.end_task(&row, TaskStatus::Cancelled, None).await?;
+            // What the call answers now, kept for a protocol that reads a cancelled
+            // task's result (2025-11-25's `tasks/result`): withdrawn, nothing ran.
+            let withdrawn = self
+                .store
+                .hold(&hold.id)
+                .await?
+                .map(|h| super::pipeline::replies::settled_reply(&h).into_call_result());
+            let cancelled = self
+                .end_task(&row, TaskStatus::Cancelled, withdrawn)
+                .await?;
             return Ok(Cancelled::Now(cancelled));
         }
         // The hold ran, was decided or expired first: the task ends as that says.
@@ -274,6 +388,10 @@ impl Gateway {
     }
 }
 
+fn new_task_id() -> String {
+    format!("task_{}", Uuid::new_v4().simple())
+}
+
 /// The adapters' view of a stored task; `hold`, when known, words a working task's message.
 fn view(row: TaskRow, hold: Option<&HoldRow>) -> CallTask {
     let result: Option<CallToolResult> = row
@@ -295,7 +413,10 @@ fn view(row: TaskRow, hold: Option<&HoldRow>) -> CallTask {
             hold.role,
             hold.key_name,
         ),
-        (TaskStatus::Working, _) => format!("Hold {} is being settled.", row.hold_id),
+        (TaskStatus::Working, _) => format!(
+            "Hold {} is being settled.",
+            row.hold_id.as_deref().unwrap_or("-")
+        ),
         (TaskStatus::Completed, _) => result
             .as_ref()
             .and_then(|r| r.structured_content.as_ref())
@@ -304,7 +425,7 @@ fn view(row: TaskRow, hold: Option<&HoldRow>) -> CallTask {
             .to_owned(),
         (TaskStatus::Cancelled, _) => format!(
             "Hold {} was withdrawn when the task was cancelled; nothing ran.",
-            row.hold_id
+            row.hold_id.as_deref().unwrap_or("-")
         ),
         (TaskStatus::Failed, _) => "The gateway failed while settling this task.".to_owned(),
     };

@@ -52,7 +52,9 @@ impl TaskStatus {
 pub struct TaskRow {
     /// Random and unguessable; only its key's requests find it.
     pub id: String,
-    pub hold_id: String,
+    /// The hold the task waits on; none for a call that was not held, whose task was
+    /// finished when it was made.
+    pub hold_id: Option<String>,
     pub key_id: i64,
     pub status: TaskStatus,
     /// The MCP `CallToolResult` as JSON, once completed.
@@ -93,7 +95,7 @@ fn task_from_row(row: &AnyRow) -> Result<TaskRow, sqlx::Error> {
 }
 
 impl Store {
-    /// Stores a new working task.
+    /// Stores a new task.
     pub async fn insert_task(&self, task: &TaskRow) -> Result<(), StoreError> {
         sqlx::query(&format!(
             "INSERT INTO call_tasks ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
@@ -128,6 +130,49 @@ impl Store {
         .fetch_optional(self.pool())
         .await?;
         Ok(row.as_ref().map(task_from_row).transpose()?)
+    }
+
+    /// A page of the live tasks of key `key_id` in creation order: at most `limit`, after
+    /// the task `after` (a task of the same key, as `tasks/list`'s cursor names it).
+    pub async fn tasks_of_key(
+        &self,
+        key_id: i64,
+        now: DateTime<Utc>,
+        after: Option<&TaskRow>,
+        limit: u32,
+    ) -> Result<Vec<TaskRow>, StoreError> {
+        let rows = match after {
+            None => {
+                sqlx::query(&format!(
+                    "SELECT {COLUMNS} FROM call_tasks WHERE key_id = $1 AND expires_at > $2
+                     ORDER BY created_at, id LIMIT $3"
+                ))
+                .bind(key_id)
+                .bind(stamp(now))
+                .bind(i64::from(limit))
+                .fetch_all(self.pool())
+                .await?
+            }
+            Some(after) => {
+                let created = stamp(after.created_at);
+                sqlx::query(&format!(
+                    "SELECT {COLUMNS} FROM call_tasks WHERE key_id = $1 AND expires_at > $2
+                     AND (created_at > $3 OR (created_at = $3 AND id > $4))
+                     ORDER BY created_at, id LIMIT $5"
+                ))
+                .bind(key_id)
+                .bind(stamp(now))
+                .bind(created)
+                .bind(&after.id)
+                .bind(i64::from(limit))
+                .fetch_all(self.pool())
+                .await?
+            }
+        };
+        Ok(rows
+            .iter()
+            .map(task_from_row)
+            .collect::<Result<_, sqlx::Error>>()?)
     }
 
     /// Ends a working task as `status` with `result`; false when it was no longer working

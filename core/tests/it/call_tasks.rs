@@ -1,7 +1,8 @@
-//! Held calls as tasks, the protocol-neutral half (`Gateway::task_for_reply`, `task`,
-//! `cancel_task`): a task waits while its hold does, runs the approved call once whoever
-//! asks, ends with the refusal when the hold is denied or expires, is withdrawn by its
-//! cancel, and belongs to the key that made the call. On SQLite and PostgreSQL.
+//! Held calls as tasks, the protocol-neutral half (`Gateway::task_for_reply`,
+//! `task_for_call`, `task`, `tasks`, `cancel_task`): a task waits while its hold does, runs
+//! the approved call once whoever asks, ends with the refusal when the hold is denied or
+//! expires, is withdrawn by its cancel, and belongs to the key that made the call; a call
+//! that was not held is a task finished at birth. On SQLite and PostgreSQL.
 
 use chrono::Utc;
 use futures::TryStreamExt;
@@ -33,9 +34,15 @@ async fn task_of_held_call(f: &Fixture, amount: u32) -> (String, CallTask) {
     (sid, task)
 }
 
+fn hold_of(task: &CallTask) -> &str {
+    task.hold_id
+        .as_deref()
+        .expect("a held call's task names its hold")
+}
+
 async fn approve(f: &Fixture, task: &CallTask) {
     f.holds
-        .approve("rita", &task.hold_id, "checked", Utc::now())
+        .approve("rita", hold_of(task), "checked", Utc::now())
         .await
         .unwrap();
 }
@@ -66,7 +73,7 @@ async fn a_held_call_becomes_a_working_task_that_names_its_hold_and_what_the_rev
         "{}",
         task.id
     );
-    assert!(task.message.contains(&task.hold_id), "{}", task.message);
+    assert!(task.message.contains(hold_of(&task)), "{}", task.message);
     assert!(
         task.message.contains("waits for a reviewer"),
         "{}",
@@ -113,7 +120,7 @@ async fn an_approved_task_runs_its_call_once_and_every_later_poll_reads_the_same
     // No upstream is connected: the call ran into an upstream error, after its
     // `call_allowed`; what the agent would have read is the task's result.
     assert_eq!(code(&done), "UPSTREAM_ERROR");
-    let hold = f.store.hold(&task.hold_id).await.unwrap().unwrap();
+    let hold = f.store.hold(hold_of(&task)).await.unwrap().unwrap();
     assert_eq!(hold.state.as_str(), "executed");
     let again = get(&f, &task.id).await;
     assert_eq!(again.result, done.result);
@@ -131,7 +138,7 @@ async fn an_agent_that_resumes_the_hold_itself_completes_its_task_with_that_resu
     approve(&f, &task).await;
     let (text, _) = reply(
         f.gateway
-            .resume(&agent(), Some(sid), &task.hold_id, None, None, false)
+            .resume(&agent(), Some(sid), hold_of(&task), None, None, false)
             .await
             .unwrap(),
     );
@@ -151,7 +158,7 @@ async fn a_denied_or_expired_hold_completes_its_task_with_the_structured_refusal
     let f = fixture().await;
     let (_, denied) = task_of_held_call(&f, 300).await;
     f.holds
-        .deny("rita", &denied.hold_id, "not this customer", Utc::now())
+        .deny("rita", hold_of(&denied), "not this customer", Utc::now())
         .await
         .unwrap();
     let ended = get(&f, &denied.id).await;
@@ -166,7 +173,7 @@ async fn a_denied_or_expired_hold_completes_its_task_with_the_structured_refusal
 
     let (_, expiring) = task_of_held_call(&f, 300).await;
     sqlx::query("UPDATE holds SET expires_at = '2000-01-01T00:00:00.000000Z' WHERE id = $1")
-        .bind(&expiring.hold_id)
+        .bind(hold_of(&expiring))
         .execute(f.store.test_pool())
         .await
         .unwrap();
@@ -194,7 +201,7 @@ async fn cancelling_a_task_withdraws_its_hold_releases_its_usage_and_is_audited_
         panic!("a working task is cancelled")
     };
     assert_eq!(cancelled.status, TaskStatus::Cancelled);
-    let hold = f.store.hold(&task.hold_id).await.unwrap().unwrap();
+    let hold = f.store.hold(hold_of(&task)).await.unwrap().unwrap();
     assert_eq!(hold.state.as_str(), "withdrawn");
     let released = f.store.load_session(&sid).await.unwrap().unwrap();
     assert_eq!(
@@ -207,7 +214,7 @@ async fn cancelling_a_task_withdraws_its_hold_releases_its_usage_and_is_audited_
         .filter(|e| e.kind == EventKind::HoldWithdrawn)
         .collect();
     assert_eq!(withdrawn.len(), 1);
-    assert_eq!(withdrawn[0].payload["hold_id"], task.hold_id.as_str());
+    assert_eq!(withdrawn[0].payload["hold_id"], hold_of(&task));
     assert_eq!(withdrawn[0].actor.as_deref(), Some("key-1"));
     assert_eq!(withdrawn[0].session_id.as_deref(), Some(sid.as_str()));
 
@@ -220,7 +227,7 @@ async fn cancelling_a_task_withdraws_its_hold_releases_its_usage_and_is_audited_
     assert_eq!(count(&events(&f).await, EventKind::HoldWithdrawn), 1);
     assert!(
         f.holds
-            .approve("rita", &task.hold_id, "late", Utc::now())
+            .approve("rita", hold_of(&task), "late", Utc::now())
             .await
             .is_err()
     );
@@ -245,12 +252,7 @@ async fn a_cancel_after_the_call_ran_leaves_the_task_completed() {
 async fn another_key_finds_no_task_by_that_id_and_cannot_cancel_it() {
     let f = fixture().await;
     let (_, task) = task_of_held_call(&f, 300).await;
-    let other = AgentIdentity {
-        key_id: 2,
-        key_name: "key-2".to_owned(),
-        scope: slug("desk"),
-        connection: None,
-    };
+    let other = other_key();
     assert!(f.gateway.task(&other, &task.id).await.unwrap().is_none());
     assert_eq!(
         f.gateway.cancel_task(&other, &task.id).await.unwrap(),
@@ -260,7 +262,7 @@ async fn another_key_finds_no_task_by_that_id_and_cannot_cancel_it() {
         assert!(f.gateway.task(&agent(), unknown).await.unwrap().is_none());
     }
     assert_eq!(get(&f, &task.id).await.status, TaskStatus::Working);
-    let hold = f.store.hold(&task.hold_id).await.unwrap().unwrap();
+    let hold = f.store.hold(hold_of(&task)).await.unwrap().unwrap();
     assert_eq!(hold.state.as_str(), "pending", "nothing changed");
 }
 
@@ -277,4 +279,122 @@ async fn a_task_past_its_lifetime_is_not_found_and_the_sweep_removes_it() {
     assert!(f.gateway.task(&agent(), &ended.id).await.unwrap().is_none());
     assert_eq!(f.holds.prune_tasks(Utc::now()).await.unwrap(), 1);
     assert_eq!(get(&f, &live.id).await.status, TaskStatus::Working);
+}
+
+fn other_key() -> AgentIdentity {
+    AgentIdentity {
+        key_id: 2,
+        key_name: "key-2".to_owned(),
+        scope: slug("desk"),
+        connection: None,
+    }
+}
+
+#[tokio::test]
+async fn a_call_that_was_not_held_becomes_a_task_finished_with_what_the_call_answered() {
+    let f = fixture().await;
+    let sid = desk_session(&f).await;
+    // Under 200 the refund needs no approval: it runs (into the missing upstream).
+    let ran = f
+        .gateway
+        .call(
+            &agent(),
+            Some(sid),
+            "process_refund",
+            crate::desk::refund(50),
+        )
+        .await
+        .unwrap();
+    let answered = ran.clone().into_call_result();
+    let task = f.gateway.task_for_call(&agent(), ran).await.unwrap();
+    assert_eq!(task.status, TaskStatus::Completed);
+    assert_eq!(task.hold_id, None);
+    assert_eq!(task.result.as_ref(), Some(&answered));
+    assert_eq!(code(&task), "UPSTREAM_ERROR");
+    // Kept for an hour to be read, by its own key only.
+    assert_eq!(task.ttl_ms(), 60 * 60 * 1000);
+    let read = get(&f, &task.id).await;
+    assert_eq!((read.status, read.result), (task.status, task.result));
+    assert!(
+        f.gateway
+            .task(&other_key(), &task.id)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let Cancelled::AlreadyFinished(_) = f.gateway.cancel_task(&agent(), &task.id).await.unwrap()
+    else {
+        panic!("a finished task is not cancelled")
+    };
+}
+
+#[tokio::test]
+async fn a_held_call_asked_for_as_a_task_is_the_task_of_its_hold() {
+    let f = fixture().await;
+    let sid = desk_session(&f).await;
+    let reply = held(&f, &sid, 300).await;
+    let task = f.gateway.task_for_call(&agent(), reply).await.unwrap();
+    assert_eq!(task.status, TaskStatus::Working);
+    approve(&f, &task).await;
+    assert_eq!(code(&get(&f, &task.id).await), "UPSTREAM_ERROR");
+}
+
+#[tokio::test]
+async fn tasks_are_listed_to_their_own_key_in_pages_in_the_order_they_were_made() {
+    let f = fixture().await;
+    let (_, first) = task_of_held_call(&f, 300).await;
+    let mut made = vec![first.id.clone()];
+    let sid = desk_session(&f).await;
+    for _ in 0..skillgate_core::gateway::TASK_PAGE {
+        let reply = f
+            .gateway
+            .call(
+                &agent(),
+                Some(sid.clone()),
+                "process_refund",
+                crate::desk::refund(10),
+            )
+            .await
+            .unwrap();
+        made.push(f.gateway.task_for_call(&agent(), reply).await.unwrap().id);
+    }
+    let page = f.gateway.tasks(&agent(), None).await.unwrap().unwrap();
+    assert_eq!(
+        page.tasks.len(),
+        skillgate_core::gateway::TASK_PAGE as usize
+    );
+    assert_eq!(page.tasks[0].status, TaskStatus::Working);
+    assert!(page.tasks[0].message.contains("waits for a reviewer"));
+    let cursor = page.next_cursor.expect("one more task than a page");
+    let rest = f
+        .gateway
+        .tasks(&agent(), Some(&cursor))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(rest.next_cursor, None);
+    let listed: Vec<String> = page
+        .tasks
+        .iter()
+        .chain(&rest.tasks)
+        .map(|t| t.id.clone())
+        .collect();
+    assert_eq!(listed, made);
+    // Another key sees none of them, and cannot page from one of them.
+    let theirs = f.gateway.tasks(&other_key(), None).await.unwrap().unwrap();
+    assert!(theirs.tasks.is_empty());
+    assert!(
+        f.gateway
+            .tasks(&other_key(), Some(&cursor))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        f.gateway
+            .tasks(&agent(), Some("task_nope"))
+            .await
+            .unwrap()
+            .is_none()
+    );
 }

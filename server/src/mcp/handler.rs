@@ -13,7 +13,9 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use skillgate_core::gateway::skills::{self as served, SkillMethod};
-use skillgate_core::gateway::{AgentIdentity, Cancelled, Gateway, GatewayError, ToolReply};
+use skillgate_core::gateway::{
+    AgentIdentity, CallTask, Cancelled, Gateway, GatewayError, ToolReply,
+};
 use skillgate_core::policy::DenyCode;
 use skillgate_core::trace::{self as otel, TARGET};
 use tracing::{Instrument as _, Span};
@@ -21,6 +23,7 @@ use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
 use super::auth::AgentCaller;
 use super::connection::MCP_SESSION_ID;
+use super::core_tasks::AsTask;
 use super::tools::{self, ParseError, PlatformCall};
 use super::trace::RequestSpan;
 use super::{refusals, skills, tasks};
@@ -181,12 +184,6 @@ fn record_reply(span: &Span, reply: &ToolReply, session: Option<&str>) {
     }
 }
 
-/// The store or audit log failed while serving a task: the agent hears only that it failed.
-fn task_failure(error: GatewayError) -> McpError {
-    tracing::error!(%error, "the gateway failed while serving a task");
-    McpError::internal_error("internal error", None)
-}
-
 /// The store or audit log failed while serving the Skills extension: the agent hears only
 /// that it failed; nothing is served unaudited.
 fn skills_failure(error: GatewayError) -> McpError {
@@ -206,6 +203,21 @@ fn server_info() -> ServerConfig {
     ServerConfig::new(capabilities)
         .with_server_info(Implementation::new("skillgate", env!("CARGO_PKG_VERSION")))
         .with_instructions(INSTRUCTIONS)
+}
+
+/// Leaves the call's task for the 2025-11-25 layer, which answers it in its own wire
+/// form; the 2026-07-28 form returned here is never sent.
+fn offer(
+    slot: &AsTask,
+    task: Result<CallTask, GatewayError>,
+) -> Result<CallToolResponse, McpError> {
+    let task = task.map_err(|error| {
+        tracing::error!(%error, "the call could not be offered as a task");
+        McpError::internal_error("internal error", None)
+    })?;
+    let created = tasks::created(&task);
+    slot.fill(task);
+    Ok(CallToolResponse::Task(created))
 }
 
 pub fn to_call_result(reply: ToolReply) -> CallToolResult {
@@ -236,7 +248,10 @@ impl ServerHandler for McpHandler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        refusals::take(context.extensions.get::<http::request::Parts>());
+        let parts = context.extensions.get::<http::request::Parts>();
+        refusals::take(parts);
+        // A 2025-11-25 client asked for a task: whatever the call answers becomes one.
+        let core_task = parts.and_then(|p| p.extensions.get::<AsTask>()).cloned();
         let agent = identity(&context)?;
         let span = tracing::Span::current();
         span.record("key", agent.key_name.as_str());
@@ -262,7 +277,14 @@ impl ServerHandler for McpHandler {
                 return match error {
                     ParseError::UnknownTool(_) => Err(McpError::invalid_params(message, None)),
                     ParseError::InvalidArguments(message) => {
-                        Ok(tools::invalid_arguments(&message).into())
+                        let refused = tools::invalid_arguments(&message);
+                        match core_task {
+                            Some(slot) => {
+                                let task = self.gateway.finished_task(&agent, refused).await;
+                                offer(&slot, task)
+                            }
+                            None => Ok(refused.into()),
+                        }
                     }
                 };
             }
@@ -314,6 +336,10 @@ impl ServerHandler for McpHandler {
             }
         };
         record_reply(&traced, &reply, named_session.as_deref());
+        if let Some(slot) = core_task {
+            let task = self.gateway.task_for_call(&agent, reply).await;
+            return offer(&slot, task);
+        }
         if as_task {
             let offered = self
                 .gateway
@@ -339,25 +365,9 @@ impl ServerHandler for McpHandler {
         refusals::take(context.extensions.get::<http::request::Parts>());
         let agent = identity(&context)?;
         tracing::Span::current().record("key", agent.key_name.as_str());
-        // It may run the approved call: a panic is answered and audited as call_tool's is.
-        let settled = AssertUnwindSafe(self.gateway.task(&agent, &request.task_id))
-            .catch_unwind()
-            .await;
-        match settled {
-            Ok(Ok(Some(task))) => Ok(GetTaskResult::new(tasks::detailed(&task))),
-            Ok(Ok(None)) => Err(tasks::not_found(&request.task_id)),
-            Ok(Err(error)) => Err(task_failure(error)),
-            Err(_) => {
-                tracing::error!("a tasks/get handler panicked");
-                if let Err(error) = self
-                    .gateway
-                    .record_internal_error(&agent, "tasks/get", None)
-                    .await
-                {
-                    tracing::error!(%error, "the failed request could not be audited");
-                }
-                Err(McpError::internal_error("internal error", None))
-            }
+        match tasks::settle(&self.gateway, &agent, &request.task_id).await? {
+            Some(task) => Ok(GetTaskResult::new(tasks::detailed(&task))),
+            None => Err(tasks::not_found(&request.task_id)),
         }
     }
 
@@ -375,7 +385,7 @@ impl ServerHandler for McpHandler {
         match self.gateway.cancel_task(&agent, &request.task_id).await {
             Ok(Cancelled::Now(_) | Cancelled::AlreadyFinished(_)) => Ok(()),
             Ok(Cancelled::NotFound) => Err(tasks::not_found(&request.task_id)),
-            Err(error) => Err(task_failure(error)),
+            Err(error) => Err(tasks::failure_of(error)),
         }
     }
 
@@ -392,7 +402,7 @@ impl ServerHandler for McpHandler {
         match self.gateway.has_task(&agent, &request.task_id).await {
             Ok(true) => Err(tasks::no_input(&request.task_id)),
             Ok(false) => Err(tasks::not_found(&request.task_id)),
-            Err(error) => Err(task_failure(error)),
+            Err(error) => Err(tasks::failure_of(error)),
         }
     }
 

@@ -4,6 +4,7 @@
 
 pub(crate) mod auth;
 mod connection;
+mod core_tasks;
 mod handler;
 mod refusals;
 mod skills;
@@ -85,12 +86,14 @@ fn is_origin(text: &str) -> bool {
 ///
 /// Host, Origin and agent key are checked by our middleware on every request; rmcp's own
 /// Host and Origin checks are turned off so there is one policy, and its body limit is set
-/// to ours. [`trace`] opens each request's trace span; innermost, [`refusals`] audits the
-/// governed requests rmcp refuses before the handler runs. rmcp runs without sessions (no worker per client) and answers plain JSON where
+/// to ours. [`trace`] opens each request's trace span; [`refusals`] audits the governed
+/// requests rmcp refuses before the handler runs; innermost, [`core_tasks`] speaks the
+/// 2025-11-25 tasks wire, which rmcp does not. rmcp runs without sessions (no worker per client) and answers plain JSON where
 /// it can; [`connection`] gives clients the connection label the gateway's fallback needs.
 pub fn router(gateway: Gateway, keys: AgentKeys, options: McpOptions) -> Router {
     let gateway_metrics = gateway.metrics().clone();
     let refusals_gateway = gateway.clone();
+    let tasks_gateway = gateway.clone();
     let config = StreamableHttpServerConfig::default()
         .disable_allowed_hosts()
         .disable_allowed_origins()
@@ -105,6 +108,10 @@ pub fn router(gateway: Gateway, keys: AgentKeys, options: McpOptions) -> Router 
     let admission = admission(keys, options.oauth.clone(), &options, gateway_metrics);
     Router::new()
         .route_service(MCP_PATH, mcp)
+        .route_layer(axum::middleware::from_fn_with_state(
+            tasks_gateway,
+            core_tasks::serve,
+        ))
         .route_layer(axum::middleware::from_fn_with_state(
             refusals_gateway,
             refusals::audit,

@@ -9,14 +9,18 @@
 //! resume) completes the task with that `isError: true` result; `failed` is for the
 //! gateway failing; there is no `tasks/list` nor `tasks/result`.
 
+use std::panic::AssertUnwindSafe;
+
 use chrono::{DateTime, SecondsFormat, Utc};
+use futures::FutureExt as _;
 use rmcp::ErrorData as McpError;
 use rmcp::model::{CreateTaskResult, DetailedTask, JsonObject, Task, TaskPayload, TaskStatus};
 use serde_json::{Value, json};
-use skillgate_core::gateway::{CallTask, POLL_INTERVAL_MS};
+use skillgate_core::gateway::{AgentIdentity, CallTask, Gateway, GatewayError, POLL_INTERVAL_MS};
 use skillgate_core::store::tasks::TaskStatus as Stored;
 
-fn stamp(at: DateTime<Utc>) -> String {
+/// A task's timestamps on the wire (both revisions): RFC 3339, milliseconds, UTC.
+pub fn stamp(at: DateTime<Utc>) -> String {
     at.to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
@@ -75,6 +79,38 @@ fn failure(message: &str) -> JsonObject {
         Value::Object(map) => map,
         _ => JsonObject::new(),
     }
+}
+
+/// The caller's task `id` as it stands now, running its call if its hold was approved
+/// since (`tasks/get` of either revision, and a blocked `tasks/result`). A panic on the
+/// way is answered and audited as `call_tool`'s is.
+pub async fn settle(
+    gateway: &Gateway,
+    agent: &AgentIdentity,
+    id: &str,
+) -> Result<Option<CallTask>, McpError> {
+    let settled = AssertUnwindSafe(gateway.task(agent, id))
+        .catch_unwind()
+        .await;
+    match settled {
+        Ok(found) => found.map_err(failure_of),
+        Err(_) => {
+            tracing::error!("a task handler panicked");
+            if let Err(error) = gateway
+                .record_internal_error(agent, "tasks/get", None)
+                .await
+            {
+                tracing::error!(%error, "the failed request could not be audited");
+            }
+            Err(McpError::internal_error("internal error", None))
+        }
+    }
+}
+
+/// The store or audit log failed while serving a task: the agent hears only that it failed.
+pub fn failure_of(error: GatewayError) -> McpError {
+    tracing::error!(%error, "the gateway failed while serving a task");
+    McpError::internal_error("internal error", None)
 }
 
 /// An unknown task id, another key's task and an expired one get the same answer.

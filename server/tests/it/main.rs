@@ -10,6 +10,7 @@ mod connect_console;
 mod connections;
 mod console_bodies;
 mod console_security;
+mod core_tasks;
 mod feedback;
 mod gitops;
 mod guardrail_hook;

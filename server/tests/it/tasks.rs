@@ -133,7 +133,7 @@ impl<'a> Agent<'a> {
     }
 }
 
-fn refund(amount: u32) -> Value {
+pub(crate) fn refund(amount: u32) -> Value {
     json!({"customer_id": "C-1003", "order_id": "O-5005", "amount": amount,
            "reason": "Premium support not delivered"})
 }
@@ -155,7 +155,7 @@ fn hold_of(task: &Value) -> String {
     message[at..].split_whitespace().next().unwrap().to_owned()
 }
 
-async fn decide_in_console(server: &Server, decision: &str, hold: &str, reason: &str) {
+pub(crate) async fn decide_in_console(server: &Server, decision: &str, hold: &str, reason: &str) {
     add_user(server, "rita", "reviewer", REVIEWER_PASSWORD);
     let rita = sign_in(server, "rita", REVIEWER_PASSWORD).await;
     let (status, body) = fetch_post(
@@ -168,7 +168,7 @@ async fn decide_in_console(server: &Server, decision: &str, hold: &str, reason: 
     assert_eq!(status, StatusCode::OK, "{body}");
 }
 
-async fn hold_state(server: &Server, hold: &str) -> String {
+pub(crate) async fn hold_state(server: &Server, hold: &str) -> String {
     let store = Store::open(&server.database_url()).await.unwrap();
     store
         .hold(hold)
