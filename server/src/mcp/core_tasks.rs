@@ -95,7 +95,8 @@ pub async fn serve(State(gateway): State<Gateway>, request: Request, next: Next)
         .headers()
         .get(PROTOCOL_HEADER)
         .map(HeaderValue::as_bytes);
-    // `initialize` comes before any version is negotiated, so without the header.
+    // `initialize` comes before any version is negotiated, so usually without the header
+    // (or with the one the client hopes for); other revisions' requests are not read.
     let ours = match version {
         None => false,
         Some(v) if v == REVISION.as_bytes() => true,
@@ -132,7 +133,8 @@ pub async fn serve(State(gateway): State<Gateway>, request: Request, next: Next)
         caller.identity(connection)
     });
     match (ours, method.as_str(), agent) {
-        (false, "initialize", _) => {
+        // Whichever revision it then negotiates: the answer says.
+        (_, "initialize", _) => {
             let response = next
                 .run(Request::from_parts(parts, Body::from(bytes)))
                 .await;

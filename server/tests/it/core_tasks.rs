@@ -14,6 +14,7 @@ use common::{Server, assert_answer_fits_the_published_schema_json};
 use reqwest::StatusCode;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use serde_json::{Value, json};
+use skillgate_core::store::Store;
 
 const REVISION: &str = "2025-11-25";
 
@@ -236,7 +237,7 @@ async fn a_held_task_waits_for_the_console_and_its_result_is_the_call_run_once()
 }
 
 #[tokio::test]
-async fn a_denied_hold_fails_its_task_and_a_cancelled_one_is_withdrawn_once() {
+async fn a_denied_or_expired_hold_fails_its_task_and_a_cancelled_one_is_withdrawn_once() {
     let server = Server::start();
     let agent = Agent::connect(&server, &server.support_key).await;
     let session = agent.tier_one().await;
@@ -250,6 +251,22 @@ async fn a_denied_hold_fails_its_task_and_a_cancelled_one_is_withdrawn_once() {
     assert_eq!(refusal["structuredContent"]["code"], "APPROVAL_DENIED");
     assert_eq!(related_task(refusal), denied.as_str());
     assert_answer_fits_the_published_schema_json(&refusal["structuredContent"]);
+
+    // Another whose hold runs out of time fails too, with the expiry as its result.
+    let session = agent.tier_one().await;
+    let (expired, hold) = agent.held_task(&session).await;
+    let store = Store::open(&server.database_url()).await.unwrap();
+    sqlx::query("UPDATE holds SET expires_at = '2000-01-01T00:00:00.000000Z' WHERE id = $1")
+        .bind(&hold)
+        .execute(store.test_pool())
+        .await
+        .unwrap();
+    let expiry = agent.result(&expired).await;
+    assert_eq!(
+        expiry["result"]["structuredContent"]["code"], "HOLD_EXPIRED",
+        "{expiry}"
+    );
+    assert_eq!(agent.get(&expired).await["result"]["status"], "failed");
 
     let session = agent.tier_one().await;
     let (cancelled, hold) = agent.held_task(&session).await;
