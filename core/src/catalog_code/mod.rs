@@ -4,6 +4,7 @@
 //! audited transaction through [`crate::admin::AdminService`].
 
 mod apply;
+mod diff;
 pub mod document;
 pub mod export;
 mod plan;
@@ -11,6 +12,7 @@ mod shape;
 mod validate;
 
 pub use apply::{ApplyError, ApplyOptions, ApplyReport, CatalogFile, CreatedKey};
+pub use diff::FieldChange;
 pub use document::{CATALOG_VERSION, CatalogDocument, json_schema_text};
 pub use plan::{Action, Change, EntityKind, Plan};
 pub use validate::{Issue, parse};

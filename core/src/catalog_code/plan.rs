@@ -7,7 +7,8 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::document::{SkillDoc, UpstreamDoc};
+use super::diff::{FieldChange, field_changes};
+use super::document::{RoleDoc, ScopeDoc, SkillDoc, UpstreamDoc};
 use super::validate::{Desired, same_definition};
 use crate::model::{
     CatalogTool, InspectionPolicy, Limit, Role, Scope, Skill, ToolSpec, Upstream, UpstreamKind,
@@ -94,6 +95,8 @@ pub struct Change {
     pub fields: Vec<String>,
     /// A short note for the reader (`new version`, `and its 3 tools`, `scope support`).
     pub note: Option<String>,
+    /// For a change: each value it sets, old and new (`limits[1].max: 1000 → 900`).
+    pub details: Vec<FieldChange>,
     pub(crate) write: Write,
     /// The `admin_change` event's `before` and `after`.
     pub(crate) before: Value,
@@ -134,6 +137,43 @@ impl Plan {
     }
 }
 
+impl Action {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Create => "create",
+            Self::Change => "change",
+            Self::Remove => "remove",
+        }
+    }
+}
+
+impl Plan {
+    /// The plan for programs (CI gating on a dry run): each change with its kind, name,
+    /// action, fields, note and the values it sets, and the counts.
+    pub fn to_json(&self) -> Value {
+        let changes: Vec<Value> = self
+            .changes
+            .iter()
+            .map(|c| {
+                json!({
+                    "kind": c.kind.label(),
+                    "name": c.name,
+                    "action": c.action.as_str(),
+                    "fields": c.fields,
+                    "note": c.note,
+                    "details": c.details,
+                })
+            })
+            .collect();
+        json!({
+            "changes": changes,
+            "create": self.count(Action::Create),
+            "change": self.count(Action::Change),
+            "remove": self.count(Action::Remove),
+        })
+    }
+}
+
 impl fmt::Display for Plan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.is_empty() {
@@ -153,6 +193,9 @@ impl fmt::Display for Plan {
                 write!(f, " ({note})")?;
             }
             writeln!(f)?;
+            for detail in &change.details {
+                writeln!(f, "    {detail}")?;
+            }
         }
         writeln!(
             f,
@@ -227,16 +270,36 @@ impl Builder {
         before: Value,
         after: Value,
     ) {
+        // What the change sets, from the audit's before and after; the kinds whose stored
+        // form is not the document's replace it (`detail_from`).
+        let details = if action == Action::Change {
+            let side = |v: &Value| v.get("value").cloned().unwrap_or_else(|| v.clone());
+            field_changes(&side(&before), &side(&after))
+        } else {
+            Vec::new()
+        };
         self.changes.push(Change {
             kind,
             name: name.to_owned(),
             action,
             fields,
             note,
+            details,
             write,
             before,
             after,
         });
+    }
+
+    /// Words the last change's values in the document's form (`before` → `after`).
+    fn detail_from<T: Serialize>(&mut self, before: &T, after: &T) {
+        if let (Some(change), Ok(before), Ok(after)) = (
+            self.changes.last_mut(),
+            serde_json::to_value(before),
+            serde_json::to_value(after),
+        ) {
+            change.details = field_changes(&before, &after);
+        }
     }
 }
 
@@ -272,16 +335,20 @@ pub(crate) fn plan(
                 Value::Null,
                 value(upstream),
             ),
-            Some(old) if old != upstream => b.push(
-                EntityKind::Upstream,
-                upstream.name.as_str(),
-                Action::Change,
-                differing(&UpstreamDoc::from(old), &UpstreamDoc::from(upstream)),
-                Some("its stored credentials are kept".into()),
-                write,
-                value(old),
-                value(upstream),
-            ),
+            Some(old) if old != upstream => {
+                let (was, will) = (UpstreamDoc::from(old), UpstreamDoc::from(upstream));
+                b.push(
+                    EntityKind::Upstream,
+                    upstream.name.as_str(),
+                    Action::Change,
+                    differing(&was, &will),
+                    Some("its stored credentials are kept".into()),
+                    write,
+                    value(old),
+                    value(upstream),
+                );
+                b.detail_from(&was, &will);
+            }
             Some(_) => {}
         }
     }
@@ -383,16 +450,20 @@ pub(crate) fn plan(
                 Value::Null,
                 value(skill),
             ),
-            Some(old) if old.skill != *skill => b.push(
-                EntityKind::Skill,
-                skill.slug.as_str(),
-                Action::Change,
-                differing(&SkillDoc::from(&old.skill), &SkillDoc::from(skill)),
-                Some(format!("a new version after version {}", old.version)),
-                write,
-                value(old),
-                value(skill),
-            ),
+            Some(old) if old.skill != *skill => {
+                let (was, will) = (SkillDoc::from(&old.skill), SkillDoc::from(skill));
+                b.push(
+                    EntityKind::Skill,
+                    skill.slug.as_str(),
+                    Action::Change,
+                    differing(&was, &will),
+                    Some(format!("a new version after version {}", old.version)),
+                    write,
+                    value(old),
+                    value(skill),
+                );
+                b.detail_from(&was, &will);
+            }
             Some(_) => {}
         }
     }
@@ -448,6 +519,7 @@ pub(crate) fn plan(
                     value(old),
                     value(role),
                 );
+                b.detail_from(&RoleDoc::from(old), &RoleDoc::from(role));
             }
             Some(_) => {}
         }
@@ -508,6 +580,7 @@ pub(crate) fn plan(
                     value(old),
                     value(scope),
                 );
+                b.detail_from(&ScopeDoc::from(old), &ScopeDoc::from(scope));
             }
             Some(_) => {}
         }

@@ -67,7 +67,7 @@ fn the_exported_demo_reads_back_as_the_same_document_and_plans_no_change() {
 }
 
 #[test]
-fn a_changed_limit_plans_a_change_of_that_role_naming_the_limit() {
+fn a_changed_limit_plans_a_change_of_that_role_naming_the_limit_and_its_old_and_new_value() {
     let yaml = demo_yaml().replacen("max: 1000", "max: 900", 1);
     let plan = plan_of(&demo_state(), &yaml, false).unwrap();
     assert_eq!(plan.changes.len(), 1, "{plan}");
@@ -81,8 +81,65 @@ fn a_changed_limit_plans_a_change_of_that_role_naming_the_limit() {
     assert_eq!(change.target(), "role:tier-1-support");
     assert_eq!(
         plan.to_string(),
-        "~ role tier-1-support: limits[1]\n0 to create, 1 to change, 0 to remove\n"
+        "~ role tier-1-support: limits[1]\n    limits[1].max: 1000 → 900\n\
+         0 to create, 1 to change, 0 to remove\n"
     );
+    let json = plan.to_json();
+    assert_eq!(json["change"], 1);
+    assert_eq!(
+        json["changes"][0]["details"],
+        serde_json::json!([{"path": "limits[1].max", "before": 1000, "after": 900}])
+    );
+    assert_eq!(json["changes"][0]["action"], "change");
+    assert_eq!(json["changes"][0]["kind"], "role");
+}
+
+#[test]
+fn a_plan_shows_each_value_a_change_sets_lists_whole_and_long_texts_by_their_difference() {
+    let mut doc = document(&demo_state(), Utc::now());
+    let tier1 = doc
+        .roles
+        .iter()
+        .position(|r| r.slug.as_str() == "tier-1-support")
+        .unwrap();
+    let instructions = doc.roles[tier1].instructions.clone();
+    doc.roles[tier1].instructions = instructions.replace("one ticket per case", "one ticket");
+    let support = doc
+        .scopes
+        .iter()
+        .position(|s| s.slug.as_str() == "support")
+        .unwrap();
+    let dropped = doc.scopes[support].roles.pop().unwrap();
+    let plan = plan_of(&demo_state(), &doc.to_yaml(), false).unwrap();
+    let text = plan.to_string();
+    let role_details: Vec<String> = plan
+        .changes
+        .iter()
+        .find(|c| c.name == "tier-1-support")
+        .unwrap()
+        .details
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    let [instructions_line] = role_details.try_into().unwrap();
+    assert!(
+        instructions_line.starts_with("instructions: …\""),
+        "{instructions_line}"
+    );
+    assert!(
+        instructions_line.contains("one ticket per case")
+            && instructions_line.contains(&format!("({} characters)", instructions.len())),
+        "{instructions_line}"
+    );
+    let scope = plan.changes.iter().find(|c| c.name == "support").unwrap();
+    assert_eq!(scope.details.len(), 1, "{text}");
+    assert_eq!(scope.details[0].path, "roles");
+    let after = scope.details[0].after.as_ref().unwrap().as_array().unwrap();
+    assert!(
+        !after.contains(&serde_json::json!(dropped.as_str())),
+        "{text}"
+    );
+    assert!(text.contains("\n    roles: ["), "{text}");
 }
 
 #[test]

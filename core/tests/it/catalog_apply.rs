@@ -216,8 +216,11 @@ async fn changed_skill_text_is_a_new_version_and_an_upstream_keeps_its_stored_cr
     let report = apply(&f.service, &doc, false).await;
     assert_eq!(
         report.plan.to_string(),
-        "~ upstream demo: args (its stored credentials are kept)\n\
-         ~ skill customer-lookup: instructions (a new version after version 1)\n\
+        "~ upstream demo: args (its stored credentials are kept)\n    \
+         args: [\"demo-upstream\"] → [\"demo-upstream\",\"--verbose\"]\n\
+         ~ skill customer-lookup: instructions (a new version after version 1)\n    \
+         instructions: …\"nds and escalations.\" (1022 characters) → \
+         …\"nds and escalations.\\n\\nGreet the customer by name.\" (1051 characters)\n\
          0 to create, 2 to change, 0 to remove\n"
     );
     let versions = f

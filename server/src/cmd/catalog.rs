@@ -33,6 +33,10 @@ pub enum CatalogCommand {
         /// Print the plan and write nothing.
         #[arg(long)]
         dry_run: bool,
+        /// How to print the plan: `text` (each change, then each value it sets, old → new)
+        /// or `json` (one object, for CI).
+        #[arg(long, value_enum, default_value_t = PlanFormat::Text)]
+        format: PlanFormat,
         /// Remove what the file does not list (agent keys it does not list are revoked).
         #[arg(long)]
         prune: bool,
@@ -49,6 +53,12 @@ pub enum CatalogCommand {
         )]
         max_catalog_bytes: u64,
     },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PlanFormat {
+    Text,
+    Json,
 }
 
 pub async fn run(database_url: &str, command: CatalogCommand) -> anyhow::Result<ExitCode> {
@@ -69,6 +79,7 @@ pub async fn run(database_url: &str, command: CatalogCommand) -> anyhow::Result<
         CatalogCommand::Apply {
             file,
             dry_run,
+            format,
             prune,
             mcp_url,
             max_catalog_bytes,
@@ -111,6 +122,10 @@ pub async fn run(database_url: &str, command: CatalogCommand) -> anyhow::Result<
                 }
                 Err(error) => return Err(error.into()),
             };
+            if format == PlanFormat::Json {
+                print_json(&report, &mcp_url);
+                return Ok(ExitCode::SUCCESS);
+            }
             print!("{}", report.plan);
             if report.plan.is_empty() {
                 return Ok(ExitCode::SUCCESS);
@@ -162,4 +177,25 @@ async fn audit_refusal(
         .await
         .context("auditing the refused catalog file")?;
     Ok(())
+}
+
+/// The report as one JSON object: the plan, whether it was written and by whom, and the
+/// agent keys it created, each with its secret, shown this once as in the text form.
+fn print_json(report: &catalog_code::ApplyReport, mcp_url: &str) {
+    let mut json = report.plan.to_json();
+    json["applied"] = report.applied.into();
+    json["actor"] = report.actor.clone().into();
+    json["created_keys"] = report
+        .created_keys
+        .iter()
+        .map(|created| {
+            serde_json::json!({
+                "name": created.info.name,
+                "scope": created.info.scope,
+                "key": created.key.expose(),
+                "mcp_url": mcp_url,
+            })
+        })
+        .collect();
+    println!("{json}");
 }

@@ -188,7 +188,7 @@ fn the_demo_catalog_exported_applied_to_an_empty_database_and_exported_again_is_
 }
 
 #[tokio::test]
-async fn a_changed_limit_is_planned_as_that_role_changed_and_the_next_call_obeys_it() {
+async fn a_changed_limit_is_planned_with_its_old_and_new_value_and_the_next_call_obeys_it() {
     let server = Server::start();
     let exported = export(&server.database_url());
     let mut doc = document(&exported);
@@ -202,8 +202,10 @@ async fn a_changed_limit_is_planned_as_that_role_changed_and_the_next_call_obeys
     let edited = doc.to_yaml();
     let file = write(server.dir(), "edited.yaml", &edited);
 
-    let plan =
-        format!("~ role tier-1-support: limits[{cap}]\n0 to create, 1 to change, 0 to remove\n");
+    let plan = format!(
+        "~ role tier-1-support: limits[{cap}]\n    limits[{cap}].max: 1000 → 300\n\
+         0 to create, 1 to change, 0 to remove\n"
+    );
     let events_before = admin_changes(&server).len();
     let dry = succeeded(apply(&server.database_url(), &file, &["--dry-run"]));
     assert_eq!(dry, format!("{plan}dry run: nothing was written\n"));
@@ -213,6 +215,23 @@ async fn a_changed_limit_is_planned_as_that_role_changed_and_the_next_call_obeys
         "a dry run writes no event"
     );
     assert_eq!(export(&server.database_url()), exported, "nor any change");
+    // The same report for CI, as one JSON object.
+    let json = succeeded(apply(
+        &server.database_url(),
+        &file,
+        &["--dry-run", "--format", "json"],
+    ));
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(json["applied"], false, "{json}");
+    assert_eq!(
+        [&json["create"], &json["change"], &json["remove"]],
+        [0, 1, 0]
+    );
+    assert_eq!(
+        json["changes"][0]["details"],
+        serde_json::json!([{"path": format!("limits[{cap}].max"), "before": 1000, "after": 300}])
+    );
+    assert_eq!(admin_changes(&server).len(), events_before);
 
     let actor = actor_of(edited.as_bytes());
     let applied = succeeded(apply(&server.database_url(), &file, &[]));
