@@ -26,3 +26,4 @@ pub mod store;
 pub mod trace;
 pub mod upstream;
 pub mod users;
+pub mod whatif;

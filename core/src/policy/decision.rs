@@ -123,6 +123,12 @@ impl SuccessNote {
         &self.tool
     }
 
+    /// Whether a bound guard compares against this tool's results (not only its
+    /// arguments): a replay, which has no results, cannot know what such a guard sees.
+    pub fn reads_results(&self) -> bool {
+        !self.pointers.is_empty()
+    }
+
     /// Whether a bound guard compares against successes of this call's tool.
     pub fn is_watched(&self) -> bool {
         !self.args.is_empty() || !self.pointers.is_empty()

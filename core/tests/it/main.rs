@@ -39,3 +39,4 @@ mod upstream_common;
 mod upstream_http;
 mod upstream_https;
 mod upstream_identity;
+mod whatif;
