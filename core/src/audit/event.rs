@@ -365,6 +365,12 @@ impl NewEvent {
         .by(actor)
     }
 
+    /// A what-if replay: `payload` says over which window (or sessions), against which
+    /// catalog file, and the counts it found. Outside any session: it read many.
+    pub fn what_if_replay(actor: &str, payload: Value) -> Self {
+        Self::new(EventKind::WhatIfReplay, payload).by(actor)
+    }
+
     /// An admin-side request refused before it changed anything: `action` and `target` as
     /// an [`Self::admin_change`] would name them, `code` a short upper-case class of the
     /// refusal (e.g. `TOO_LARGE`, `INVALID`), `reason` what the requester was told.

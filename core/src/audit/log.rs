@@ -199,6 +199,15 @@ impl AuditLog {
             .boxed()
     }
 
+    /// Every event after `after_seq`, in seq order: a replay reads the log from the
+    /// earliest start of the sessions it replays.
+    pub fn events_after(&self, after_seq: u64) -> BoxStream<'_, Result<AuditEvent, AuditError>> {
+        self.store
+            .audit_events(after_seq, None)
+            .map(|row| decode(row?))
+            .boxed()
+    }
+
     /// The newest `limit` admin changes of one entity (`role:…`, `scope:…`, `skill:…`,
     /// `tool:…`, `agent_key:…`), newest first.
     pub async fn admin_changes(

@@ -14,6 +14,7 @@ use super::validate::{Desired, Issue, parse, resolve};
 use crate::admin::{AdminError, AdminService};
 use crate::audit::{AuditError, NewEvent};
 use crate::keys::{AgentKeyInfo, AgentKeys, NewAgentKey};
+use crate::model::Catalog;
 use crate::store::StoreError;
 use crate::store::Tx;
 use crate::store::catalog::{load_catalog, put_inspection_policy_on, upsert_upstream};
@@ -77,6 +78,8 @@ pub struct ApplyReport {
     /// Whether the plan was written (false for a dry run and for "no changes").
     pub applied: bool,
     pub created_keys: Vec<CreatedKey>,
+    /// For a dry run: the catalog the file would make, for a what-if replay against it.
+    pub proposed: Option<Catalog>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -132,17 +135,20 @@ impl AdminService {
             plan,
             applied,
             created_keys,
+            proposed: None,
         };
         if options.dry_run {
             let now = Utc::now();
             let state = super::export::state(self.store()).await?;
             let desired = resolve(&state, file.document(), options.prune, now)
                 .map_err(ApplyError::Invalid)?;
-            return Ok(report(
+            let mut dry = report(
                 plan(&state, &desired, options.prune, now),
                 false,
                 Vec::new(),
-            ));
+            );
+            dry.proposed = Some(desired.catalog);
+            return Ok(dry);
         }
         let document = file.document().clone();
         let prune = options.prune;

@@ -38,10 +38,13 @@ pub enum EventKind {
     /// The agent withdrew a hold by cancelling the task that waited on it; its usage is
     /// released and nothing ran.
     HoldWithdrawn,
+    /// Someone replayed the audit against a proposed catalog (what-if): who, over which
+    /// window, against which file, and what it found. It changed nothing.
+    WhatIfReplay,
 }
 
 impl EventKind {
-    pub const ALL: [EventKind; 17] = [
+    pub const ALL: [EventKind; 18] = [
         EventKind::SessionStarted,
         EventKind::LearnGranted,
         EventKind::LearnDenied,
@@ -59,6 +62,7 @@ impl EventKind {
         EventKind::AdminRefused,
         EventKind::InspectionFinding,
         EventKind::HoldWithdrawn,
+        EventKind::WhatIfReplay,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -80,6 +84,7 @@ impl EventKind {
             EventKind::AdminRefused => "admin_refused",
             EventKind::InspectionFinding => "inspection_finding",
             EventKind::HoldWithdrawn => "hold_withdrawn",
+            EventKind::WhatIfReplay => "what_if_replay",
         }
     }
 }
@@ -167,6 +172,7 @@ mod tests {
                 "admin_refused",
                 "inspection_finding",
                 "hold_withdrawn",
+                "what_if_replay",
             ]
         );
     }

@@ -25,6 +25,7 @@ pub mod holds;
 pub mod keys;
 mod lane;
 pub mod oauth;
+pub mod replay;
 pub mod reveals;
 pub mod revisions;
 pub mod sessions;

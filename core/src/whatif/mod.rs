@@ -20,8 +20,40 @@
 //!
 //! Replay reads: it never writes the catalog, the sessions or the audit.
 
+mod render;
 mod replay;
 mod report;
+mod run;
+mod window;
 
-pub use replay::replay;
+pub use render::Group;
+pub use replay::{Replayer, replay};
 pub use report::{Change, ReplayReport, Subject, Undecidable, Verdict};
+pub use run::{ReplayRequest, replay_stored};
+pub use window::Window;
+
+use crate::audit::AuditError;
+use crate::store::StoreError;
+
+/// Why a replay was not run; nothing was changed or audited.
+#[derive(Debug, thiserror::Error)]
+pub enum WhatIfError {
+    #[error(
+        "`{0}` is not a window: write a whole number of hours or days, e.g. 1h, 24h, 7d or 30d (at most 366d)"
+    )]
+    BadWindow(String),
+    #[error("no audited calls in the last {window} (since {from}): there is nothing to replay")]
+    EmptyWindow { window: String, from: String },
+    #[error(
+        "the window starts at {from}, but the audit keeps events only from {kept} on (older ones were pruned): choose a shorter window"
+    )]
+    BeyondRetention { from: String, kept: String },
+    #[error("no session `{0}` in the audit")]
+    UnknownSession(String),
+    #[error("name at least one session to replay")]
+    NoSessions,
+    #[error("the audit could not be read: {0}")]
+    Store(#[from] StoreError),
+    #[error("the replay could not be audited: {0}")]
+    Audit(#[from] AuditError),
+}

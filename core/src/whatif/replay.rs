@@ -7,41 +7,88 @@ use serde_json::Value;
 
 use super::report::{Change, ReplayReport, Subject, Undecidable, Verdict};
 use crate::audit::AuditEvent;
-use crate::model::Limit;
+use crate::model::{Limit, ResultCheck};
 use crate::names::EventKind;
 use crate::policy::{
-    Arguments, CallRequest, CompiledCatalog, Decision, DenyCode, HeldUsage, SessionView,
-    SuccessNote, arguments_digest, decide,
+    Arguments, CallRequest, CompiledCatalog, Decision, DenyCode, HeldUsage, Outcome, SessionView,
+    SuccessNote, arguments_digest, decide, value_digest,
 };
 use crate::slug::Slug;
 
 /// Decides the audited calls of `events` (in log order) again under `proposed`, beside the
-/// catalog in force (`current`), and reports what would change. Pure: nothing is written.
+/// catalog in force (`current`), and reports what would change at or after `from` (earlier
+/// events only build the sessions' state). Pure: nothing is written.
 pub fn replay(
     current: &CompiledCatalog,
     proposed: &CompiledCatalog,
     events: impl IntoIterator<Item = AuditEvent>,
+    from: DateTime<Utc>,
 ) -> ReplayReport {
-    let mut report = ReplayReport::default();
-    let mut sessions: HashMap<String, SessionReplay> = HashMap::new();
+    let mut replayer = Replayer::new(current, proposed, from);
     for event in events {
-        let Some(id) = event.session_id.clone() else {
-            continue;
+        replayer.push(&event);
+    }
+    replayer.finish()
+}
+
+/// [`replay`] one event at a time, for a log streamed from the store.
+pub struct Replayer<'c> {
+    current: &'c CompiledCatalog,
+    proposed: &'c CompiledCatalog,
+    from: DateTime<Utc>,
+    sessions: HashMap<String, SessionReplay>,
+    report: ReplayReport,
+}
+
+impl<'c> Replayer<'c> {
+    pub fn new(
+        current: &'c CompiledCatalog,
+        proposed: &'c CompiledCatalog,
+        from: DateTime<Utc>,
+    ) -> Self {
+        Self {
+            current,
+            proposed,
+            from,
+            sessions: HashMap::new(),
+            report: ReplayReport::default(),
+        }
+    }
+
+    /// The next event of the log.
+    pub fn push(&mut self, event: &AuditEvent) {
+        let Some(id) = event.session_id.as_deref() else {
+            return;
         };
         if event.kind == EventKind::SessionStarted {
-            if let Some(session) = SessionReplay::start(&event, &id) {
-                report.sessions += 1;
-                sessions.insert(id, session);
+            if let Some(session) = SessionReplay::start(event, id) {
+                self.sessions.insert(id.to_owned(), session);
             }
-            continue;
+            return;
         }
-        match sessions.get_mut(&id) {
-            Some(session) => session.step(current, proposed, &event, &mut report),
-            None if is_call(event.kind) => report.skipped += 1,
+        let counted = event.at >= self.from;
+        match self.sessions.get_mut(id) {
+            Some(session) => {
+                // Before the window a decision only builds state: it is reported nowhere.
+                let mut scratch = ReplayReport::default();
+                let report = if counted {
+                    &mut self.report
+                } else {
+                    &mut scratch
+                };
+                if session.step(self.current, self.proposed, event, report) && counted {
+                    session.reported = true;
+                }
+            }
+            None if counted && is_call(event.kind) => self.report.skipped += 1,
             None => {}
         }
     }
-    report
+
+    pub fn finish(mut self) -> ReplayReport {
+        self.report.sessions = self.sessions.values().filter(|s| s.reported).count();
+        self.report
+    }
 }
 
 fn is_call(kind: EventKind) -> bool {
@@ -58,6 +105,8 @@ fn far_future() -> DateTime<Utc> {
 
 /// One session, simulated under the catalog in force and the proposed one.
 struct SessionReplay {
+    /// Whether a decision of it fell in the window.
+    reported: bool,
     key: String,
     current: Simulation,
     proposed: Simulation,
@@ -83,6 +132,23 @@ struct Decided {
     role: Option<String>,
     /// Denied before any argument was read: the session may not call the tool at all.
     no_access: bool,
+    /// The sentence of the limit that denied or held it, without this call's figures.
+    limit: Option<String>,
+}
+
+/// The limit sentence `rule` starts with, among the limits of `role` and the guardrails of
+/// every scope: the rule without what this call adds (`200 already used …`).
+fn limit_of(catalog: &CompiledCatalog, rule: &str, role: Option<&str>) -> Option<String> {
+    let role_limits = role
+        .and_then(|r| catalog.role(r))
+        .into_iter()
+        .flat_map(|r| &r.limits);
+    let guardrails = catalog.catalog().scopes.iter().flat_map(|s| &s.guardrails);
+    role_limits
+        .chain(guardrails)
+        .map(Limit::sentence)
+        .filter(|sentence| rule.starts_with(sentence.as_str()))
+        .max_by_key(String::len)
 }
 
 impl SessionReplay {
@@ -91,13 +157,27 @@ impl SessionReplay {
         let key = event.actor.clone()?;
         let view = SessionView::new(id, key.clone(), scope, far_future());
         Some(Self {
+            reported: false,
             key,
             current: Simulation::new(view.clone()),
             proposed: Simulation::new(view),
         })
     }
 
+    /// Replays one event of this session; true when it was a decision decided again.
     fn step(
+        &mut self,
+        current: &CompiledCatalog,
+        proposed: &CompiledCatalog,
+        event: &AuditEvent,
+        report: &mut ReplayReport,
+    ) -> bool {
+        let decided = report.decided;
+        self.event(current, proposed, event, report);
+        report.decided > decided
+    }
+
+    fn event(
         &mut self,
         current: &CompiledCatalog,
         proposed: &CompiledCatalog,
@@ -138,6 +218,7 @@ impl SessionReplay {
                         after: will,
                         rule: (will == Verdict::Denied)
                             .then(|| format!("role {role} is not in the session's scope")),
+                        limit: None,
                         role: Some(role.to_string()),
                     });
                 }
@@ -185,6 +266,14 @@ impl SessionReplay {
         let resume = hold.filter(|_| event.kind != EventKind::CallHeld);
         let ran = before == Verdict::Allowed;
         let at = event.at;
+        if before != Verdict::Denied {
+            infer_results(
+                current,
+                tool,
+                arguments,
+                [&mut self.current, &mut self.proposed],
+            );
+        }
         let (was, will) = match resume {
             Some(hold) => {
                 let was = self
@@ -231,6 +320,7 @@ impl SessionReplay {
                     report.undecidable.push(Undecidable {
                         session_id: self.current.view.id.clone(),
                         seq: event.seq,
+                        at,
                         key: self.key.clone(),
                         subject,
                         before,
@@ -249,6 +339,7 @@ impl SessionReplay {
             report.undecidable.push(Undecidable {
                 session_id: self.current.view.id.clone(),
                 seq: event.seq,
+                at,
                 key: self.key.clone(),
                 subject,
                 before,
@@ -257,11 +348,11 @@ impl SessionReplay {
             return;
         }
         // For a call that would now run, the rule that stopped it.
-        let (rule, role) = if will.verdict == Verdict::Allowed {
+        let (rule, role, limit) = if will.verdict == Verdict::Allowed {
             let recorded = payload["rule"].as_str().map(str::to_owned);
-            (recorded.or(was.rule), was.role.or(will.role))
+            (recorded.or(was.rule), was.role.or(will.role), was.limit)
         } else {
-            (will.rule, will.role)
+            (will.rule, will.role, will.limit)
         };
         report.changes.push(Change {
             session_id: self.current.view.id.clone(),
@@ -272,6 +363,7 @@ impl SessionReplay {
             before,
             after: will.verdict,
             rule,
+            limit,
             role,
         });
     }
@@ -291,7 +383,10 @@ impl SessionReplay {
                         "it waits on `{after}`, which ran only in the replay: its success is unknown"
                     ));
                 }
-                if reads_result && sims.iter().any(|s| s.results_unseen.contains(after)) {
+                if reads_result
+                    && sims.iter().any(|s| s.results_unseen.contains(after))
+                    && result_guards(current, tool) != result_guards(proposed, tool)
+                {
                     return Some(format!(
                         "it reads the result of `{after}`, which the log keeps only as a digest"
                     ));
@@ -362,26 +457,61 @@ fn reads_arg(limit: &Limit, tool: &str, arg: &str) -> bool {
 /// The prerequisites the step-order guards of `tool` wait on, in every role and scope of
 /// `catalog`, each with whether the guard reads the prerequisite's result.
 fn guards_of<'c>(catalog: &'c CompiledCatalog, tool: &str) -> Vec<(&'c str, bool)> {
+    result_guards(catalog, tool)
+        .into_iter()
+        .flat_map(|(after, _, result)| after.iter().map(move |a| (a.as_str(), result.is_some())))
+        .collect()
+}
+
+/// The step-order guards of `tool` in every role and scope of `catalog`: what each waits
+/// on, the arguments it binds, and the result it reads.
+fn result_guards<'c>(
+    catalog: &'c CompiledCatalog,
+    tool: &str,
+) -> Vec<(&'c [String], &'c [String], Option<&'c ResultCheck>)> {
     let catalog = catalog.catalog();
-    let limits = catalog
+    catalog
         .roles
         .iter()
         .flat_map(|r| &r.limits)
-        .chain(catalog.scopes.iter().flat_map(|s| &s.guardrails));
-    let mut found = Vec::new();
-    for limit in limits {
-        if let Limit::Requires {
-            tool: guarded,
-            after,
-            result,
-            ..
-        } = limit
-            && guarded == tool
-        {
-            found.extend(after.iter().map(|a| (a.as_str(), result.is_some())));
+        .chain(catalog.scopes.iter().flat_map(|s| &s.guardrails))
+        .filter_map(|limit| match limit {
+            Limit::Requires {
+                tool: guarded,
+                after,
+                same_args,
+                result,
+            } if guarded == tool => Some((after.as_slice(), same_args.as_slice(), result.as_ref())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// What the log proves about the results a guard read: a call the catalog in force
+/// allowed (or held) past a guard that reads a prerequisite's result found a success of
+/// it with that result and, where the guard binds arguments, with this call's values. The
+/// log keeps no result, so each simulation is given that success before deciding.
+fn infer_results(
+    current: &CompiledCatalog,
+    tool: &str,
+    arguments: &Arguments,
+    sims: [&mut Simulation; 2],
+) {
+    let guards = result_guards(current, tool);
+    for sim in sims {
+        for (after, same_args, result) in &guards {
+            let Some(check) = result else { continue };
+            for prerequisite in after.iter().filter(|a| sim.results_unseen.contains(*a)) {
+                let args = same_args
+                    .iter()
+                    .filter_map(|a| Some((a.clone(), value_digest(arguments.get(a)?))))
+                    .collect();
+                let results = [(check.pointer.clone(), value_digest(&check.equals))].into();
+                sim.view
+                    .record_success(prerequisite, Some(Outcome { args, results }));
+            }
         }
     }
-    found
 }
 
 impl Simulation {
@@ -493,6 +623,7 @@ impl Simulation {
                     rule: None,
                     role: Some(permit.role().to_string()),
                     no_access: false,
+                    limit: None,
                 }
             }
             Decision::Hold(held) => {
@@ -502,6 +633,7 @@ impl Simulation {
                 self.holds.insert(id, permit.held_usage());
                 Decided {
                     verdict: Verdict::Held,
+                    limit: limit_of(catalog, held.rule(), Some(permit.role().as_str())),
                     rule: Some(held.rule().to_owned()),
                     role: Some(permit.role().to_string()),
                     no_access: false,
@@ -509,6 +641,11 @@ impl Simulation {
             }
             Decision::Deny(denial) => Decided {
                 verdict: Verdict::Denied,
+                limit: limit_of(
+                    catalog,
+                    &denial.rule,
+                    denial.role.as_ref().map(Slug::as_str),
+                ),
                 no_access: matches!(
                     denial.code,
                     DenyCode::AccessDenied

@@ -47,6 +47,9 @@ pub struct Change {
     /// The rule that would deny or hold it; for a call that would now be allowed, the rule
     /// that denied or held it.
     pub rule: Option<String>,
+    /// That rule's limit as the catalog words it, without this call's figures: what the
+    /// report groups by.
+    pub limit: Option<String>,
     /// The role whose rule it is (or that would authorise the call), when one is.
     pub role: Option<String>,
 }
@@ -56,6 +59,7 @@ pub struct Change {
 pub struct Undecidable {
     pub session_id: String,
     pub seq: u64,
+    pub at: DateTime<Utc>,
     pub key: String,
     pub subject: Subject,
     pub before: Verdict,
@@ -66,9 +70,9 @@ pub struct Undecidable {
 /// Everything a replay found.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ReplayReport {
-    /// Sessions replayed from their start.
+    /// Sessions with a decision in the window (each replayed from its start).
     pub sessions: usize,
-    /// Decisions (calls and learns) decided again.
+    /// Decisions (calls and learns) in the window decided again.
     pub decided: usize,
     /// Audited calls that could not be decided again: no arguments recorded (refused before
     /// they were read), a session whose start is not in the log, or the resume of a hold

@@ -2,12 +2,15 @@
 //! desk catalog: refunds up to 500 each and 1000 a session, above 200 held), then the log
 //! is decided again under a proposed catalog. On SQLite and PostgreSQL.
 
+use chrono::{DateTime, Utc};
 use futures::TryStreamExt;
 use rust_decimal::Decimal;
-use skillgate_core::audit::AuditEvent;
+use skillgate_core::audit::{AuditEvent, CheckpointSigner};
 use skillgate_core::model::{Catalog, Limit};
 use skillgate_core::policy::CompiledCatalog;
-use skillgate_core::whatif::{ReplayReport, Subject, Verdict, replay};
+use skillgate_core::whatif::{
+    ReplayReport, ReplayRequest, Subject, Verdict, WhatIfError, Window, replay, replay_stored,
+};
 
 use crate::desk::{Fixture, agent, desk_role, desk_session, fixture, refund, reply};
 
@@ -57,7 +60,12 @@ async fn refunds(f: &Fixture, amounts: &[u32]) -> (String, Vec<String>) {
 }
 
 async fn replayed(f: &Fixture, proposal: &CompiledCatalog) -> ReplayReport {
-    replay(&current(f), proposal, log(f).await)
+    replay(
+        &current(f),
+        proposal,
+        log(f).await,
+        DateTime::<Utc>::MIN_UTC,
+    )
 }
 
 #[tokio::test]
@@ -225,4 +233,139 @@ async fn a_call_whose_sensitive_argument_is_a_digest_is_not_decidable_when_a_lim
     let report = replayed(&f, &without).await;
     assert_eq!(report.changes.len(), 1, "{report:#?}");
     assert_eq!(report.changes[0].after, Verdict::Denied);
+}
+
+fn lowered_to(f: &Fixture, cap: u32) -> CompiledCatalog {
+    proposed(f, |c| {
+        for limit in desk_limits(c) {
+            if let Limit::SumCap { max, .. } = limit {
+                *max = Decimal::from(cap);
+            }
+        }
+    })
+}
+
+async fn stored(
+    f: &Fixture,
+    proposal: &CompiledCatalog,
+    window: &Window,
+    now: DateTime<Utc>,
+) -> Result<ReplayReport, WhatIfError> {
+    let current = current(f);
+    let request = ReplayRequest {
+        current: &current,
+        proposed: proposal,
+        window,
+        actor: "cli:alice",
+        file_digest: "0123abcd",
+    };
+    replay_stored(&f.store, &f.audit, request, now, |_| {}).await
+}
+
+#[tokio::test]
+async fn a_stored_window_is_replayed_and_the_replay_audited_with_its_counts_changing_nothing_else()
+{
+    let f = fixture().await;
+    refunds(&f, &[150, 150, 150, 90]).await;
+    let revision = f.catalog.load().revision().to_owned();
+    let before = log(&f).await;
+    let mut read = 0;
+    let current = current(&f);
+    let lowered = lowered_to(&f, 400);
+    let request = ReplayRequest {
+        current: &current,
+        proposed: &lowered,
+        window: &Window::last("1h").unwrap(),
+        actor: "cli:alice",
+        file_digest: "0123abcd",
+    };
+    let report = replay_stored(&f.store, &f.audit, request, Utc::now(), |_| read += 1)
+        .await
+        .unwrap();
+    let started = before
+        .iter()
+        .find(|e| e.kind.as_str() == "session_started")
+        .unwrap()
+        .seq;
+    let from_start = before.iter().filter(|e| e.seq >= started).count();
+    assert_eq!(
+        read, from_start,
+        "the log read once, from the session's start"
+    );
+    assert!(
+        from_start < before.len(),
+        "the admin changes before it are not read"
+    );
+    assert_eq!((report.sessions, report.decided), (1, 5), "{report:#?}");
+    assert_eq!(report.count(Verdict::Allowed, Verdict::Denied), 1);
+
+    let after = log(&f).await;
+    assert_eq!(after.len(), before.len() + 1, "one event: the replay's own");
+    assert_eq!(after[..before.len()], before[..], "nothing else written");
+    let event = after.last().unwrap();
+    assert_eq!(event.kind.as_str(), "what_if_replay");
+    assert_eq!(event.actor.as_deref(), Some("cli:alice"));
+    assert_eq!(event.session_id, None);
+    assert_eq!(event.payload["window"]["last"], "1h");
+    assert_eq!(event.payload["catalog_file_sha256"], "0123abcd");
+    assert_eq!(event.payload["flips"]["allowed_to_denied"], 1);
+    assert_eq!(event.payload["decided"], 5);
+    assert_eq!(
+        f.catalog.load().revision(),
+        revision,
+        "the catalog is untouched"
+    );
+    assert!(f.audit.verify().await.unwrap().is_intact());
+
+    // An hour from now the window holds no call: refused, and not audited.
+    let later = Utc::now() + chrono::Duration::hours(2);
+    let empty = stored(&f, &lowered, &Window::last("1h").unwrap(), later).await;
+    assert!(
+        matches!(empty, Err(WhatIfError::EmptyWindow { .. })),
+        "{empty:?}"
+    );
+    assert_eq!(log(&f).await.len(), after.len());
+}
+
+#[tokio::test]
+async fn chosen_sessions_are_replayed_whole_and_unknown_ones_or_pruned_windows_are_refused() {
+    let f = fixture().await;
+    let (first, _) = refunds(&f, &[150, 150, 150]).await;
+    let (second, _) = refunds(&f, &[150, 150, 150]).await;
+    let lowered = lowered_to(&f, 400);
+    let only = Window::Sessions(vec![second.clone()]);
+    let report = stored(&f, &lowered, &only, Utc::now()).await.unwrap();
+    assert_eq!(report.changes.len(), 1, "{report:#?}");
+    assert_eq!(report.changes[0].session_id, second);
+    let both = Window::Sessions(vec![first, second]);
+    assert_eq!(
+        stored(&f, &lowered, &both, Utc::now())
+            .await
+            .unwrap()
+            .changes
+            .len(),
+        2
+    );
+
+    let written = log(&f).await.len();
+    let unknown = Window::Sessions(vec!["sess_nope".into()]);
+    let refused = stored(&f, &lowered, &unknown, Utc::now()).await;
+    assert!(matches!(refused, Err(WhatIfError::UnknownSession(ref id)) if id == "sess_nope"));
+    assert_eq!(
+        log(&f).await.len(),
+        written,
+        "a refused replay writes nothing"
+    );
+
+    // Retention deleted the oldest events: a window reaching before what is kept is refused.
+    let signer = CheckpointSigner::generate();
+    f.audit
+        .prune_through(3, &signer, "retention")
+        .await
+        .unwrap();
+    let month = stored(&f, &lowered, &Window::last("30d").unwrap(), Utc::now()).await;
+    assert!(
+        matches!(month, Err(WhatIfError::BeyondRetention { .. })),
+        "{month:?}"
+    );
 }

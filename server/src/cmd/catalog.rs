@@ -8,10 +8,15 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Subcommand;
 
+use chrono::Utc;
 use skillgate_core::admin::AdminService;
+use skillgate_core::audit::AuditLog;
 use skillgate_core::catalog_code::{self, ApplyError, ApplyOptions, CatalogFile, json_schema_text};
 use skillgate_core::limited_read::LimitedReadError;
+use skillgate_core::names::Actor;
+use skillgate_core::policy::CompiledCatalog;
 use skillgate_core::store::Store;
+use skillgate_core::whatif::{ReplayReport, ReplayRequest, Window, replay_stored};
 
 use crate::cmd::key::{DEFAULT_MCP_URL, render_created};
 
@@ -37,6 +42,19 @@ pub enum CatalogCommand {
         /// or `json` (one object, for CI).
         #[arg(long, value_enum, default_value_t = PlanFormat::Text)]
         format: PlanFormat,
+        /// With --dry-run: decide the audited calls of the last WINDOW (1h, 24h, 7d, 30d)
+        /// again under FILE and report the outcomes that would change. Exit code 3 when any
+        /// would.
+        #[arg(long, value_name = "WINDOW", requires = "dry_run")]
+        replay: Option<String>,
+        /// With --dry-run: the same for every call of a session (repeat for several).
+        #[arg(
+            long = "replay-session",
+            value_name = "SESSION",
+            requires = "dry_run",
+            conflicts_with = "replay"
+        )]
+        replay_sessions: Vec<String>,
         /// Remove what the file does not list (agent keys it does not list are revoked).
         #[arg(long)]
         prune: bool,
@@ -54,6 +72,10 @@ pub enum CatalogCommand {
         max_catalog_bytes: u64,
     },
 }
+
+/// The exit code of a dry run whose replay found outcomes that would change: not 1 (an
+/// invalid file or window) nor 2 (a usage error), so a pipeline can tell them apart.
+pub const FLIPS_EXIT: u8 = 3;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum PlanFormat {
@@ -80,6 +102,8 @@ pub async fn run(database_url: &str, command: CatalogCommand) -> anyhow::Result<
             file,
             dry_run,
             format,
+            replay,
+            replay_sessions,
             prune,
             mcp_url,
             max_catalog_bytes,
@@ -95,6 +119,18 @@ pub async fn run(database_url: &str, command: CatalogCommand) -> anyhow::Result<
                     return Ok(ExitCode::FAILURE);
                 }
                 Err(error) => return Err(error.into()),
+            };
+            let window = match (replay, replay_sessions.is_empty()) {
+                (Some(text), _) => Some(Window::last(&text)),
+                (None, false) => Some(Ok(Window::Sessions(replay_sessions))),
+                (None, true) => None,
+            };
+            let window = match window.transpose() {
+                Ok(window) => window,
+                Err(error) => {
+                    eprintln!("{error}");
+                    return Ok(ExitCode::FAILURE);
+                }
             };
             let options = ApplyOptions { prune, dry_run };
             let parsed = CatalogFile::parse(&bytes);
@@ -122,11 +158,38 @@ pub async fn run(database_url: &str, command: CatalogCommand) -> anyhow::Result<
                 }
                 Err(error) => return Err(error.into()),
             };
+            let replayed = match (&window, &report.proposed) {
+                (Some(window), Some(proposed)) => {
+                    let digest = CatalogFile::parse(&bytes)
+                        .map(|f| f.digest().to_owned())
+                        .unwrap_or_default();
+                    match replay_against(database_url, window, proposed.clone(), &digest).await? {
+                        Ok(replayed) => Some(replayed),
+                        Err(error) => {
+                            eprintln!("{error}");
+                            return Ok(ExitCode::FAILURE);
+                        }
+                    }
+                }
+                _ => None,
+            };
+            // A GitOps pipeline gates on it: an outcome that would change fails the step.
+            let exit = match &replayed {
+                Some(found) if found.flips() => ExitCode::from(FLIPS_EXIT),
+                _ => ExitCode::SUCCESS,
+            };
             if format == PlanFormat::Json {
-                print_json(&report, &mcp_url);
-                return Ok(ExitCode::SUCCESS);
+                print_json(&report, &mcp_url, replayed.as_ref());
+                return Ok(exit);
             }
             print!("{}", report.plan);
+            if let (Some(found), Some(window)) = (&replayed, &window) {
+                print!("{}", found.render(&replay_heading(window)));
+            }
+            if replayed.is_some() {
+                println!("dry run: nothing was written");
+                return Ok(exit);
+            }
             if report.plan.is_empty() {
                 return Ok(ExitCode::SUCCESS);
             }
@@ -181,8 +244,11 @@ async fn audit_refusal(
 
 /// The report as one JSON object: the plan, whether it was written and by whom, and the
 /// agent keys it created, each with its secret, shown this once as in the text form.
-fn print_json(report: &catalog_code::ApplyReport, mcp_url: &str) {
+fn print_json(report: &catalog_code::ApplyReport, mcp_url: &str, replayed: Option<&ReplayReport>) {
     let mut json = report.plan.to_json();
+    if let Some(replayed) = replayed {
+        json["replay"] = replayed.to_json();
+    }
     json["applied"] = report.applied.into();
     json["actor"] = report.actor.clone().into();
     json["created_keys"] = report
@@ -198,4 +264,57 @@ fn print_json(report: &catalog_code::ApplyReport, mcp_url: &str) {
         })
         .collect();
     println!("{json}");
+}
+
+/// What the replay report is about.
+fn replay_heading(window: &Window) -> String {
+    match window {
+        Window::Last { text, .. } => format!("replay of the last {text}"),
+        Window::Sessions(ids) => format!(
+            "replay of {} session{}",
+            ids.len(),
+            if ids.len() == 1 { "" } else { "s" }
+        ),
+    }
+}
+
+/// Replays the stored audit against the catalog a dry run would make, audited as the
+/// local user; on a terminal, stderr shows how far it got (Ctrl-C leaves nothing behind:
+/// the replay writes only its own audit event, at the end).
+async fn replay_against(
+    database_url: &str,
+    window: &Window,
+    proposed: skillgate_core::model::Catalog,
+    digest: &str,
+) -> anyhow::Result<Result<ReplayReport, skillgate_core::whatif::WhatIfError>> {
+    use std::io::{IsTerminal as _, Write as _};
+    let store = Store::open(database_url).await?;
+    let current = store
+        .compiled_catalog()
+        .await
+        .context("reading the catalog")?;
+    let proposed = CompiledCatalog::compile(proposed);
+    let audit = AuditLog::new(store.clone());
+    let actor = Actor::local_cli().to_string();
+    let request = ReplayRequest {
+        current: &current,
+        proposed: &proposed,
+        window,
+        actor: &actor,
+        file_digest: digest,
+    };
+    let terminal = std::io::stderr().is_terminal();
+    let mut read = 0u64;
+    let progress = |seq: u64| {
+        read += 1;
+        if terminal && read.is_multiple_of(50_000) {
+            eprint!("\rreplaying: {read} events read (event {seq})");
+            let _ = std::io::stderr().flush();
+        }
+    };
+    let found = replay_stored(&store, &audit, request, Utc::now(), progress).await;
+    if terminal && read >= 50_000 {
+        eprintln!();
+    }
+    Ok(found)
 }

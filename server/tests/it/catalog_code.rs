@@ -633,3 +633,117 @@ fn apply_refuses_a_file_over_the_size_limit_or_with_a_repeated_key_naming_why_an
         "no admin change was written"
     );
 }
+
+/// The demo agent refunds 200, 200 and 150 of one order (550, under today's 1000).
+async fn three_refunds(server: &Server) -> String {
+    let client = server.connect(&server.support_key).await;
+    let (session, _) = init(&client).await;
+    assert!(
+        !learn(&client, &session, "/roles/tier-1-support")
+            .await
+            .is_error
+    );
+    let eligible = call(
+        &client,
+        &session,
+        "check_refund_eligibility",
+        json!({"customer_id": "C-1003", "order_id": "O-5005"}),
+    )
+    .await;
+    assert!(!eligible.is_error, "{}", eligible.text);
+    for amount in [200, 200, 150] {
+        let refund = json!({"customer_id": "C-1003", "order_id": "O-5005", "amount": amount,
+                            "reason": "Premium support not delivered"});
+        let answer = call(&client, &session, "process_refund", refund).await;
+        assert_eq!(answer.structured["decision"], "allowed", "{}", answer.text);
+    }
+    session
+}
+
+#[tokio::test]
+async fn a_dry_run_replays_the_last_hour_against_the_file_and_fails_the_step_when_calls_would_flip()
+{
+    let server = Server::start();
+    let session = three_refunds(&server).await;
+    let exported = export(&server.database_url());
+    let mut doc = document(&exported);
+    let tier1 = role_index(&doc, "tier-1-support");
+    let cap = doc.roles[tier1]
+        .limits
+        .iter()
+        .position(|l| l.max.is_some() && l.arg.as_deref() == Some("amount"))
+        .unwrap();
+    doc.roles[tier1].limits[cap].max = Some(parse_max("300"));
+    let file = write(server.dir(), "lowered.yaml", &doc.to_yaml());
+    let replays = || {
+        server
+            .audit_events()
+            .into_iter()
+            .filter(|e| e["kind"] == "what_if_replay")
+            .count()
+    };
+
+    let dry = apply(
+        &server.database_url(),
+        &file,
+        &["--dry-run", "--replay", "1h"],
+    );
+    assert_eq!(dry.status.code(), Some(3), "{dry:?}");
+    let text = stdout(&dry);
+    assert!(
+        text.contains(
+            "2 outcomes would change:\n  allowed → denied: 2 calls of process_refund by key "
+        ),
+        "{text}"
+    );
+    assert!(text.contains("role tier-1-support"), "{text}");
+    assert!(text.contains("at most 300"), "{text}");
+    assert!(text.contains(&session), "{text}");
+    assert!(text.ends_with("dry run: nothing was written\n"), "{text}");
+    assert_eq!(replays(), 1, "the replay is audited");
+    assert_eq!(
+        export(&server.database_url()),
+        exported,
+        "nothing else changed"
+    );
+
+    let json = apply(
+        &server.database_url(),
+        &file,
+        &["--dry-run", "--replay", "1h", "--format", "json"],
+    );
+    assert_eq!(json.status.code(), Some(3));
+    let json: Value = serde_json::from_str(&stdout(&json)).unwrap();
+    let replay = &json["replay"];
+    assert_eq!(replay["flips"], true, "{replay}");
+    assert_eq!(replay["groups"][0]["before"], "allowed");
+    assert_eq!(replay["groups"][0]["after"], "denied");
+    assert_eq!(replay["groups"][0]["calls"].as_array().unwrap().len(), 2);
+    assert_eq!(replay["changes"][0]["session_id"], session.as_str());
+
+    // Raising the cap instead changes no outcome: exit 0.
+    doc.roles[tier1].limits[cap].max = Some(parse_max("2000"));
+    let raised = write(server.dir(), "raised.yaml", &doc.to_yaml());
+    let fine = apply(
+        &server.database_url(),
+        &raised,
+        &["--dry-run", "--replay", "1h"],
+    );
+    assert_eq!(fine.status.code(), Some(0), "{fine:?}");
+    assert!(stdout(&fine).contains("no outcome would change"));
+
+    // Bad input is refused and writes nothing.
+    let before = replays();
+    for flags in [
+        &["--dry-run", "--replay", "7 days"][..],
+        &["--dry-run", "--replay-session", "sess_nope"][..],
+    ] {
+        let refused = apply(&server.database_url(), &file, flags);
+        assert_eq!(refused.status.code(), Some(1), "{refused:?}");
+        assert!(!stderr(&refused).is_empty());
+    }
+    let without_dry_run = apply(&server.database_url(), &file, &["--replay", "1h"]);
+    assert_eq!(without_dry_run.status.code(), Some(2), "a usage error");
+    assert_eq!(replays(), before);
+    assert_eq!(export(&server.database_url()), exported);
+}
