@@ -212,6 +212,7 @@ bench: deps-postgres
 	cargo bench -p skillgate-core --bench auth
 	cargo bench -p skillgate-core --bench inspect
 	cargo bench -p skillgate-core --bench guardrails
+	cargo bench -p skillgate-core --bench whatif
 	$(TARGET_DIR)/release/skillgate-dev load
 	$(TARGET_DIR)/release/skillgate-dev load --rate 500
 	$(TARGET_DIR)/release/skillgate-dev backends
