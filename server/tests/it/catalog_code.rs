@@ -742,6 +742,17 @@ async fn a_dry_run_replays_the_last_hour_against_the_file_and_fails_the_step_whe
         assert_eq!(refused.status.code(), Some(1), "{refused:?}");
         assert!(!stderr(&refused).is_empty());
     }
+    let invalid = write(server.dir(), "invalid.yaml", "roles: [{slug: 7}]\n");
+    let refused = apply(
+        &server.database_url(),
+        &invalid,
+        &["--dry-run", "--replay", "1h"],
+    );
+    assert_eq!(
+        refused.status.code(),
+        Some(1),
+        "an invalid file: {refused:?}"
+    );
     let without_dry_run = apply(&server.database_url(), &file, &["--replay", "1h"]);
     assert_eq!(without_dry_run.status.code(), Some(2), "a usage error");
     assert_eq!(replays(), before);
