@@ -134,6 +134,10 @@ pub async fn run(database_url: &str, command: CatalogCommand) -> anyhow::Result<
             };
             let options = ApplyOptions { prune, dry_run };
             let parsed = CatalogFile::parse(&bytes);
+            let digest = parsed
+                .as_ref()
+                .map(|file| file.digest().to_owned())
+                .unwrap_or_default();
             let result = match parsed {
                 Ok(parsed) => {
                     let store = Store::open(database_url).await?;
@@ -145,7 +149,7 @@ pub async fn run(database_url: &str, command: CatalogCommand) -> anyhow::Result<
                 }
                 Err(error) => Err(error),
             };
-            let report = match result {
+            let mut report = match result {
                 Ok(report) => report,
                 Err(error @ ApplyError::Invalid(_)) => {
                     eprintln!("{}: {error}", file.display());
@@ -158,12 +162,9 @@ pub async fn run(database_url: &str, command: CatalogCommand) -> anyhow::Result<
                 }
                 Err(error) => return Err(error.into()),
             };
-            let replayed = match (&window, &report.proposed) {
+            let replayed = match (&window, report.proposed.take()) {
                 (Some(window), Some(proposed)) => {
-                    let digest = CatalogFile::parse(&bytes)
-                        .map(|f| f.digest().to_owned())
-                        .unwrap_or_default();
-                    match replay_against(database_url, window, proposed.clone(), &digest).await? {
+                    match replay_against(database_url, window, proposed, &digest).await? {
                         Ok(replayed) => Some(replayed),
                         Err(error) => {
                             eprintln!("{error}");
