@@ -308,34 +308,27 @@ impl SessionReplay {
             .filter(|(_, v)| is_digest(v))
             .map(|(name, _)| name.as_str())
             .collect();
-        if !digested.is_empty() {
-            // Both simulations read a digest where the value was: only a refusal that
-            // reads no argument (the tool is not the session's to call) is known.
-            let known = will.no_access && !was.no_access && will.verdict != before;
-            if !known {
-                if let Some(name) = digested
-                    .iter()
-                    .find(|name| reads_differently(current, proposed, tool, name))
-                {
-                    report.undecidable.push(Undecidable {
-                        session_id: self.current.view.id.clone(),
-                        seq: event.seq,
-                        at,
-                        key: self.key.clone(),
-                        subject,
-                        before,
-                        reason: format!(
-                            "the argument `{name}` is sensitive and stored only as a digest, \
-                             and what reads it changes"
-                        ),
-                    });
-                }
+        // Both simulations read a digest where a sensitive argument's value was: only a
+        // refusal that reads no argument (the tool is not the session's to call) is known.
+        let known =
+            !digested.is_empty() && will.no_access && !was.no_access && will.verdict != before;
+        let unknown = if !digested.is_empty() && !known {
+            let Some(name) = digested
+                .iter()
+                .find(|name| reads_differently(current, proposed, tool, name))
+            else {
                 return;
-            }
-        } else if was.verdict == will.verdict || will.verdict == before {
+            };
+            Some(format!(
+                "the argument `{name}` is sensitive and stored only as a digest, and what \
+                 reads it changes"
+            ))
+        } else if !known && (was.verdict == will.verdict || will.verdict == before) {
             return;
-        }
-        if let Some(reason) = self.unknowable(current, proposed, tool) {
+        } else {
+            self.unknowable(current, proposed, tool)
+        };
+        if let Some(reason) = unknown {
             report.undecidable.push(Undecidable {
                 session_id: self.current.view.id.clone(),
                 seq: event.seq,

@@ -264,22 +264,9 @@ async fn a_changed_limit_is_planned_with_its_old_and_new_value_and_the_next_call
     // would make 400 > 300.
     let replica = server.replica();
     let client = replica.connect(&replica.support_key).await;
-    let (session, _) = init(&client).await;
-    assert!(
-        !learn(&client, &session, "/roles/tier-1-support")
-            .await
-            .is_error
-    );
+    let session = eligible_for_refunds(&client).await;
     let refund = json!({"customer_id": "C-1003", "order_id": "O-5005", "amount": 200,
                         "reason": "Premium support not delivered"});
-    let eligible = call(
-        &client,
-        &session,
-        "check_refund_eligibility",
-        json!({"customer_id": "C-1003", "order_id": "O-5005"}),
-    )
-    .await;
-    assert!(!eligible.is_error, "{}", eligible.text);
     let first = call(&client, &session, "process_refund", refund.clone()).await;
     assert!(!first.is_error, "{}", first.text);
     let second = call(&client, &session, "process_refund", refund).await;
@@ -634,23 +621,29 @@ fn apply_refuses_a_file_over_the_size_limit_or_with_a_repeated_key_naming_why_an
     );
 }
 
-/// The demo agent refunds 200, 200 and 150 of one order (550, under today's 1000).
-async fn three_refunds(server: &Server) -> String {
-    let client = server.connect(&server.support_key).await;
-    let (session, _) = init(&client).await;
+/// A tier-1 session whose order O-5005 of C-1003 was checked eligible for refunds.
+async fn eligible_for_refunds(client: &common::Client) -> String {
+    let (session, _) = init(client).await;
     assert!(
-        !learn(&client, &session, "/roles/tier-1-support")
+        !learn(client, &session, "/roles/tier-1-support")
             .await
             .is_error
     );
     let eligible = call(
-        &client,
+        client,
         &session,
         "check_refund_eligibility",
         json!({"customer_id": "C-1003", "order_id": "O-5005"}),
     )
     .await;
     assert!(!eligible.is_error, "{}", eligible.text);
+    session
+}
+
+/// The demo agent refunds 200, 200 and 150 of one order (550, under today's 1000).
+async fn three_refunds(server: &Server) -> String {
+    let client = server.connect(&server.support_key).await;
+    let session = eligible_for_refunds(&client).await;
     for amount in [200, 200, 150] {
         let refund = json!({"customer_id": "C-1003", "order_id": "O-5005", "amount": amount,
                             "reason": "Premium support not delivered"});
