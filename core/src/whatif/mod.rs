@@ -12,13 +12,16 @@
 //! simulations, rather than one simulation against the log, cancels what no replay can
 //! know and no catalog decided (an inspector's block, an upstream's failure).
 //!
-//! What a replay cannot know it does not guess: a call whose outcome the two catalogs
-//! disagree on is *not decidable* when one of its arguments is stored only as a digest
-//! (a sensitive argument), or when a step-order guard of the call waits on a call that ran
-//! only in the replay (its success is unknown) or reads a prerequisite's result (the log
-//! keeps only its digest).
+//! What a replay cannot know it does not guess: a call is *not decidable* when one of its
+//! arguments is stored only as a digest (a sensitive argument) and what reads it differs
+//! between the catalogs, or when the catalogs disagree on it and a step-order guard of the
+//! call waits on a call that ran only in the replay (its success is unknown) or reads a
+//! prerequisite's result the proposal reads differently (the log keeps results only as
+//! digests; where the catalog in force let a call past such a guard, the log proves the
+//! result matched, and both simulations are given that success).
 //!
-//! Replay reads: it never writes the catalog, the sessions or the audit.
+//! Replay reads: it never writes the catalog or the sessions, and [`replay_stored`] writes
+//! only its own `what_if_replay` audit event.
 
 mod render;
 mod replay;
