@@ -34,6 +34,21 @@ async fn task_of_held_call(f: &Fixture, amount: u32) -> (String, CallTask) {
     (sid, task)
 }
 
+/// A refund under 200 in a new session: it needs no approval, so it runs (into the
+/// missing upstream); the gateway's reply.
+async fn refund_that_runs(f: &Fixture) -> skillgate_core::gateway::ToolReply {
+    let sid = desk_session(f).await;
+    f.gateway
+        .call(
+            &agent(),
+            Some(sid),
+            "process_refund",
+            crate::desk::refund(50),
+        )
+        .await
+        .unwrap()
+}
+
 fn hold_of(task: &CallTask) -> &str {
     task.hold_id
         .as_deref()
@@ -89,18 +104,7 @@ async fn a_held_call_becomes_a_working_task_that_names_its_hold_and_what_the_rev
 #[tokio::test]
 async fn only_a_pending_hold_is_offered_as_a_task() {
     let f = fixture().await;
-    let sid = desk_session(&f).await;
-    // Under 200 the refund needs no approval: it runs (into the missing upstream).
-    let ran = f
-        .gateway
-        .call(
-            &agent(),
-            Some(sid),
-            "process_refund",
-            crate::desk::refund(50),
-        )
-        .await
-        .unwrap();
+    let ran = refund_that_runs(&f).await;
     assert!(
         f.gateway
             .task_for_reply(&agent(), &ran)
@@ -293,18 +297,7 @@ fn other_key() -> AgentIdentity {
 #[tokio::test]
 async fn a_call_that_was_not_held_becomes_a_task_finished_with_what_the_call_answered() {
     let f = fixture().await;
-    let sid = desk_session(&f).await;
-    // Under 200 the refund needs no approval: it runs (into the missing upstream).
-    let ran = f
-        .gateway
-        .call(
-            &agent(),
-            Some(sid),
-            "process_refund",
-            crate::desk::refund(50),
-        )
-        .await
-        .unwrap();
+    let ran = refund_that_runs(&f).await;
     let answered = ran.clone().into_call_result();
     let task = f.gateway.task_for_call(&agent(), ran).await.unwrap();
     assert_eq!(task.status, TaskStatus::Completed);

@@ -74,13 +74,7 @@ async fn a_lowered_cap_flips_exactly_the_calls_past_it_and_later_calls_see_the_c
     // 150 + 150 + 150 + 90 = 540: all under today's 1000.
     let (sid, decisions) = refunds(&f, &[150, 150, 150, 90]).await;
     assert_eq!(decisions, ["allowed"; 4]);
-    let lowered = proposed(&f, |c| {
-        for limit in desk_limits(c) {
-            if let Limit::SumCap { max, .. } = limit {
-                *max = Decimal::from(400);
-            }
-        }
-    });
+    let lowered = lowered_to(&f, 400);
     let report = replayed(&f, &lowered).await;
     // Under 400 the third refund (450) is refused; the fourth then fits (300 + 90), which
     // a replay that kept the log's usage (540) would have refused too.
@@ -209,13 +203,7 @@ async fn a_call_whose_sensitive_argument_is_a_digest_is_not_decidable_when_a_lim
         .unwrap();
     assert!(allowed.payload["arguments"]["amount"]["sha256"].is_string());
 
-    let lowered = proposed(&f, |c| {
-        for limit in desk_limits(c) {
-            if let Limit::SumCap { max, .. } = limit {
-                *max = Decimal::from(100);
-            }
-        }
-    });
+    let lowered = lowered_to(&f, 100);
     let report = replayed(&f, &lowered).await;
     assert!(report.changes.is_empty(), "never guessed: {report:#?}");
     assert_eq!(report.undecidable.len(), 1, "{report:#?}");

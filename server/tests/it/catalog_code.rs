@@ -106,6 +106,15 @@ fn document(yaml: &str) -> CatalogDocument {
     parse(yaml.as_bytes()).unwrap()
 }
 
+/// Where in a role's limits its cap on the refunds of a session is.
+fn session_cap(doc: &CatalogDocument, role: usize) -> usize {
+    doc.roles[role]
+        .limits
+        .iter()
+        .position(|l| l.max.is_some() && l.arg.as_deref() == Some("amount"))
+        .expect("the role caps the refunds of a session")
+}
+
 fn role_index(doc: &CatalogDocument, slug: &str) -> usize {
     doc.roles
         .iter()
@@ -193,11 +202,7 @@ async fn a_changed_limit_is_planned_with_its_old_and_new_value_and_the_next_call
     let exported = export(&server.database_url());
     let mut doc = document(&exported);
     let tier1 = role_index(&doc, "tier-1-support");
-    let cap = doc.roles[tier1]
-        .limits
-        .iter()
-        .position(|l| l.max.is_some() && l.arg.as_deref() == Some("amount"))
-        .expect("tier-1-support caps the refunds of a session");
+    let cap = session_cap(&doc, tier1);
     doc.roles[tier1].limits[cap].max = Some(parse_max("300"));
     let edited = doc.to_yaml();
     let file = write(server.dir(), "edited.yaml", &edited);
@@ -661,11 +666,7 @@ async fn a_dry_run_replays_the_last_hour_against_the_file_and_fails_the_step_whe
     let exported = export(&server.database_url());
     let mut doc = document(&exported);
     let tier1 = role_index(&doc, "tier-1-support");
-    let cap = doc.roles[tier1]
-        .limits
-        .iter()
-        .position(|l| l.max.is_some() && l.arg.as_deref() == Some("amount"))
-        .unwrap();
+    let cap = session_cap(&doc, tier1);
     doc.roles[tier1].limits[cap].max = Some(parse_max("300"));
     let file = write(server.dir(), "lowered.yaml", &doc.to_yaml());
     let replays = || {
