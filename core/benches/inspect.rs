@@ -1,4 +1,6 @@
-//! The result inspectors on a 2 KB tool result: what they add to a call's gateway CPU.
+//! The result inspectors on a 2 KB tool result and on two large ones (a JSON listing, and
+//! 64 KB of English prose with typography beyond ASCII): what they add to a call's gateway
+//! CPU.
 //!
 //! `serialize` (serde_json of the same result, which the gateway does anyway) is the
 //! baseline the inspectors are compared with.
@@ -49,6 +51,56 @@ fn result_with_secret() -> CallToolResult {
     result
 }
 
+/// A page of 440 orders, 55 KB of JSON, as structured content and again as its text.
+fn listing_result() -> CallToolResult {
+    let statuses = ["shipped", "delivered", "returned", "pending"];
+    let orders: Vec<_> = (0..440)
+        .map(|i| {
+            json!({
+                "order_id": format!("O-{}", 100_000 + i),
+                "placed": format!("2026-{:02}-{:02}", 1 + i % 12, 1 + i % 28),
+                "status": statuses[i % 4],
+                "items": 1 + i % 7,
+                "total": format!("{}.{:02}", 10 + (i * 37) % 990, (i * 13) % 100),
+                "customer_id": format!("C-{}", 1000 + i % 9000),
+            })
+        })
+        .collect();
+    let structured = json!({"orders": orders, "next_page_token": "Q2hhcnRlcjpwYWdlOjI"});
+    let mut result = CallToolResult::success(vec![ContentBlock::text(structured.to_string())]);
+    result.structured_content = Some(structured);
+    result
+}
+
+/// About 64 KB of prose: this repository's architecture guide, whose dashes, arrows and
+/// quotes are beyond ASCII and which says "ignore" (so the other languages' patterns run).
+fn prose_result() -> CallToolResult {
+    let guide = include_str!("../../docs/architecture.md");
+    let mut end = 64 * 1024;
+    while !guide.is_char_boundary(end) {
+        end -= 1;
+    }
+    CallToolResult::success(vec![ContentBlock::text(&guide[..end])])
+}
+
+fn inspect_large(c: &mut Criterion) {
+    let inspectors = Inspectors::shared();
+    for (name, result) in [
+        ("json_listing", listing_result()),
+        ("prose", prose_result()),
+    ] {
+        let size = serde_json::to_vec(&result).unwrap().len();
+        let mut group = c.benchmark_group(format!("inspect_{size}_byte_{name}"));
+        group.bench_function("serialize (baseline)", |b| {
+            b.iter(|| serde_json::to_vec(black_box(&result)).unwrap())
+        });
+        group.bench_function("inspect_result (secrets+injection)", |b| {
+            b.iter(|| inspectors.inspect_result(black_box(&result), &BOTH))
+        });
+        group.finish();
+    }
+}
+
 fn inspect(c: &mut Criterion) {
     let inspectors = Inspectors::shared();
     let benign = benign_result();
@@ -73,5 +125,5 @@ fn inspect(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, inspect);
+criterion_group!(benches, inspect, inspect_large);
 criterion_main!(benches);

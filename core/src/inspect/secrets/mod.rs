@@ -80,14 +80,15 @@ impl SecretDetector {
             formats: FORMATS
                 .iter()
                 .map(|f| {
-                    let re = Regex::new(f.pattern).expect("secret format compiles");
+                    let re = Regex::new(&ascii_boundaries(f.pattern))
+                        .expect("secret format compiles");
                     let grouped = re.capture_names().any(|n| n == Some("s"));
                     (re, grouped)
                 })
                 .collect(),
-            assignment: Regex::new(
+            assignment: Regex::new(&ascii_boundaries(
                 r#"(?i)\b((?:[a-z0-9]+[_-])*(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|secret[_-]?key|private[_-]?key|client[_-]?secret|auth|credentials?))["']?\s*(?:=>|[:=])\s*["']?([^\s"'`,;&<>(){}\[\]]+)"#,
-            )
+            ))
             .expect("assignment pattern compiles"),
             aws_secret: Regex::new(r"(?:^|[^A-Za-z0-9/+=])([A-Za-z0-9/+]{40})(?:$|[^A-Za-z0-9/+=])")
                 .expect("aws secret pattern compiles"),
@@ -418,6 +419,15 @@ pub fn shannon_entropy(text: &str) -> f64 {
 
 pub static DETECTOR: LazyLock<SecretDetector> = LazyLock::new(SecretDetector::new);
 
+/// A secret pattern with ASCII word boundaries. Secrets are ASCII, and so is every pattern
+/// around its `\b`; a Unicode `\b` differs only beside a letter beyond ASCII (`é` counts
+/// as a word character there, so `éAKIA…` would not be a boundary), and it makes regex's
+/// lazy DFA give up at the first such byte of the text, leaving the PikeVM to search the
+/// rest at about 1 µs a byte. Reading such a letter as a boundary errs toward finding.
+fn ascii_boundaries(pattern: &str) -> String {
+    pattern.replace(r"\b", r"(?-u:\b)")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -629,6 +639,18 @@ mod tests {
         ];
         for text in examples {
             assert!(kinds(text).is_empty(), "{text}: {:?}", kinds(text));
+        }
+    }
+
+    #[test]
+    fn a_token_glued_to_a_letter_beyond_ascii_is_found() {
+        for text in [
+            "clé:AKIAQ3EGUWB6CMRXNL2T",
+            "cléAKIAQ3EGUWB6CMRXNL2Tß",
+            "jeton ghp_8hK2mPq9RvX4wLz7TnB3cJ5dF6gY1aS0eU2i—expiré",
+        ] {
+            let hits = DETECTOR.scan(text, None);
+            assert_eq!(hits.len(), 1, "{text}");
         }
     }
 
