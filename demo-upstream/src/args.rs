@@ -107,6 +107,11 @@ impl<'a> Args<'a> {
         }
     }
 
+    /// Whether the call carries `name` at all (for optional arguments).
+    pub fn has(&self, name: &str) -> bool {
+        self.map.contains_key(name)
+    }
+
     pub fn bool(&self, name: &str) -> Result<bool, ToolError> {
         match self.map.get(name) {
             Some(Value::Bool(b)) => Ok(*b),

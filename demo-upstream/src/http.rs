@@ -38,7 +38,7 @@ pub async fn serve_http(options: DemoUpstreamOptions, addr: SocketAddr) -> anyho
             tracing::warn!(%error, "cannot set TCP_NODELAY");
         }
     });
-    tracing::info!(address = %local, "demo upstream serving 15 tools over streamable HTTP");
+    tracing::info!(address = %local, tools = upstream.specs.len(), "demo upstream serving over streamable HTTP");
     println!("demo upstream listening on http://{local}{MCP_PATH}");
     axum::serve(listener, router(upstream))
         .with_graceful_shutdown(async {

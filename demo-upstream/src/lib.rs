@@ -1,5 +1,6 @@
 //! The demo upstream: an MCP server (stdio, or streamable HTTP with `--http`) with the
-//! fifteen customer-support tools of the demo company, over fixture data held in memory.
+//! fifteen customer-support tools of the demo company, over fixture data held in memory
+//! (and, with `bench_tools`, a benchmark tool: see `bench.rs`).
 //!
 //! Tool failures are tool results with `isError: true` and a text `CODE: message`
 //! (`CUSTOMER_NOT_FOUND`, `ORDER_NOT_FOUND`, `USER_NOT_FOUND`, `NOT_ELIGIBLE`,
@@ -11,6 +12,7 @@
 //! the upstream.
 
 mod args;
+mod bench;
 mod error;
 mod executions;
 mod fixtures;
@@ -49,6 +51,8 @@ pub const EXECUTIONS_LOG_ENV: &str = "SKILLGATE_DEMO_EXECUTIONS_LOG";
 pub struct DemoUpstreamOptions {
     /// Append one JSON line per executed tool call to this file.
     pub executions_log: Option<PathBuf>,
+    /// Serve the benchmark tool `bench_payload` beside the fifteen (see `bench.rs`).
+    pub bench_tools: bool,
 }
 
 impl DemoUpstreamOptions {
@@ -58,6 +62,7 @@ impl DemoUpstreamOptions {
             executions_log: self
                 .executions_log
                 .or_else(|| std::env::var_os(EXECUTIONS_LOG_ENV).map(PathBuf::from)),
+            ..self
         }
     }
 }
@@ -65,7 +70,10 @@ impl DemoUpstreamOptions {
 /// Serves the demo upstream on stdin/stdout until the client disconnects.
 pub async fn serve_stdio(options: DemoUpstreamOptions) -> anyhow::Result<()> {
     let upstream = DemoUpstream::new(options.with_env_defaults())?;
-    tracing::info!("demo upstream serving 15 tools on stdio");
+    tracing::info!(
+        tools = upstream.specs.len(),
+        "demo upstream serving on stdio"
+    );
     let service = upstream
         .serve(rmcp::transport::stdio())
         .await
@@ -93,7 +101,10 @@ impl DemoUpstream {
             .as_deref()
             .map(ExecutionsLog::open)
             .transpose()?;
-        let specs = tool_specs();
+        let mut specs = tool_specs();
+        if options.bench_tools {
+            specs.extend(bench::specs());
+        }
         let tools = specs.iter().map(to_mcp_tool).collect();
         Ok(Self {
             specs,
@@ -107,14 +118,16 @@ impl DemoUpstream {
         &self,
         name: &str,
         arguments: &Map<String, Value>,
-    ) -> Result<Result<Value, ToolError>, ExecutionsLogError> {
+    ) -> Result<Result<Answer, ToolError>, ExecutionsLogError> {
         let Some(spec) = self.specs.iter().find(|s| s.name == name) else {
             return Ok(Err(ToolError::UnknownTool(name.to_owned())));
         };
         let mut company = self.company.lock().await;
         let now = Utc::now();
-        let outcome = Args::check(spec, arguments)
-            .and_then(|args| handlers::call(&mut company, &spec.name, &args, now));
+        let outcome = Args::check(spec, arguments).and_then(|args| match name {
+            bench::BENCH_PAYLOAD => bench::payload(&args).map(Answer::Text),
+            _ => handlers::call(&mut company, &spec.name, &args, now).map(Answer::Json),
+        });
         if let Some(log) = &self.executions_log {
             log.record(spec, arguments, outcome.is_ok(), now)?;
         }
@@ -178,9 +191,19 @@ pub fn to_mcp_tool(spec: &ToolSpec) -> Tool {
     )
 }
 
-fn to_call_result(outcome: Result<Value, ToolError>) -> CallToolResult {
+/// What a tool answers: the demo company's JSON (as text and structured content), or
+/// plain text (the benchmark payload, whose size is the text's).
+enum Answer {
+    Json(Value),
+    Text(String),
+}
+
+fn to_call_result(outcome: Result<Answer, ToolError>) -> CallToolResult {
     let (text, structured, is_error) = match outcome {
-        Ok(value) => (
+        Ok(Answer::Text(text)) => {
+            return CallToolResult::success(vec![ContentBlock::text(text)]);
+        }
+        Ok(Answer::Json(value)) => (
             serde_json::to_string_pretty(&value).unwrap_or_else(|_| value.to_string()),
             value,
             false,

@@ -264,6 +264,7 @@ async fn the_executions_log_has_one_line_per_executed_call_and_none_for_an_unkno
     let log = dir.path().join("executions.jsonl");
     let client = connect(DemoUpstreamOptions {
         executions_log: Some(log.clone()),
+        ..Default::default()
     })
     .await;
 
@@ -299,6 +300,7 @@ async fn a_payment_token_is_neither_echoed_nor_logged() {
     let log = dir.path().join("executions.jsonl");
     let client = connect(DemoUpstreamOptions {
         executions_log: Some(log.clone()),
+        ..Default::default()
     })
     .await;
     let token = "tok_live_SECRETVALUE9876";
@@ -381,4 +383,49 @@ fn suspicious_activity_on_the_compromised_account_is_high_risk() {
     let report = handlers::call(&mut company, &spec.name, &args, now).unwrap();
     assert_eq!(report["risk_level"], "high");
     assert_eq!(report["findings"].as_array().unwrap().len(), 4);
+}
+
+#[tokio::test]
+async fn the_bench_payload_answers_exactly_the_bytes_asked_for_and_only_when_enabled() {
+    let plain = connect(DemoUpstreamOptions::default()).await;
+    let refused = call(&plain, "bench_payload", json!({"bytes": 10})).await;
+    assert!(is_error(&refused));
+    assert!(
+        text(&refused).starts_with("UNKNOWN_TOOL"),
+        "{}",
+        text(&refused)
+    );
+
+    let bench = connect(DemoUpstreamOptions {
+        bench_tools: true,
+        ..Default::default()
+    })
+    .await;
+    assert_eq!(bench.list_all_tools().await.expect("tools/list").len(), 16);
+    for bytes in [1, 1024, 65_536] {
+        let result = call(
+            &bench,
+            "bench_payload",
+            json!({"bytes": bytes, "amount": 0.01}),
+        )
+        .await;
+        assert!(!is_error(&result));
+        let answered = text(&result);
+        assert_eq!(answered.len(), bytes);
+        assert!(result.structured_content.is_none());
+        if bytes > 1024 {
+            // Every line differs: nothing downstream may fold the answer into a pattern.
+            let lines: Vec<&str> = answered.lines().collect();
+            let distinct: std::collections::HashSet<&&str> = lines.iter().collect();
+            assert_eq!(distinct.len(), lines.len());
+        }
+    }
+    for bad in [json!({"bytes": 0}), json!({"bytes": 10, "amount": -1})] {
+        let result = call(&bench, "bench_payload", bad).await;
+        assert!(
+            text(&result).starts_with("INVALID_ARGUMENTS"),
+            "{}",
+            text(&result)
+        );
+    }
 }

@@ -9,6 +9,16 @@ upstream:
                 the role granting the tool, every call audited durably (the default)
   contextforge  IBM ContextForge 1.1.0 with the demo upstream registered as a gateway
 
+and three more loads of the same gateway weigh what a call's shape costs it, with the
+demo upstream's benchmark tool `bench_payload` (`demo-upstream --bench-tools`), which
+answers as many bytes of text as asked:
+
+  skillgate-1k      a 1 KB answer, in a role that puts no limit on the tool
+  skillgate-capped  the same call in a role with a cumulative cap on its `amount` and a
+                    step guard (`lookup_customer` first), so every call reads and
+                    reserves the session's usage
+  skillgate-64k     a 64 KB answer, no limit
+
 `wrk` drives each (keep-alive connections, one fixed JSON-RPC body), at 32 connections
 and at 1, alternating targets within each round so that drift of a busy machine spreads
 over all of them. The table shows medians over the rounds. Server CPU per call is the
@@ -49,6 +59,56 @@ ARGUMENTS = {"customer_id": "C-1001"}
 ROLE = "tier-1-support"
 SCOPE = "support"
 CONNECTIONS = (32, 1)
+# The loads of `bench_payload` through the gateway: target name -> (label, role, arguments).
+# Both 1 KB loads send the same arguments, so they differ in the role's limits alone.
+BENCH_TOOL = "bench_payload"
+BENCH_SCOPE = "bench"
+BENCH_LOADS = {
+    "skillgate-1k": ("Skillgate, 1 KB result, no limit", "bench-open",
+                     {"bytes": 1024, "amount": 0.01}),
+    "skillgate-capped": ("Skillgate, 1 KB result, cumulative cap and step guard",
+                         "bench-capped", {"bytes": 1024, "amount": 0.01}),
+    "skillgate-64k": ("Skillgate, 64 KB result, no limit", "bench-open",
+                      {"bytes": 65536, "amount": 0.01}),
+}
+# What the catalog file gains for them (YAML; the tool's definition is added as JSON, as
+# the upstream lists it, so its pin is the upstream's).
+BENCH_SKILL = """- slug: bench
+  description: Benchmark calls.
+  instructions: Look up the customer, then call `bench_payload`.
+  tools:
+  - lookup_customer
+  - bench_payload
+"""
+BENCH_ROLES = """- slug: bench-capped
+  title: Bench, capped and guarded
+  description: The benchmark tool under a cumulative cap and a step guard.
+  instructions: Look up the customer before anything else.
+  skills:
+  - bench
+  limits:
+  - kind: sum_cap
+    tool: bench_payload
+    arg: amount
+    max: 1000000000
+  - kind: requires
+    tool: bench_payload
+    after:
+    - lookup_customer
+- slug: bench-open
+  title: Bench, no limit
+  description: The benchmark tool, unlimited.
+  instructions: Call the tool.
+  skills:
+  - bench
+  limits: []
+"""
+BENCH_SCOPES = """- slug: bench
+  description: Benchmark agents.
+  roles:
+  - bench-open
+  - bench-capped
+"""
 MCP_HEADERS = {"Content-Type": "application/json",
                "Accept": "application/json, text/event-stream"}
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -243,7 +303,8 @@ def check_call(target):
 # --- targets ---------------------------------------------------------------------------
 
 def start_upstream(procs, skillgate, work):
-    proc, url = procs.start([skillgate, "demo-upstream", "--http", "127.0.0.1:0"],
+    proc, url = procs.start([skillgate, "demo-upstream", "--http", "127.0.0.1:0",
+                             "--bench-tools"],
                             os.path.join(work, "upstream.log"),
                             wait_for="demo upstream listening on ")
     return proc, url
@@ -258,7 +319,64 @@ def direct_target(upstream_proc, upstream_url):
             "settings": "`skillgate demo-upstream --http`, MCP session per handshake"}
 
 
-def skillgate_target(procs, skillgate, work, upstream_url):
+def listed_tool(upstream_url, name):
+    """The upstream's own definition of `name`, from `tools/list`."""
+    headers = handshake(upstream_url, {})
+    _, answer = post(upstream_url, rpc("tools/list", {}, 2), headers)
+    for tool in (answer.get("result") or {}).get("tools", []):
+        if tool.get("name") == name:
+            return tool
+    raise Failure(f"the demo upstream does not list {name}: {json.dumps(answer)[:500]}")
+
+
+def with_bench_entries(text, tool):
+    """The exported catalog with the benchmark tool, skill, roles and scope added at the
+    end of their lists (each top-level list ends where the next top-level key starts)."""
+    entry = (f"- name: {tool['name']}\n  upstream: demo\n"
+             f"  description: {json.dumps(tool['description'])}\n"
+             f"  input_schema: {json.dumps(tool['inputSchema'])}\n")
+    for key, block in (("skills", entry), ("roles", BENCH_SKILL), ("scopes", BENCH_ROLES),
+                       ("keys", BENCH_SCOPES)):
+        marker = re.compile(rf"^{key}:", re.M)
+        if not marker.search(text):
+            raise Failure(f"no top-level `{key}:` in the exported catalog")
+        text = marker.sub(lambda m: block + m.group(0), text, 1)
+    return text
+
+
+def governed_sessions(url, headers, role, count, first_call=None):
+    """`count` governance sessions that learned `role` (and made `first_call` once, when
+    given: a step guard's prerequisite); their ids."""
+    sessions = []
+    for _ in range(count):
+        _, init = post(url, call_body("init_skilder", {}), headers)
+        session = ((init.get("result") or {}).get("structuredContent") or {}).get("session_id")
+        if not session:
+            raise Failure(f"init_skilder returned no session: {json.dumps(init)[:800]}")
+        _, learned = post(url, call_body("learn", {"path": f"/roles/{role}",
+                                                   "session_id": session}), headers)
+        if not learned.get("result") or learned["result"].get("isError"):
+            raise Failure(f"learn /roles/{role} was refused: {json.dumps(learned)[:800]}")
+        if first_call:
+            tool, arguments = first_call
+            _, called = post(url, call_body("call_tool", {
+                "tool": tool, "arguments": arguments, "session_id": session}), headers)
+            if not called.get("result") or called["result"].get("isError"):
+                raise Failure(f"{tool} was refused: {json.dumps(called)[:800]}")
+        sessions.append(session)
+    return sessions
+
+
+def agent_key(skillgate, db, scope):
+    out = run([skillgate, "key", "create", "--database-url", db, "--name", f"bench-{scope}",
+               "--scope", scope])
+    key = re.search(r"\bsgk_\w+", out)
+    if not key:
+        raise Failure(f"`skillgate key create` printed no key:\n{out}")
+    return key.group(0)
+
+
+def skillgate_targets(procs, skillgate, work, upstream_url, wanted):
     db = f"sqlite://{work}/sg.db"
     site = os.path.join(work, "site")
     os.makedirs(site, exist_ok=True)
@@ -269,7 +387,8 @@ def skillgate_target(procs, skillgate, work, upstream_url):
                              "--bind", "127.0.0.1:0", "--site-root", site], log,
                             wait_for="Skillgate is listening on ")
     procs.stop(seeder)
-    # 2. Point the `demo` upstream at the HTTP demo upstream, through the catalog file.
+    # 2. Point the `demo` upstream at the HTTP demo upstream and add the benchmark's
+    #    tool, roles and scope, through the catalog file.
     catalog = os.path.join(work, "catalog.yaml")
     run([skillgate, "catalog", "export", "--database-url", db, "--output", catalog])
     with open(catalog) as f:
@@ -280,42 +399,47 @@ def skillgate_target(procs, skillgate, work, upstream_url):
     if not entry.search(text):
         raise Failure(f"no stdio `demo` upstream in the exported catalog {catalog}")
     text = entry.sub(f"- name: demo\n  transport: http\n  url: {upstream_url}\n", text, 1)
+    text = with_bench_entries(text, listed_tool(upstream_url, BENCH_TOOL))
     with open(catalog, "w") as f:
         f.write(text)
     run([skillgate, "catalog", "apply", catalog, "--database-url", db])
-    # 3. An agent key for the scope whose roles grant the tool.
-    out = run([skillgate, "key", "create", "--database-url", db, "--name", "bench-peers",
-               "--scope", SCOPE])
-    key = re.search(r"\bsgk_\w+", out)
-    if not key:
-        raise Failure(f"`skillgate key create` printed no key:\n{out}")
+    # 3. Agent keys: the demo scope whose roles grant lookup_customer, and the bench scope.
+    key = agent_key(skillgate, db, SCOPE)
+    bench_key = agent_key(skillgate, db, BENCH_SCOPE)
     # 4. The gateway, with the defaults (durable audit of every call).
     proc, base = procs.start([skillgate, "serve", "--database-url", db,
                               "--bind", "127.0.0.1:0", "--site-root", site], log,
                              wait_for="Skillgate is listening on ")
     url = f"{base}/mcp"
-    headers = {"Authorization": f"Bearer {key.group(0)}"}
     # 5. Governed sessions that learned the role, one per connection: calls of one session
     #    are serialised by design (its usage is decided and reserved in order), so 32
     #    connections in one session would measure that queue, not the gateway.
-    bodies = []
-    for _ in range(max(CONNECTIONS)):
-        _, init = post(url, call_body("init_skilder", {}), headers)
-        session = ((init.get("result") or {}).get("structuredContent") or {}).get("session_id")
-        if not session:
-            raise Failure(f"init_skilder returned no session: {json.dumps(init)[:800]}")
-        _, learned = post(url, call_body("learn", {"path": f"/roles/{ROLE}",
-                                                   "session_id": session}), headers)
-        if not learned.get("result") or learned["result"].get("isError"):
-            raise Failure(f"learn /roles/{ROLE} was refused: {json.dumps(learned)[:800]}")
-        bodies.append(json.dumps(call_body("call_tool", {"tool": TOOL, "arguments": ARGUMENTS,
-                                                         "session_id": session})))
-    return {"name": "skillgate", "label": "Skillgate, governed", "url": url,
-            "headers": headers, "body": bodies[0], "bodies": bodies, "pid": proc.pid,
-            "settings": "`skillgate serve` defaults: SQLite, durable hash-chained audit of "
-                        f"every call, agent key (bearer), governed `call_tool`, one session per "
-                        f"connection, each having learned /roles/{ROLE}; no rate limits in the demo catalog for "
-                        f"{TOOL}"}
+    settings = ("`skillgate serve` defaults: SQLite, durable hash-chained audit of every "
+                "call, agent key (bearer), governed `call_tool`, one session per connection")
+    loads = [("skillgate", "Skillgate, governed", key, ROLE, TOOL, ARGUMENTS,
+              f"{settings}, each having learned /roles/{ROLE}; no limit in the demo "
+              f"catalog on {TOOL}")]
+    for name, (label, role, arguments) in BENCH_LOADS.items():
+        limits = ("a cumulative cap on `amount` and a step guard (lookup_customer first, "
+                  "made once per session before the load)") if role == "bench-capped" \
+            else "no limit"
+        loads.append((name, label, bench_key, role, BENCH_TOOL, arguments,
+                       f"{settings}, each having learned /roles/{role}: {limits}; "
+                       f"`{BENCH_TOOL}` {json.dumps(arguments)}"))
+    targets = []
+    for name, label, key_, role, tool, arguments, about in loads:
+        if name not in wanted:
+            continue
+        headers = {"Authorization": f"Bearer {key_}"}
+        first = (TOOL, ARGUMENTS) if role == "bench-capped" else None
+        sessions = governed_sessions(url, headers, role, max(CONNECTIONS), first)
+        bodies = [json.dumps(call_body("call_tool", {"tool": tool, "arguments": arguments,
+                                                     "session_id": session}))
+                  for session in sessions]
+        targets.append({"name": name, "label": label, "url": url, "headers": headers,
+                        "body": bodies[0], "bodies": bodies, "pid": proc.pid,
+                        "settings": about})
+    return targets
 
 
 def find_python():
@@ -597,6 +721,8 @@ def report(targets, results, args):
         return f"{x / y:.2f}×" if x and y else "n/a"
 
     pairs = [("skillgate", "direct", "governed / direct"),
+             ("skillgate-capped", "skillgate-1k", "capped and guarded / no limit (1 KB)"),
+             ("skillgate-64k", "skillgate-1k", "64 KB result / 1 KB result"),
              ("skillgate", "contextforge", "Skillgate / ContextForge")]
     pairs = [p for p in pairs if p[0] in med and p[1] in med]
     if pairs:
@@ -632,8 +758,9 @@ def main():
     parser.add_argument("--contextforge-regex-workers", type=int, default=16,
                         help="ContextForge's schema-validation sandbox processes per worker "
                              "(REGEX_WORKERS, 1..16; its default 2 fails calls under load)")
-    parser.add_argument("--targets", default="direct,skillgate,contextforge",
-                        help="comma-separated subset of direct,skillgate,contextforge")
+    names = ["direct", "skillgate", *BENCH_LOADS, "contextforge"]
+    parser.add_argument("--targets", default=",".join(names),
+                        help=f"comma-separated subset of {','.join(names)}")
     parser.add_argument("--json", metavar="FILE", help="write the per-round numbers here")
     args = parser.parse_args()
     wanted = args.targets.split(",")
@@ -652,8 +779,8 @@ def main():
         targets = []
         if "direct" in wanted:
             targets.append(direct_target(upstream, upstream_url))
-        if "skillgate" in wanted:
-            targets.append(skillgate_target(procs, skillgate, work, upstream_url))
+        if any(name.startswith("skillgate") for name in wanted):
+            targets += skillgate_targets(procs, skillgate, work, upstream_url, wanted)
         if "contextforge" in wanted:
             try:
                 targets.append(contextforge_target(procs, work, upstream_url,

@@ -382,6 +382,11 @@ pub struct DemoUpstreamArgs {
     /// Serve MCP streamable HTTP on this address (path /mcp) instead of stdio.
     #[arg(long)]
     pub http: Option<SocketAddr>,
+
+    /// Also serve `bench_payload`, a tool that answers as many bytes of text as asked
+    /// (`make bench-peers` weighs result sizes and limits with it).
+    #[arg(long)]
+    pub bench_tools: bool,
 }
 
 impl Cli {

@@ -92,6 +92,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::DemoUpstream(args)) => {
             let options = skillgate_demo_upstream::DemoUpstreamOptions {
                 executions_log: args.executions_log,
+                bench_tools: args.bench_tools,
             };
             match args.http {
                 Some(addr) => skillgate_demo_upstream::serve_http(options, addr).await,
