@@ -19,6 +19,9 @@ answers as many bytes of text as asked:
                     reserves the session's usage
   skillgate-64k     a 64 KB answer, no limit
 
+Before the rounds it times this disk's durability floor (a 4 KiB append and `fdatasync`),
+which a governed call pays twice in series.
+
 `wrk` drives each (keep-alive connections, one fixed JSON-RPC body), at 32 connections
 and at 1, alternating targets within each round so that drift of a busy machine spreads
 over all of them. The table shows medians over the rounds. Server CPU per call is the
@@ -688,6 +691,29 @@ def process_cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
+def fsync_floor(directory, count=2000):
+    """The disk's cost of durability, next to which a governed call's two durable commits
+    stand: a 4 KiB append and `fdatasync`, `count` times, in `directory` (where the
+    gateway's database is). Returns (median ms, p99 ms, CPU µs per append+sync)."""
+    path = os.path.join(directory, "fsync-probe")
+    block = b"\0" * 4096
+    times = []
+    cpu = time.process_time()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        for _ in range(count):
+            started = time.perf_counter()
+            os.write(fd, block)
+            os.fdatasync(fd)
+            times.append((time.perf_counter() - started) * 1000)
+    finally:
+        os.close(fd)
+        os.unlink(path)
+    cpu = (time.process_time() - cpu) / count * 1e6
+    times.sort()
+    return statistics.median(times), times[int(len(times) * 0.99)], cpu
+
+
 # --- report ----------------------------------------------------------------------------
 
 def median(runs, key):
@@ -734,6 +760,12 @@ def report(targets, results, args):
                      for k in ("calls_per_s", "p50_ms", "p99_ms")]
             cpu = f"{ratio(a, b, 'cpu_us_per_call', 1)} / {ratio(a, b, 'cpu_us_per_call', 32)}"
             print(f"| {label} | " + " | ".join(cells) + f" | {cpu} |")
+    if args.fsync:
+        p50, p99, cpu = args.fsync
+        print(f"\nDurability floor of this disk (4 KiB append + fdatasync, 2,000 times, in the "
+              f"database's directory): p50 {p50:.3f} ms, p99 {p99:.3f} ms, {cpu:.0f} µs of CPU "
+              f"each. A governed call makes two commits in series (`call_allowed` before the "
+              f"upstream, `call_result` before the answer).")
     print("\nSettings:\n")
     for t in targets:
         print(f"- {t['label']}: {t['settings']}")
@@ -796,6 +828,7 @@ def main():
             scripts[t["name"]] = {c: lua_script(t, c, work) for c in CONNECTIONS}
             if args.warmup > 0:
                 load(t, 32, args.warmup, scripts[t["name"]][32])
+        args.fsync = fsync_floor(work)
         results = {t["name"]: {c: [] for c in CONNECTIONS} for t in targets}
         for round_ in range(1, args.rounds + 1):
             for connections in CONNECTIONS:
@@ -814,6 +847,7 @@ def main():
         if args.json:
             with open(args.json, "w") as f:
                 json.dump({"duration_s": args.duration, "rounds": args.rounds,
+                       "fsync_ms": {"p50": args.fsync[0], "p99": args.fsync[1]},
                            "targets": {t["name"]: {"label": t["label"],
                                                    "settings": t["settings"],
                                                    "runs": {str(c): results[t["name"]][c]
