@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use crate::common;
-use crate::tasks::{decide_in_console, hold_state, refund};
+use crate::tasks::{decide_in_console, hold_state, refund, tier_one_session};
 
 use common::replies::{json_rpc, raw_initialize};
 use common::{Server, assert_answer_fits_the_published_schema_json};
@@ -83,29 +83,8 @@ impl<'a> Agent<'a> {
         .await
     }
 
-    /// A tier-1 session that checked order O-5005 (so refunds of it are only held).
     async fn tier_one(&self) -> String {
-        let started = self.tool("init_skilder", json!({})).await;
-        let session = started["structuredContent"]["session_id"]
-            .as_str()
-            .unwrap()
-            .to_owned();
-        let learned = self
-            .tool(
-                "learn",
-                json!({"path": "/roles/tier-1-support", "session_id": session}),
-            )
-            .await;
-        assert_eq!(learned["isError"], false, "{learned}");
-        let checked = self
-            .tool(
-                "call_tool",
-                json!({"tool": "check_refund_eligibility", "session_id": session,
-                       "arguments": {"customer_id": "C-1003", "order_id": "O-5005"}}),
-            )
-            .await;
-        assert_eq!(checked["isError"], false, "{checked}");
-        session
+        tier_one_session(|name, arguments| self.tool(name, arguments)).await
     }
 
     /// A refund of 300 asked for as a task: held, so the task works. Its id and its hold's.

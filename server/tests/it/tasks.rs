@@ -14,6 +14,35 @@ use skillgate_core::store::Store;
 
 const TASKS: &str = "io.modelcontextprotocol/tasks";
 
+/// A tier-1 session that checked order O-5005 (so refunds of it are only held), made
+/// through `tool` (a `tools/call` of the named platform tool; its `result`), whichever
+/// revision's client sends it.
+pub(crate) async fn tier_one_session<F, Fut>(tool: F) -> String
+where
+    F: Fn(&'static str, Value) -> Fut,
+    Fut: std::future::Future<Output = Value>,
+{
+    let started = tool("init_skilder", json!({})).await;
+    let session = started["structuredContent"]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let learned = tool(
+        "learn",
+        json!({"path": "/roles/tier-1-support", "session_id": session}),
+    )
+    .await;
+    assert_eq!(learned["isError"], false, "{learned}");
+    let checked = tool(
+        "call_tool",
+        json!({"tool": "check_refund_eligibility", "session_id": session,
+               "arguments": {"customer_id": "C-1003", "order_id": "O-5005"}}),
+    )
+    .await;
+    assert_eq!(checked["isError"], false, "{checked}");
+    session
+}
+
 /// An agent speaking the 2026-07-28 wire: each request carries the protocol version and
 /// the client's capabilities in `_meta`, with `Mcp-Method` and `Mcp-Name` headers.
 struct Agent<'a> {
@@ -92,29 +121,8 @@ impl<'a> Agent<'a> {
         .await
     }
 
-    /// A tier-1 session that checked order O-5005 (so refunds of it are only held).
     async fn tier_one(&self) -> String {
-        let started = self.tool("init_skilder", json!({})).await;
-        let session = started["structuredContent"]["session_id"]
-            .as_str()
-            .unwrap()
-            .to_owned();
-        let learned = self
-            .tool(
-                "learn",
-                json!({"path": "/roles/tier-1-support", "session_id": session}),
-            )
-            .await;
-        assert_eq!(learned["isError"], false, "{learned}");
-        let checked = self
-            .call(
-                &session,
-                "check_refund_eligibility",
-                json!({"customer_id": "C-1003", "order_id": "O-5005"}),
-            )
-            .await;
-        assert_eq!(checked["isError"], false, "{checked}");
-        session
+        tier_one_session(|name, arguments| self.tool(name, arguments)).await
     }
 
     async fn get(&self, task: &str) -> (StatusCode, Value) {

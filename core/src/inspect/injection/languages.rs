@@ -112,7 +112,7 @@ static PATTERNS: &[&str] = &[
 
 static SET: LazyLock<RegexSet> = LazyLock::new(|| {
     RegexSetBuilder::new(PATTERNS.iter().map(|p| searchable(p)))
-        .dfa_size_limit(8 << 20)
+        .dfa_size_limit(super::DFA_CACHE)
         .build()
         .expect("language patterns compile")
 });

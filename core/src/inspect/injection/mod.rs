@@ -22,9 +22,10 @@ use self::haystack::Haystack;
 use super::normalize::{MAX_UNWRAP_DEPTH, normalize, wrapped};
 use phrases::{DEFINITION_PATTERNS, RESULT_PATTERNS, TRIGGERS};
 
-/// The lazy DFA's cache for each phrase set and pattern, grown only as states are made. At
-/// regex's default (2 MiB) the result set's states filled it within a few kilobytes of an
-/// order listing, and the search fell back to the PikeVM (about 400× slower there).
+/// The lazy DFA's cache for each phrase set and pattern (the other languages' too), grown
+/// only as states are made. At regex's default (2 MiB) the result set's states filled it
+/// within a few kilobytes of an order listing, and the search fell back to the PikeVM
+/// (about 400× slower there).
 const DFA_CACHE: usize = 8 << 20;
 
 pub struct InjectionDetector {
