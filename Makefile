@@ -215,7 +215,7 @@ bench: deps-postgres
 	cargo bench -p skillgate-core --bench whatif
 	$(TARGET_DIR)/release/skillgate-dev load
 	$(TARGET_DIR)/release/skillgate-dev load --rate 500
-	$(TARGET_DIR)/release/skillgate-dev backends
+	$(TARGET_DIR)/release/skillgate-dev cluster
 	$(TARGET_DIR)/release/skillgate-dev context-cost
 	$(TARGET_DIR)/release/skillgate-dev memory --sessions 100000 --time-limit 900
 	$(TARGET_DIR)/release/skillgate-dev crowd

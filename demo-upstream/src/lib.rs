@@ -39,6 +39,7 @@ use skillgate_core::model::ToolSpec;
 use tokio::sync::Mutex;
 
 use self::args::Args;
+pub use self::bench::{BENCH_PAYLOAD, specs as bench_specs};
 use self::error::ToolError;
 use self::executions::{ExecutionsLog, ExecutionsLogError};
 use self::fixtures::Company;

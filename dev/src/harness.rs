@@ -201,6 +201,14 @@ impl Stack {
 /// scope `support`; the gateway started afterwards reads both from the database.
 pub(super) async fn seed(database_url: &str, upstream_url: &str) -> anyhow::Result<String> {
     let store = Store::open(database_url).await?;
+    seed_demo(&store, upstream_url).await?;
+    let key = agent_key(&store, SCOPE).await?;
+    store.close().await;
+    Ok(key)
+}
+
+/// The demo catalog, its `demo` upstream at `upstream_url`.
+pub(super) async fn seed_demo(store: &Store, upstream_url: &str) -> anyhow::Result<()> {
     store
         .seed_demo(&product_binary()?.to_string_lossy())
         .await?;
@@ -214,19 +222,22 @@ pub(super) async fn seed(database_url: &str, upstream_url: &str) -> anyhow::Resu
             },
         })
         .await?;
-    let scope = Slug::parse(SCOPE).expect("a slug");
+    Ok(())
+}
+
+/// A new agent key for `scope`, in clear.
+pub(super) async fn agent_key(store: &Store, scope: &str) -> anyhow::Result<String> {
+    let scope = Slug::parse(scope).with_context(|| format!("`{scope}` is not a slug"))?;
     let (_, key) = AgentKeys::new(store.clone())
         .create(
-            "dev-bench",
+            &format!("dev-bench-{scope}"),
             &scope,
             std::slice::from_ref(&scope),
             None,
             Some("skillgate-dev"),
         )
         .await?;
-    let key = key.expose().to_owned();
-    store.close().await;
-    Ok(key)
+    Ok(key.expose().to_owned())
 }
 
 /// An MCP client over streamable HTTP, with `Authorization: Bearer KEY` when given.

@@ -1,15 +1,17 @@
 //! `skillgate-dev …`: measurement tools for developers, kept out of the product binary: a
-//! load generator for the governed endpoint, the backends comparison, the context-cost
+//! load generator for the governed endpoint, the cluster comparison, the context-cost
 //! study, a memory probe and generators of large synthetic data sets. See BENCHMARKS.md.
 //! The benchmarks run the `skillgate` binary found beside `skillgate-dev` as child processes.
 
-mod backends;
 mod breakdown;
+mod cgroup;
+mod cluster;
 mod context_cost;
 mod crowd;
 mod harness;
 mod load;
 mod memory;
+mod pg_stats;
 pub mod seed_audit;
 mod seed_catalog;
 
@@ -19,8 +21,8 @@ use clap::Subcommand;
 pub enum DevCommand {
     /// Throughput and latency of /mcp against calling the demo upstream directly.
     Load(load::LoadArgs),
-    /// The governed load on SQLite, on PostgreSQL and on two PostgreSQL replicas.
-    Backends(backends::BackendsArgs),
+    /// One SQLite server and 1, 2, 3 PostgreSQL replicas under CPU quotas, same load.
+    Cluster(cluster::ClusterArgs),
     /// Bytes of JSON an agent receives for one lookup task: flat tool list vs Skillgate.
     ContextCost(context_cost::ContextCostArgs),
     /// Resident memory of a gateway holding many governance sessions.
@@ -36,7 +38,7 @@ pub enum DevCommand {
 pub async fn run(command: DevCommand) -> anyhow::Result<()> {
     match command {
         DevCommand::Load(args) => load::run(args).await,
-        DevCommand::Backends(args) => backends::run(args).await,
+        DevCommand::Cluster(args) => cluster::run(args).await,
         DevCommand::ContextCost(args) => context_cost::run(args).await,
         DevCommand::Memory(args) => memory::run(args).await,
         DevCommand::Crowd(args) => crowd::run(args).await,

@@ -20,7 +20,7 @@ use skillgate::{MCP_PATH, METRICS_PATH};
 
 const TOOL: &str = "lookup_customer";
 
-/// The shape of a load: what `skillgate-dev load` and `skillgate-dev backends` share.
+/// The shape of `skillgate-dev load`'s load.
 #[derive(Debug, Args)]
 pub struct Shape {
     /// Concurrent MCP sessions (one client each) per phase.
@@ -73,10 +73,14 @@ pub struct Phase {
     /// server (PostgreSQL's processes; 0 for SQLite, which runs inside the gateway) used
     /// during the measured window.
     pub gateway_cpu: f64,
+    /// `gateway_cpu` of each replica, in the order of [`Pids::gateways`].
+    pub replica_cpu: Vec<f64>,
     pub upstream_cpu: f64,
     pub database_cpu: f64,
     /// Latencies of the measured calls, sorted, in nanoseconds.
     latencies: Vec<u64>,
+    /// Measured calls of each client, in the order the clients were given.
+    pub per_client: Vec<usize>,
     /// The gateway's own timing of the window, when the path goes through it.
     pub breakdown: Option<Breakdown>,
 }
@@ -135,8 +139,11 @@ pub async fn run(args: LoadArgs) -> anyhow::Result<()> {
         stack.upstream_url,
         stack.dir().display()
     );
-    let warmup = Duration::from_secs_f64(args.warmup);
-    let duration = Duration::from_secs_f64(args.duration);
+    let window = Window {
+        interval,
+        ..Window::closed(&args)
+    };
+    let call = Call::lookup();
 
     let mut direct = Vec::with_capacity(args.sessions);
     for _ in 0..args.sessions {
@@ -148,7 +155,7 @@ pub async fn run(args: LoadArgs) -> anyhow::Result<()> {
         upstream,
         database: None,
     };
-    let direct = drive("direct", direct, warmup, duration, interval, &pids, None).await?;
+    let direct = drive("direct", direct, &call, window, &pids, None, None).await?;
 
     let mut governed = Vec::with_capacity(args.sessions);
     for _ in 0..args.sessions {
@@ -164,11 +171,11 @@ pub async fn run(args: LoadArgs) -> anyhow::Result<()> {
     let governed = drive(
         "governed",
         governed,
-        warmup,
-        duration,
-        interval,
+        &call,
+        window,
         &pids,
         Some(&metrics_url),
+        None,
     )
     .await?;
 
@@ -185,15 +192,52 @@ pub async fn run(args: LoadArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The call a worker repeats: the tool directly, or through `call_tool` in its session.
-fn request(session: Option<&str>) -> (&'static str, Value) {
-    let arguments = json!({"customer_id": "C-1001"});
-    match session {
-        None => (TOOL, arguments),
-        Some(session) => (
-            "call_tool",
-            json!({"tool": TOOL, "arguments": arguments, "session_id": session}),
-        ),
+/// The downstream call a load repeats: directly, or through `call_tool` in a session.
+#[derive(Debug, Clone)]
+pub struct Call {
+    pub tool: &'static str,
+    pub arguments: Value,
+}
+
+impl Call {
+    /// `lookup_customer` of one customer: the demo's most common read.
+    pub fn lookup() -> Self {
+        Self {
+            tool: TOOL,
+            arguments: json!({"customer_id": "C-1001"}),
+        }
+    }
+
+    /// The tool a client calls and its arguments: the tool itself without a session,
+    /// `call_tool` naming it in the session otherwise.
+    fn request(&self, session: Option<&str>) -> (&'static str, Value) {
+        match session {
+            None => (self.tool, self.arguments.clone()),
+            Some(session) => (
+                "call_tool",
+                json!({"tool": self.tool, "arguments": self.arguments, "session_id": session}),
+            ),
+        }
+    }
+}
+
+/// When a phase calls: the warm-up, the measured window after it, and for an open loop
+/// how far apart each client's calls are due.
+#[derive(Debug, Clone, Copy)]
+pub struct Window {
+    pub warmup: Duration,
+    pub duration: Duration,
+    /// `None`: each client calls again as soon as its answer arrives (closed loop).
+    pub interval: Option<Duration>,
+}
+
+impl Window {
+    pub fn closed(shape: &Shape) -> Self {
+        Self {
+            warmup: Duration::from_secs_f64(shape.warmup),
+            duration: Duration::from_secs_f64(shape.duration),
+            interval: None,
+        }
     }
 }
 
@@ -206,11 +250,13 @@ pub struct Pids {
 }
 
 impl Pids {
-    fn cpu(&self) -> anyhow::Result<(f64, f64, f64)> {
-        let mut gateways = 0.0;
-        for pid in &self.gateways {
-            gateways += harness::cpu_seconds(*pid)?;
-        }
+    /// CPU seconds so far of each gateway, of the upstream and of the database server.
+    fn cpu(&self) -> anyhow::Result<(Vec<f64>, f64, f64)> {
+        let gateways = self
+            .gateways
+            .iter()
+            .map(|pid| harness::cpu_seconds(*pid))
+            .collect::<anyhow::Result<_>>()?;
         let database = match self.database {
             Some(postmaster) => harness::cpu_seconds_with_children(postmaster)?,
             None => 0.0,
@@ -219,21 +265,33 @@ impl Pids {
     }
 }
 
+/// Counters a phase reads at the start and at the end of its measured window, besides
+/// the processes' CPU: a database's statements, a control group's throttling.
+pub trait Observer {
+    fn window_started(&mut self) -> anyhow::Result<()>;
+    fn window_ended(&mut self) -> anyhow::Result<()>;
+}
+
 /// Every client calls in a loop until the deadline; calls due after the warm-up count.
 /// With an `interval`, a client's calls are due that far apart (the clients staggered
 /// evenly within one interval); without, each is due when the previous answer arrives.
 pub async fn drive(
     name: &'static str,
     clients: Vec<(Client, Option<String>)>,
-    warmup: Duration,
-    duration: Duration,
-    interval: Option<Duration>,
+    call: &Call,
+    window: Window,
     pids: &Pids,
     metrics_url: Option<&str>,
+    mut observer: Option<&mut dyn Observer>,
 ) -> anyhow::Result<Phase> {
+    let Window {
+        warmup,
+        duration,
+        interval,
+    } = window;
     let sessions = clients.len();
     // Prove the path works before timing it.
-    let (tool, arguments) = request(clients[0].1.as_deref());
+    let (tool, arguments) = call.request(clients[0].1.as_deref());
     let first = harness::call(&clients[0].0, tool, arguments).await?;
     if first.is_error == Some(true) {
         bail!(
@@ -248,8 +306,8 @@ pub async fn drive(
     let mut workers = Vec::with_capacity(sessions);
     for (index, (client, session)) in clients.into_iter().enumerate() {
         let mut due = interval.map(|step| start + step.mul_f64(index as f64 / sessions as f64));
+        let (tool, arguments) = call.request(session.as_deref());
         workers.push(tokio::spawn(async move {
-            let (tool, arguments) = request(session.as_deref());
             let mut latencies = Vec::new();
             let mut errors = 0usize;
             loop {
@@ -282,13 +340,25 @@ pub async fn drive(
     }
     tokio::time::sleep_until(measure_from.into()).await;
     let cpu_before = pids.cpu()?;
+    if let Some(observer) = observer.as_deref_mut() {
+        tokio::task::block_in_place(|| observer.window_started())?;
+    }
     let metrics_before = match metrics_url {
         Some(url) => Some(Snapshot::scrape(url).await?),
         None => None,
     };
     tokio::time::sleep_until(end.into()).await;
     let cpu_after = pids.cpu()?;
-    let gateway_cpu = cpu_after.0 - cpu_before.0;
+    if let Some(observer) = observer {
+        tokio::task::block_in_place(|| observer.window_ended())?;
+    }
+    let replica_cpu: Vec<f64> = cpu_after
+        .0
+        .iter()
+        .zip(&cpu_before.0)
+        .map(|(after, before)| after - before)
+        .collect();
+    let gateway_cpu = replica_cpu.iter().sum();
     let upstream_cpu = cpu_after.1 - cpu_before.1;
     let database_cpu = cpu_after.2 - cpu_before.2;
     let breakdown = match (metrics_url, metrics_before) {
@@ -299,8 +369,10 @@ pub async fn drive(
     };
     let mut latencies = Vec::new();
     let mut errors = 0;
+    let mut per_client = Vec::with_capacity(sessions);
     for worker in workers {
         let (mut own, own_errors) = worker.await.context("a load worker panicked")?;
+        per_client.push(own.len());
         latencies.append(&mut own);
         errors += own_errors;
     }
@@ -312,9 +384,11 @@ pub async fn drive(
         calls: latencies.len(),
         errors,
         gateway_cpu,
+        replica_cpu,
         upstream_cpu,
         database_cpu,
         latencies,
+        per_client,
         breakdown,
     })
 }

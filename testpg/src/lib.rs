@@ -329,17 +329,24 @@ impl TempPostgres {
     /// Creates a cluster in a temporary directory and starts a server on a free port,
     /// returning once it accepts connections (within 30 s, else an error with its log).
     pub fn start() -> io::Result<TempPostgres> {
-        Self::start_inner(None)
+        Self::start_inner(None, &[])
+    }
+
+    /// [`Self::start`] with more server settings (`name=value`, as `postgres -c` takes
+    /// them), e.g. `shared_preload_libraries=pg_stat_statements` for a benchmark that counts
+    /// statements.
+    pub fn start_with_settings(settings: &[&str]) -> io::Result<TempPostgres> {
+        Self::start_inner(None, settings)
     }
 
     /// [`Self::start`] with `ssl=on` and `tls` as the server's certificate and key. TCP
     /// connections are accepted only over TLS; what a client verifies (`sslmode`,
     /// `sslrootcert`) is up to the client.
     pub fn start_with_tls(tls: &ServerTls) -> io::Result<TempPostgres> {
-        Self::start_inner(Some(tls))
+        Self::start_inner(Some(tls), &[])
     }
 
-    fn start_inner(tls: Option<&ServerTls>) -> io::Result<TempPostgres> {
+    fn start_inner(tls: Option<&ServerTls>, extra: &[&str]) -> io::Result<TempPostgres> {
         let bin = bin_dir().ok_or_else(|| {
             io::Error::new(
                 io::ErrorKind::NotFound,
@@ -392,7 +399,11 @@ impl TempPostgres {
             .stdin(Stdio::null())
             .output()?;
         check("initdb", initdb)?;
-        let mut settings: Vec<String> = SETTINGS.iter().map(|s| (*s).to_owned()).collect();
+        let mut settings: Vec<String> = SETTINGS
+            .iter()
+            .chain(extra)
+            .map(|s| (*s).to_owned())
+            .collect();
         if let Some(tls) = tls {
             // The key must belong to the server's user and be private to it, or the server
             // refuses to start.
