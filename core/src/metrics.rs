@@ -16,6 +16,7 @@ use prometheus_client::registry::Registry;
 
 use crate::model::{HookStage, InspectAction, Inspector};
 use crate::policy::DenyCode;
+use crate::store::WriteLockTimes;
 
 /// A phase of a governed request, in the order a `call_tool` passes through them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -227,6 +228,22 @@ impl Metrics {
         }
     }
 
+    /// Publishes how long the store's writes waited for and held its write lock (the same
+    /// histograms the store records into).
+    pub fn with_write_lock(mut self, times: &WriteLockTimes) -> Self {
+        self.registry.register(
+            "store_write_lock_wait_seconds",
+            "Time write transactions waited for the store's write lock (SQLite's BEGIN IMMEDIATE, PostgreSQL's advisory lock shared by all replicas)",
+            times.wait().clone(),
+        );
+        self.registry.register(
+            "store_write_lock_hold_seconds",
+            "Time write transactions held the store's write lock, from taking it to their commit or rollback",
+            times.hold().clone(),
+        );
+        self
+    }
+
     /// Times one stage of a governed call: the returned guard observes `phase` when it is
     /// dropped, however the stage ends (an answer, a refusal, an error), and carries the
     /// stage's trace span when one is given with [`Stage::traced`].
@@ -387,6 +404,28 @@ mod tests {
         assert_eq!(count(&text, "decide"), Some(1.0));
         assert_eq!(count(&text, "audit_decision"), Some(2.0));
         assert_eq!(count(&text, "reserve"), Some(1.0));
+    }
+
+    #[tokio::test]
+    async fn writes_through_the_store_show_as_write_lock_waits_and_holds() {
+        let store = crate::store::Store::open("sqlite::memory:").await.unwrap();
+        let metrics = Metrics::new().with_write_lock(store.write_lock_times());
+        let counts = |text: &str| {
+            [
+                "skillgate_store_write_lock_wait_seconds_count",
+                "skillgate_store_write_lock_hold_seconds_count",
+            ]
+            .map(|series| line_value(text, series).expect("the series is published"))
+        };
+        let before = counts(&metrics.render());
+        // One write on the pool (a change and its events), one on SQLite's direct lane.
+        store
+            .audit_append_after(|_| Box::pin(async { Ok(Some(())) }), |_, ()| Vec::new())
+            .await
+            .unwrap();
+        store.audit_append_with(|_| Vec::new()).await.unwrap();
+        let after = counts(&metrics.render());
+        assert_eq!([after[0] - before[0], after[1] - before[1]], [2.0, 2.0]);
     }
 
     fn line_value(text: &str, prefix: &str) -> Option<f64> {

@@ -31,6 +31,7 @@ use super::cgroup::{CpuGroup, Quotas, Throttling};
 use super::harness::{self, Process, ScratchDir};
 use super::load::{Call, Observer, Phase, Pids, Window, drive};
 use super::pg_stats::{self, Counters};
+use skillgate::METRICS_PATH;
 
 #[derive(Debug, Args)]
 pub struct ClusterArgs {
@@ -119,6 +120,9 @@ struct Run {
     postgres: Option<Counters>,
     /// Each replica's throttling over the window; empty without quotas.
     throttling: Vec<Throttling>,
+    /// Seconds all replicas held the write lock over the window, and how many times they
+    /// took it, from their `/metrics`.
+    lock_held: LockHeld,
 }
 
 impl Run {
@@ -353,7 +357,7 @@ impl Configuration<'_> {
                 group.add(pid)?;
                 groups.push(group);
             }
-            replicas.push((process, format!("{base}/mcp"), pid));
+            replicas.push((process, base, pid));
         }
         let pids = Pids {
             gateways: replicas.iter().map(|(_, _, pid)| *pid).collect(),
@@ -375,17 +379,22 @@ impl Configuration<'_> {
             let mut clients = Vec::with_capacity(sessions);
             for session in 0..sessions {
                 // Dealt out in turn, as a balancer would; `Run::replica_calls` relies on it.
-                let url = &replicas[session % self.replicas].1;
-                let client = harness::connect(url, Some(self.key)).await?;
+                let url = format!("{}/mcp", replicas[session % self.replicas].1);
+                let client = harness::connect(&url, Some(self.key)).await?;
                 let id = harness::init_and_learn(&client, load.role).await?;
                 clients.push((client, Some(id)));
             }
             let mut observer = WindowCounters {
                 postgres: self.postgres.map(|(pg, _)| pg).zip(database),
                 groups: &groups,
+                metrics: replicas
+                    .iter()
+                    .map(|(_, base, _)| format!("{base}{METRICS_PATH}"))
+                    .collect(),
                 start: None,
                 counters: None,
                 throttling: Vec::new(),
+                lock_held: LockHeld::default(),
             };
             let phase = drive(
                 "governed",
@@ -412,6 +421,7 @@ impl Configuration<'_> {
                 phase,
                 postgres: observer.counters,
                 throttling: observer.throttling,
+                lock_held: observer.lock_held,
             });
         }
         Ok(runs)
@@ -422,14 +432,42 @@ impl Configuration<'_> {
 struct WindowCounters<'a> {
     postgres: Option<(&'a TempPostgres, &'a str)>,
     groups: &'a [CpuGroup],
-    start: Option<(Option<Counters>, Vec<Throttling>)>,
+    /// Each replica's `/metrics` page.
+    metrics: Vec<String>,
+    start: Option<(Option<Counters>, Vec<Throttling>, LockHeld)>,
     /// Over the window, once it ended.
     counters: Option<Counters>,
     throttling: Vec<Throttling>,
+    lock_held: LockHeld,
+}
+
+/// The write-lock hold histogram's sum (seconds) and count, of all replicas together.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct LockHeld {
+    seconds: f64,
+    times: f64,
+}
+
+impl LockHeld {
+    const SUM: &'static str = "skillgate_store_write_lock_hold_seconds_sum ";
+    const COUNT: &'static str = "skillgate_store_write_lock_hold_seconds_count ";
+
+    /// Adds one replica's page.
+    fn add(&mut self, page: &str) -> anyhow::Result<()> {
+        let value = |prefix: &str| {
+            page.lines()
+                .find_map(|line| line.strip_prefix(prefix))
+                .and_then(|value| value.trim().parse::<f64>().ok())
+                .with_context(|| format!("no `{}` on a replica's /metrics", prefix.trim()))
+        };
+        self.seconds += value(Self::SUM)?;
+        self.times += value(Self::COUNT)?;
+        Ok(())
+    }
 }
 
 impl WindowCounters<'_> {
-    fn read(&self) -> anyhow::Result<(Option<Counters>, Vec<Throttling>)> {
+    fn read(&self) -> anyhow::Result<(Option<Counters>, Vec<Throttling>, LockHeld)> {
         let counters = match self.postgres {
             Some((postgres, database)) => Some(pg_stats::read(postgres, database)?),
             None => None,
@@ -439,7 +477,14 @@ impl WindowCounters<'_> {
             .iter()
             .map(CpuGroup::throttling)
             .collect::<anyhow::Result<_>>()?;
-        Ok((counters, throttling))
+        // Called inside `block_in_place`: the pages are read on this thread.
+        let mut lock_held = LockHeld::default();
+        for url in &self.metrics {
+            let page = tokio::runtime::Handle::current()
+                .block_on(async { reqwest::get(url).await?.error_for_status()?.text().await });
+            lock_held.add(&page.with_context(|| format!("reading {url}"))?)?;
+        }
+        Ok((counters, throttling, lock_held))
     }
 }
 
@@ -450,11 +495,15 @@ impl Observer for WindowCounters<'_> {
     }
 
     fn window_ended(&mut self) -> anyhow::Result<()> {
-        let (counters, throttling) = self.read()?;
-        let (counters_before, throttling_before) = self
+        let (counters, throttling, lock_held) = self.read()?;
+        let (counters_before, throttling_before, lock_held_before) = self
             .start
             .take()
             .context("the window ended before it started")?;
+        self.lock_held = LockHeld {
+            seconds: lock_held.seconds - lock_held_before.seconds,
+            times: lock_held.times - lock_held_before.times,
+        };
         self.counters = counters
             .zip(counters_before)
             .map(|(after, before)| after - before);
@@ -514,6 +563,9 @@ fn to_json(runs: &[Run], quota: Option<f64>) -> Value {
                 "statements_per_call": run.postgres.map(|c| run.per_call(c.statements)),
                 "commits_per_call": run.postgres.map(|c| run.per_call(c.commits)),
                 "lock_wait_us_per_call": run.postgres.map(|c| run.per_call(c.lock_wait_ms) * 1e3),
+                "lock_held_ms_per_take": run.lock_held.seconds / run.lock_held.times * 1e3,
+                "lock_held_us_per_call": run.per_call(run.lock_held.seconds) * 1e6,
+                "lock_held_share_of_window": run.lock_held.seconds / phase.seconds,
             })
         })
         .collect();
@@ -540,11 +592,12 @@ fn markdown(runs: &[Run], quota: Option<f64>, sessions_per_replica: usize) -> St
         "Closed loop, {sessions_per_replica} sessions per replica dealt out in turn, {budget}; \
          PostgreSQL, the upstream and the load tool outside any quota. Statements are \
          PostgreSQL's count (one round trip each); lock wait is time in the write lock's \
-         statement.\n\n\
+         statement; lock held is the replicas' own account (`/metrics`), per time a write \
+         took it and in all per second of the window.\n\n\
          | backend | replicas | load | calls/s | × SQLite | p50 ms | p99 ms | errors | \
          CPU µs/call, each replica | periods throttled | PostgreSQL CPU µs/call | \
-         statements/call | commits/call | lock wait µs/call |\n\
-         | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+         statements/call | commits/call | lock wait µs/call | lock held ms/take | lock held s/s |\n\
+         | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
     );
     for run in runs {
         let phase = &run.phase;
@@ -557,7 +610,7 @@ fn markdown(runs: &[Run], quota: Option<f64>, sessions_per_replica: usize) -> St
             })
         };
         out.push_str(&format!(
-            "| {} | {} | {} | {:.0} | {:.2} | {:.2} | {:.2} | {} | {} | {} | {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {:.0} | {:.2} | {:.2} | {:.2} | {} | {} | {} | {} | {} | {} | {} | {:.2} | {:.2} |\n",
             run.backend,
             run.replicas,
             run.load,
@@ -575,6 +628,8 @@ fn markdown(runs: &[Run], quota: Option<f64>, sessions_per_replica: usize) -> St
             postgres(|c| c.statements, 1.0, 1),
             postgres(|c| c.commits, 1.0, 2),
             postgres(|c| c.lock_wait_ms, 1e3, 0),
+            run.lock_held.seconds / run.lock_held.times * 1e3,
+            run.lock_held.seconds / phase.seconds,
         ));
     }
     out

@@ -130,8 +130,10 @@ impl Store {
     {
         match self.lane() {
             Lane::Direct(direct) => direct.with(|conn| {
+                let asked = std::time::Instant::now();
                 let tx =
                     conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+                let _held = self.write_lock_times().acquired(asked.elapsed());
                 let rows = ready(append_on(&mut OnDirect(&tx), build))?;
                 tx.commit()?;
                 Ok(rows)
@@ -158,7 +160,7 @@ impl Store {
         C: for<'c> FnOnce(&'c mut Tx) -> BoxFuture<'c, Result<Option<T>, StoreError>>,
         F: FnOnce(&Anchor, T) -> Vec<AuditRow>,
     {
-        let mut tx = self.begin_write().await?;
+        let (mut tx, _held) = self.begin_write().await?;
         let Some(outcome) = change(Tx::wrap(&mut tx)).await? else {
             tx.rollback().await?;
             return Ok(None);
@@ -185,7 +187,7 @@ impl Store {
         F: FnMut(&Anchor, T) -> Vec<AuditRow>,
     {
         use sqlx::Acquire as _;
-        let mut tx = self.begin_write().await?;
+        let (mut tx, _held) = self.begin_write().await?;
         let mut tip = tip_on(&mut *tx).await?;
         let mut outcomes = Vec::with_capacity(changes.len());
         for change in changes {
@@ -302,7 +304,7 @@ impl Store {
         &self,
         sign: impl FnOnce(&Anchor) -> Checkpoint,
     ) -> Result<TipCheckpoint, StoreError> {
-        let mut tx = self.begin_write().await?;
+        let (mut tx, _held) = self.begin_write().await?;
         let tip = tip_on(&mut *tx).await?;
         let newest = latest_checkpoint_in(&mut tx).await?;
         let outcome = match newest {
@@ -400,7 +402,7 @@ impl Store {
         now: &str,
         build: impl FnOnce(&PrunedRange, &Anchor) -> (AuditRow, Checkpoint),
     ) -> Result<Pruned, StoreError> {
-        let mut tx = self.begin_write().await?;
+        let (mut tx, _held) = self.begin_write().await?;
         let anchor: Option<(i64, String)> =
             sqlx::query_as("SELECT seq, hash FROM audit_anchors ORDER BY seq DESC LIMIT 1")
                 .fetch_optional(&mut *tx)

@@ -177,7 +177,7 @@ impl Store {
             )));
         }
 
-        let mut tx = target.begin_write().await?;
+        let (mut tx, _held) = target.begin_write().await?;
         let mut occupied = Vec::new();
         for table in COPIED_TABLES {
             let sql = format!(

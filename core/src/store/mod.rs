@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::str::FromStr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use sqlx::any::{AnyPoolOptions, AnyRow};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
@@ -34,10 +34,13 @@ pub mod tasks;
 pub mod testing;
 mod tx;
 pub(crate) mod users;
+mod write_lock;
 
 pub use console_sessions::ConsoleSessionStore;
 pub use tx::Tx;
 pub use users::{LoginAttemptCounts, LoginBudget, UserRecord};
+use write_lock::Held;
+pub use write_lock::WriteLockTimes;
 
 /// Errors at the store boundary.
 #[derive(Debug, thiserror::Error)]
@@ -106,6 +109,8 @@ pub struct Store {
     pools: Pools,
     /// The hot statements take the pool even on SQLite (see [`Store::on_pool_lane`]).
     hot_on_pool: bool,
+    /// How long writes wait for and hold the write lock, for `/metrics`.
+    write_lock: WriteLockTimes,
     /// The directory of a `sqlite::memory:` database, removed with the last clone. Declared
     /// last: fields drop in order, so the connections close before it goes.
     _ephemeral: Option<Arc<tempfile::TempDir>>,
@@ -210,6 +215,7 @@ impl Store {
                 direct: Arc::new(direct::Direct::new(&path)),
             },
             hot_on_pool: false,
+            write_lock: WriteLockTimes::default(),
             _ephemeral: ephemeral,
         };
         catalog::pin_tools_stored_before_pins(&store).await?;
@@ -267,6 +273,7 @@ impl Store {
             pool,
             pools: Pools::Postgres { typed },
             hot_on_pool: false,
+            write_lock: WriteLockTimes::default(),
             _ephemeral: None,
         };
         // Replicas starting together run this at once; it is idempotent and takes the
@@ -320,19 +327,34 @@ impl Store {
     /// inside (the audit chain's tip, a session's usage against its caps, a revision
     /// check) sees no other writer's change between its read and its write, whichever
     /// replica the other writer runs in.
-    pub(crate) async fn begin_write(&self) -> Result<Transaction<'static, Any>, StoreError> {
+    ///
+    /// The [`Held`] beside the transaction times how long the lock is held: keep it to the
+    /// end of the transaction's scope.
+    pub(crate) async fn begin_write(
+        &self,
+    ) -> Result<(Transaction<'static, Any>, Held), StoreError> {
         match self.pools {
-            Pools::Sqlite { .. } => Ok(self.pool.begin_with("BEGIN IMMEDIATE").await?),
+            Pools::Sqlite { .. } => {
+                let asked = Instant::now();
+                let tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
+                Ok((tx, self.write_lock.acquired(asked.elapsed())))
+            }
             Pools::Postgres { .. } => {
                 let mut tx = self.pool.begin().await?;
+                let asked = Instant::now();
                 // The lock's own result is `void`, a type the `Any` driver cannot read.
                 sqlx::query("SELECT 1 FROM (SELECT pg_advisory_xact_lock($1)) AS locked")
                     .bind(WRITE_LOCK)
                     .execute(&mut *tx)
                     .await?;
-                Ok(tx)
+                Ok((tx, self.write_lock.acquired(asked.elapsed())))
             }
         }
+    }
+
+    /// How long this store's writes (all its clones') waited for and held the write lock.
+    pub fn write_lock_times(&self) -> &WriteLockTimes {
+        &self.write_lock
     }
 
     /// The console's session store, on the same database.

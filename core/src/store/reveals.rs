@@ -14,7 +14,7 @@ impl Store {
         payload: &str,
         expires_at: DateTime<Utc>,
     ) -> Result<(), StoreError> {
-        let mut tx = self.begin_write().await?;
+        let (mut tx, _held) = self.begin_write().await?;
         sqlx::query("DELETE FROM agent_key_reveals WHERE expires_at <= $1")
             .bind(stamp(Utc::now()))
             .execute(&mut *tx)

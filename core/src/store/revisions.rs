@@ -513,7 +513,7 @@ impl Store {
         let now_ms = now.timestamp_millis();
         let window_ms = i64::try_from(window.as_millis()).unwrap_or(i64::MAX);
         let since = now_ms.saturating_sub(window_ms);
-        let mut tx = self.begin_write().await?;
+        let (mut tx, _held) = self.begin_write().await?;
         let reserved = sqlx::query(
             "INSERT INTO rate_limit_slots (subject, action, at_ms) SELECT $1, $2, $3 \
              WHERE (SELECT COUNT(*) FROM rate_limit_slots \

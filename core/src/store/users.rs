@@ -117,7 +117,7 @@ impl Store {
         since: DateTime<Utc>,
         budget: LoginBudget,
     ) -> Result<Option<i64>, StoreError> {
-        let mut tx = self.begin_write().await?;
+        let (mut tx, _held) = self.begin_write().await?;
         let slot = sqlx::query_scalar(
             "INSERT INTO login_failures (user_name, address, at)
              SELECT $1, $2, $3

@@ -111,7 +111,7 @@ impl Store {
         draft: CatalogDraft,
         upstream: &Upstream,
     ) -> Result<bool, StoreError> {
-        let mut tx = self.begin_write().await?;
+        let (mut tx, _held) = self.begin_write().await?;
         let roles: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM roles")
             .fetch_one(&mut *tx)
             .await?;

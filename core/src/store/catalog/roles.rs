@@ -12,7 +12,7 @@ use crate::slug::Slug;
 impl Store {
     #[cfg(any(test, feature = "dev-tools"))]
     pub async fn create_role(&self, role: &Role) -> Result<i64, StoreError> {
-        let mut tx = self.begin_write().await?;
+        let (mut tx, _held) = self.begin_write().await?;
         let saved = create_role_on(Tx::wrap(&mut tx), role).await?;
         tx.commit().await?;
         Ok(saved)
@@ -25,7 +25,7 @@ impl Store {
         role: &Role,
         expected_revision: i64,
     ) -> Result<i64, StoreError> {
-        let mut tx = self.begin_write().await?;
+        let (mut tx, _held) = self.begin_write().await?;
         let saved = update_role_on(Tx::wrap(&mut tx), role, expected_revision).await?;
         tx.commit().await?;
         Ok(saved)

@@ -11,7 +11,7 @@ use crate::model::Scope;
 impl Store {
     #[cfg(any(test, feature = "dev-tools"))]
     pub async fn create_scope(&self, scope: &Scope) -> Result<i64, StoreError> {
-        let mut tx = self.begin_write().await?;
+        let (mut tx, _held) = self.begin_write().await?;
         let saved = create_scope_on(Tx::wrap(&mut tx), scope).await?;
         tx.commit().await?;
         Ok(saved)
@@ -23,7 +23,7 @@ impl Store {
         scope: &Scope,
         expected_revision: i64,
     ) -> Result<i64, StoreError> {
-        let mut tx = self.begin_write().await?;
+        let (mut tx, _held) = self.begin_write().await?;
         let saved = update_scope_on(Tx::wrap(&mut tx), scope, expected_revision).await?;
         tx.commit().await?;
         Ok(saved)

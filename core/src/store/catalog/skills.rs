@@ -13,7 +13,7 @@ impl Store {
     /// Creates a skill at version 1.
     #[cfg(any(test, feature = "dev-tools"))]
     pub async fn create_skill(&self, skill: &Skill) -> Result<Revised<SkillVersion>, StoreError> {
-        let mut tx = self.begin_write().await?;
+        let (mut tx, _held) = self.begin_write().await?;
         let saved = create_skill_on(Tx::wrap(&mut tx), skill).await?;
         tx.commit().await?;
         Ok(saved)
@@ -27,7 +27,7 @@ impl Store {
         skill: &Skill,
         expected_revision: i64,
     ) -> Result<Revised<SkillVersion>, StoreError> {
-        let mut tx = self.begin_write().await?;
+        let (mut tx, _held) = self.begin_write().await?;
         let saved = update_skill_on(Tx::wrap(&mut tx), skill, expected_revision).await?;
         tx.commit().await?;
         Ok(saved)
@@ -42,7 +42,7 @@ impl Store {
         expected_revision: i64,
         skill_md: Option<&str>,
     ) -> Result<Revised<SkillVersion>, StoreError> {
-        let mut tx = self.begin_write().await?;
+        let (mut tx, _held) = self.begin_write().await?;
         let saved =
             update_skill_from_file_on(Tx::wrap(&mut tx), skill, expected_revision, skill_md)
                 .await?;
@@ -75,7 +75,7 @@ impl Store {
         version: u32,
         expected_revision: i64,
     ) -> Result<i64, StoreError> {
-        let mut tx = self.begin_write().await?;
+        let (mut tx, _held) = self.begin_write().await?;
         let saved =
             set_current_skill_version_on(Tx::wrap(&mut tx), slug, version, expected_revision)
                 .await?;

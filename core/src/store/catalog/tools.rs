@@ -22,7 +22,7 @@ impl Store {
     /// stored ones. A tool name another upstream already provides is a conflict.
     #[cfg(any(test, feature = "dev-tools"))]
     pub async fn seed_tools(&self, upstream: &Slug, tools: &[ToolSpec]) -> Result<(), StoreError> {
-        let mut tx = self.begin_write().await?;
+        let (mut tx, _held) = self.begin_write().await?;
         seed_tools(&mut tx, upstream, tools).await?;
         tx.commit().await?;
         Ok(())
@@ -43,7 +43,7 @@ impl Store {
         upstream: &Slug,
         missing: &[String],
     ) -> Result<(), StoreError> {
-        let mut tx = self.begin_write().await?;
+        let (mut tx, _held) = self.begin_write().await?;
         super::pins::mark_missing_on(&mut tx, upstream, missing).await?;
         tx.commit().await?;
         Ok(())
@@ -266,7 +266,7 @@ pub(crate) async fn set_sensitive_args_on(
 /// SQLite cannot hash, so the store finishes the upgrade when it opens the database). A row
 /// without a pin that is not quarantined is such a tool: nothing else writes one.
 pub(crate) async fn pin_tools_stored_before_pins(store: &Store) -> Result<(), StoreError> {
-    let mut tx = store.begin_write().await?;
+    let (mut tx, _held) = store.begin_write().await?;
     let rows = sqlx::query(&format!(
         "{TOOL_COLUMNS} WHERE pin IS NULL AND quarantined_since IS NULL"
     ))
