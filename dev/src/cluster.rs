@@ -634,3 +634,43 @@ fn markdown(runs: &[Run], quota: Option<f64>, sessions_per_replica: usize) -> St
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PAGE: &str = "\
+# HELP skillgate_store_write_lock_hold_seconds Time write transactions held the lock.
+# TYPE skillgate_store_write_lock_hold_seconds histogram
+skillgate_store_write_lock_hold_seconds_sum 1.5
+skillgate_store_write_lock_hold_seconds_count 300
+skillgate_store_write_lock_hold_seconds_bucket{le=\"0.000025\"} 0
+skillgate_store_write_lock_wait_seconds_sum 9.0
+skillgate_store_write_lock_wait_seconds_count 7
+";
+
+    #[test]
+    fn the_lock_hold_of_several_replicas_adds_up_from_their_pages() {
+        let mut held = LockHeld::default();
+        held.add(PAGE).unwrap();
+        held.add(PAGE).unwrap();
+        assert_eq!(
+            held,
+            LockHeld {
+                seconds: 3.0,
+                times: 600.0
+            }
+        );
+    }
+
+    #[test]
+    fn a_page_without_the_lock_hold_series_is_an_error_not_a_zero() {
+        let error = LockHeld::default()
+            .add("skillgate_call_decisions_total{decision=\"allowed\"} 3\n")
+            .unwrap_err();
+        assert!(
+            error.to_string().contains("write_lock_hold_seconds_sum"),
+            "{error}"
+        );
+    }
+}
