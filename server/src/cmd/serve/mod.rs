@@ -65,7 +65,8 @@ pub async fn build(
 ) -> anyhow::Result<(Router, AuditCheckpoints)> {
     let trusted_proxies = args.trusted_proxies()?;
     let store = Store::open(database_url).await?;
-    // One registry for the gateway's calls and the console's password checks.
+    // One registry for the gateway's calls, the console's password checks and the store's
+    // write lock.
     let metrics = Arc::new(Metrics::new().with_write_lock(store.write_lock_times()));
     let users = Users::new(store.clone()).with_metrics(metrics.clone());
     // The process's one audit writer, and the one door every admin change goes through.
