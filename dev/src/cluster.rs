@@ -16,8 +16,6 @@
 //! trip), write commits and the time spent waiting for the store's write lock
 //! (`pg_stats`).
 
-use std::time::Duration;
-
 use anyhow::Context as _;
 use clap::Args;
 use serde_json::{Value, json};
@@ -71,10 +69,6 @@ impl ClusterArgs {
         anyhow::ensure!(
             self.quota.is_finite() && self.quota > 0.0,
             "--quota must be a positive number of cores"
-        );
-        anyhow::ensure!(
-            self.duration > 0.0 && self.warmup >= 0.0,
-            "--duration must be positive and --warmup not negative"
         );
         Ok(())
     }
@@ -188,6 +182,7 @@ async fn interrupted() -> anyhow::Result<&'static str> {
 }
 
 async fn measure_all(args: &ClusterArgs) -> anyhow::Result<()> {
+    let window = Window::closed(args.warmup, args.duration)?;
     let quotas = if args.no_quota {
         eprintln!("running without CPU quotas (--no-quota)");
         None
@@ -245,6 +240,7 @@ async fn measure_all(args: &ClusterArgs) -> anyhow::Result<()> {
             upstream,
             postgres: (backend != "SQLite").then_some((&postgres, postmaster)),
             quotas: quotas.as_ref(),
+            window,
         };
         let measured = config
             .measure()
@@ -322,6 +318,7 @@ struct Configuration<'a> {
     /// The server and its postmaster's pid, for PostgreSQL.
     postgres: Option<(&'a TempPostgres, u32)>,
     quotas: Option<&'a Quotas>,
+    window: Window,
 }
 
 impl Configuration<'_> {
@@ -364,11 +361,6 @@ impl Configuration<'_> {
             upstream: self.upstream,
             database: self.postgres.map(|(_, postmaster)| postmaster),
         };
-        let window = Window {
-            warmup: Duration::from_secs_f64(self.args.warmup),
-            duration: Duration::from_secs_f64(self.args.duration),
-            interval: None,
-        };
         let database = match self.postgres {
             Some(_) => Some(pg_stats::database_of(self.database_url)?),
             None => None,
@@ -400,7 +392,7 @@ impl Configuration<'_> {
                 "governed",
                 clients,
                 &call(),
-                window,
+                self.window,
                 &pids,
                 None,
                 Some(&mut observer),

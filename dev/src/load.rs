@@ -43,10 +43,6 @@ pub struct Shape {
 impl Shape {
     pub fn check(&self) -> anyhow::Result<()> {
         anyhow::ensure!(self.sessions > 0, "--sessions must be at least 1");
-        anyhow::ensure!(
-            self.duration > 0.0 && self.warmup >= 0.0,
-            "--duration must be positive and --warmup not negative"
-        );
         Ok(())
     }
 }
@@ -130,7 +126,10 @@ pub async fn run(args: LoadArgs) -> anyhow::Result<()> {
         "--rate must be a positive number of calls per second"
     );
     // Each session is due for its next call one interval after its last one was due.
-    let interval = rate.map(|rate| Duration::from_secs_f64(args.sessions as f64 / rate));
+    let window = Window {
+        interval: rate.map(|rate| Duration::from_secs_f64(args.sessions as f64 / rate)),
+        ..Window::closed(args.warmup, args.duration)?
+    };
     let stack = Stack::start().await?;
     eprintln!(
         "gateway {} (pid {:?}), demo upstream {}; logs in {}",
@@ -139,10 +138,6 @@ pub async fn run(args: LoadArgs) -> anyhow::Result<()> {
         stack.upstream_url,
         stack.dir().display()
     );
-    let window = Window {
-        interval,
-        ..Window::closed(&args)
-    };
     let call = Call::lookup();
 
     let mut direct = Vec::with_capacity(args.sessions);
@@ -232,12 +227,18 @@ pub struct Window {
 }
 
 impl Window {
-    pub fn closed(shape: &Shape) -> Self {
-        Self {
-            warmup: Duration::from_secs_f64(shape.warmup),
-            duration: Duration::from_secs_f64(shape.duration),
+    /// A closed loop of `warmup` then `duration` seconds, as `--warmup` and `--duration`
+    /// give them.
+    pub fn closed(warmup: f64, duration: f64) -> anyhow::Result<Self> {
+        anyhow::ensure!(
+            duration.is_finite() && duration > 0.0 && warmup.is_finite() && warmup >= 0.0,
+            "--duration must be positive and --warmup not negative"
+        );
+        Ok(Self {
+            warmup: Duration::from_secs_f64(warmup),
+            duration: Duration::from_secs_f64(duration),
             interval: None,
-        }
+        })
     }
 }
 
@@ -464,5 +465,30 @@ impl Report {
             out.push_str(&breakdown.markdown());
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_window_that_cannot_be_timed_is_refused_before_anything_starts() {
+        for (warmup, duration) in [
+            (2.0, 0.0),
+            (-1.0, 10.0),
+            (2.0, f64::INFINITY),
+            (f64::NAN, 10.0),
+        ] {
+            assert!(
+                Window::closed(warmup, duration).is_err(),
+                "{warmup} {duration}"
+            );
+        }
+        let window = Window::closed(0.0, 0.5).unwrap();
+        assert_eq!(
+            (window.warmup, window.duration, window.interval),
+            (Duration::ZERO, Duration::from_millis(500), None)
+        );
     }
 }
