@@ -141,6 +141,9 @@ struct Owned {
     wrapper: Child,
     /// Removed by the wrapper once the server stopped; this is the fallback.
     dir: TempDir,
+    /// What [`TempPostgres::start_again`] starts the server with.
+    user: Option<RunAs>,
+    settings: Vec<String>,
 }
 
 impl std::fmt::Debug for TempPostgres {
@@ -433,6 +436,8 @@ impl TempPostgres {
                             lifeline: Some(lifeline),
                             wrapper,
                             dir,
+                            user,
+                            settings,
                         }),
                     });
                 }
@@ -557,6 +562,84 @@ impl TempPostgres {
             port,
             bin,
             owned: None,
+        })
+    }
+
+    /// Stops the server as `pg_ctl stop -m fast` would (SIGINT to the postmaster: every
+    /// open connection is ended with `57P01`, as in a restart) and keeps its cluster, so
+    /// [`Self::start_again`] brings the same databases back on the same port. Returns once
+    /// the server is gone (within 30 s, else an error).
+    pub fn stop(&mut self) -> io::Result<()> {
+        let port = self.port;
+        let owned = self.owned_mut()?;
+        let pid_file = owned.dir.path().join("data").join("postmaster.pid");
+        let pid = std::fs::read_to_string(&pid_file)?
+            .lines()
+            .next()
+            .map(str::trim)
+            .and_then(|pid| pid.parse::<u32>().ok())
+            .ok_or_else(|| io::Error::other(format!("no pid in {}", pid_file.display())))?;
+        check(
+            "kill -INT",
+            Command::new("kill")
+                .args(["-INT", &pid.to_string()])
+                .stdin(Stdio::null())
+                .output()?,
+        )?;
+        // The wrapper ends with the server; its watcher never saw the pipe close, so the
+        // directory stays.
+        if !wait_bounded(&mut owned.wrapper, STOP_TIMEOUT) {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!(
+                    "the PostgreSQL on port {port} did not stop within {} s",
+                    STOP_TIMEOUT.as_secs()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Starts a server [`Self::stop`]ped again, on its cluster and port, returning once it
+    /// accepts connections.
+    pub fn start_again(&mut self) -> io::Result<()> {
+        let (port, bin) = (self.port, self.bin.clone());
+        let owned = self.owned_mut()?;
+        if owned.wrapper.try_wait()?.is_none() {
+            return Err(io::Error::other(format!(
+                "the PostgreSQL on port {port} is still running"
+            )));
+        }
+        let root = owned.dir.path().to_path_buf();
+        let started = Self::launch(
+            &bin,
+            owned.user,
+            &root,
+            &root.join("data"),
+            &root.join("sock"),
+            &root.join("postgres.log"),
+            port,
+            &owned.settings,
+        );
+        let (wrapper, lifeline) = started.map_err(|failure| match failure {
+            StartFailure::PortTaken => io::Error::new(
+                io::ErrorKind::AddrInUse,
+                format!("port {port} was taken while the PostgreSQL was stopped"),
+            ),
+            StartFailure::Other(error) => error,
+        })?;
+        owned.wrapper = wrapper;
+        // The old pipe's reader went with the old wrapper's watcher.
+        owned.lifeline = Some(lifeline);
+        Ok(())
+    }
+
+    fn owned_mut(&mut self) -> io::Result<&mut Owned> {
+        self.owned.as_mut().ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::Unsupported,
+                "a runner's PostgreSQL is not this process's to stop",
+            )
         })
     }
 

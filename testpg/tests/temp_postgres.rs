@@ -103,6 +103,33 @@ fn dropping_a_server_stops_it_and_removes_its_directory() {
     assert!(!dir.exists(), "{} is left behind", dir.display());
 }
 
+#[test]
+fn a_stopped_server_refuses_connections_and_started_again_serves_the_same_data_on_the_same_port() {
+    let mut pg = TempPostgres::start().unwrap();
+    let (port, dir) = (pg.port(), pg.dir().expect("started here").to_path_buf());
+    let url = pg.fresh_database();
+    let database = database_name(&url);
+    pg.psql(
+        database,
+        "create table notes (body text); insert into notes values ('kept')",
+    )
+    .unwrap();
+
+    pg.stop().unwrap();
+    assert!(!accepts(port), "the server still accepts after stop");
+    assert!(dir.join("data").is_dir(), "stop removed the cluster");
+    assert!(pg.stop().is_err(), "a stopped server stopped again");
+
+    pg.start_again().unwrap();
+    assert!(accepts(port));
+    assert_eq!(pg.psql(database, "select body from notes").unwrap(), "kept");
+    assert!(pg.start_again().is_err(), "a running server started twice");
+
+    drop(pg);
+    assert!(!accepts(port), "the server still accepts after drop");
+    assert!(!dir.exists(), "{} is left behind", dir.display());
+}
+
 /// Not a test of its own: the child process of the next test. It starts the shared server,
 /// prints its port and directory, and waits to be killed.
 #[test]
