@@ -33,6 +33,14 @@ pub enum AuditError {
     Corrupt { seq: u64, detail: String },
 }
 
+impl AuditError {
+    /// Whether the database could not serve the append (see
+    /// [`StoreError::is_unavailable`]); a stopped writer is not that, it stays stopped.
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, Self::Store(error) if error.is_unavailable())
+    }
+}
+
 /// An event ready for the chain: payload already canonical.
 struct Prepared {
     kind: EventKind,
@@ -377,13 +385,15 @@ async fn commit_changes(store: &Store, mut jobs: Vec<Job>) {
         // consumed): each caller is told, and retries as after any failed commit.
         Err(err) => {
             tracing::error!(error = %err, callers = jobs.len(), "audited changes failed to commit");
-            let message = err.to_string();
+            let unavailable = err.is_unavailable();
+            let message = format!("the audited change was not committed: {err}");
             for job in jobs {
-                let _ = job
-                    .reply
-                    .send(Err(AuditError::Store(StoreError::Conflict(format!(
-                        "the audited change was not committed: {message}"
-                    )))));
+                let error = if unavailable {
+                    StoreError::Unavailable(message.clone())
+                } else {
+                    StoreError::Conflict(message.clone())
+                };
+                let _ = job.reply.send(Err(AuditError::Store(error)));
             }
         }
     }
@@ -439,6 +449,19 @@ async fn commit_group(store: &Store, group: Vec<Job>) {
         Err(err) if group.len() == 1 => {
             tracing::error!(error = %err, "audit append failed");
             let _ = group.into_iter().next().map(|job| job.reply.send(Err(err)));
+        }
+        // Retrying caller by caller would wait out the pool's acquire timeout once per
+        // caller while the database is away, and every append queued behind them with it.
+        Err(err) if err.is_unavailable() => {
+            tracing::error!(error = %err, callers = group.len(), "audit append failed: the database is unavailable");
+            let message = err.to_string();
+            for job in group {
+                let _ = job
+                    .reply
+                    .send(Err(AuditError::Store(StoreError::Unavailable(
+                        message.clone(),
+                    ))));
+            }
         }
         // Commit each caller's events on their own, so one caller's failure is theirs
         // alone and every caller gets an answer about its own events.

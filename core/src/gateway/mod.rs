@@ -155,6 +155,36 @@ pub enum GatewayError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Audit(#[from] AuditError),
+    /// The call reached its upstream, then what had to follow (its `call_result`, the
+    /// session's record of it) failed: the agent gets no result, and must not take the call
+    /// as not executed.
+    #[error("the call was executed, then its outcome could not be recorded: {0}")]
+    AfterExecution(Box<GatewayError>),
+}
+
+impl GatewayError {
+    /// Whether the database could not serve (see [`StoreError::is_unavailable`]): a
+    /// transient failure to retry later, not a fault of the request or the gateway.
+    pub fn is_unavailable(&self) -> bool {
+        match self {
+            Self::Store(error) => error.is_unavailable(),
+            Self::Audit(error) => error.is_unavailable(),
+            Self::AfterExecution(error) => error.is_unavailable(),
+        }
+    }
+
+    /// Whether the call reached its upstream before the failure.
+    pub fn executed(&self) -> bool {
+        matches!(self, Self::AfterExecution(_))
+    }
+
+    /// Marks a failure that came after the upstream was called.
+    pub(crate) fn after_execution(error: impl Into<GatewayError>) -> Self {
+        match error.into() {
+            executed @ Self::AfterExecution(_) => executed,
+            error => Self::AfterExecution(Box::new(error)),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]

@@ -16,6 +16,7 @@ use sqlx::{Any, AnyPool, Executor as _, PgPool, SqlitePool, Transaction};
 pub mod audit;
 pub mod audit_query;
 mod audit_row;
+mod availability;
 pub mod catalog;
 pub mod catalog_code;
 pub mod console_sessions;
@@ -79,6 +80,37 @@ pub enum StoreError {
     Invalid(#[from] crate::model::CatalogError),
     #[error("stored data is unreadable: {0}")]
     Corrupt(String),
+    /// The database could not serve (see [`StoreError::is_unavailable`]), told to several
+    /// callers at once (a group commit's), so by its message.
+    #[error("the database is unavailable: {0}")]
+    Unavailable(String),
+}
+
+/// The main pool of a store: how many connections it keeps at most, and how long a
+/// statement waits for one before it fails as unavailable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolSettings {
+    /// `None`: the backend's default ([`PoolSettings::POSTGRES_CONNECTIONS`] on PostgreSQL,
+    /// [`PoolSettings::SQLITE_CONNECTIONS`] on SQLite).
+    pub max_connections: Option<u32>,
+    pub acquire_timeout: Duration,
+}
+
+impl PoolSettings {
+    pub const POSTGRES_CONNECTIONS: u32 = 16;
+    /// SQLite's hot path has direct connections of its own (`direct`); this pool serves
+    /// the rest.
+    pub const SQLITE_CONNECTIONS: u32 = 8;
+    pub const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
+}
+
+impl Default for PoolSettings {
+    fn default() -> Self {
+        Self {
+            max_connections: None,
+            acquire_timeout: Self::ACQUIRE_TIMEOUT,
+        }
+    }
 }
 
 /// The SQLite schema, in `migrations/sqlite`.
@@ -136,17 +168,22 @@ impl Store {
     /// last clone of the store), so it behaves exactly like a file database, direct
     /// connections included. `postgres://…` (or `postgresql://…`) is an existing
     /// PostgreSQL database; several replicas may open it at once.
-    #[tracing::instrument(skip_all, fields(backend))]
     pub async fn open(url: &str) -> Result<Self, StoreError> {
+        Self::open_with(url, PoolSettings::default()).await
+    }
+
+    /// [`Store::open`] with the main pool's size and wait set.
+    #[tracing::instrument(skip_all, fields(backend))]
+    pub async fn open_with(url: &str, settings: PoolSettings) -> Result<Self, StoreError> {
         sqlx::any::install_default_drivers();
         if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-            Self::open_postgres(url).await
+            Self::open_postgres(url, settings).await
         } else {
-            Self::open_sqlite(url).await
+            Self::open_sqlite(url, settings).await
         }
     }
 
-    async fn open_sqlite(url: &str) -> Result<Self, StoreError> {
+    async fn open_sqlite(url: &str, settings: PoolSettings) -> Result<Self, StoreError> {
         let (options, path, ephemeral) = match sqlite_options(url)? {
             (options, Some(path)) => (options, path, None),
             (_, None) => {
@@ -188,7 +225,12 @@ impl Store {
             // check before every acquire was one more round trip to the connection's worker
             // thread on every query of the hot path.
             .test_before_acquire(false)
-            .max_connections(8)
+            .max_connections(
+                settings
+                    .max_connections
+                    .unwrap_or(PoolSettings::SQLITE_CONNECTIONS),
+            )
+            .acquire_timeout(settings.acquire_timeout)
             .idle_timeout(Some(Duration::from_secs(600)))
             .max_lifetime(Some(Duration::from_secs(3600)))
             // The `Any` driver opens SQLite from the URL alone; the settings that are per
@@ -222,7 +264,7 @@ impl Store {
         Ok(store)
     }
 
-    async fn open_postgres(url: &str) -> Result<Self, StoreError> {
+    async fn open_postgres(url: &str, settings: PoolSettings) -> Result<Self, StoreError> {
         let unsupported = || StoreError::UnsupportedUrl(url.to_owned());
         // Both pools below read `sslmode`, `sslrootcert`, `sslcert` and `sslkey` from the
         // URL (TLS through rustls; `PGSSLMODE`/`PGSSLROOTCERT` when the URL is silent).
@@ -262,8 +304,12 @@ impl Store {
             );
         }
         let pool = AnyPoolOptions::new()
-            .max_connections(16)
-            .acquire_timeout(Duration::from_secs(10))
+            .max_connections(
+                settings
+                    .max_connections
+                    .unwrap_or(PoolSettings::POSTGRES_CONNECTIONS),
+            )
+            .acquire_timeout(settings.acquire_timeout)
             .idle_timeout(Some(Duration::from_secs(600)))
             .max_lifetime(Some(Duration::from_secs(3600)))
             .connect(url)

@@ -113,3 +113,45 @@ pub async fn drop_refusing_trigger(pool: &sqlx::AnyPool, name: &str, table: &str
         .await
         .expect("the refusing trigger is dropped");
 }
+
+/// A connection of its own to the PostgreSQL database at `url` that holds the lock every
+/// write of the store takes ([`super::Store::begin_write`]) until it is dropped or
+/// [`WriteLockHolder::release`]d: every write of every replica waits for it meanwhile,
+/// holding its pool connection, as behind a slow or stuck transaction.
+pub struct WriteLockHolder(sqlx::PgConnection);
+
+impl WriteLockHolder {
+    pub async fn take(url: &str) -> Self {
+        use sqlx::Connection as _;
+        let mut connection = sqlx::PgConnection::connect(url)
+            .await
+            .expect("the test database opens");
+        sqlx::query("SELECT pg_advisory_lock($1)")
+            .bind(super::WRITE_LOCK)
+            .execute(&mut connection)
+            .await
+            .expect("the write lock is taken");
+        Self(connection)
+    }
+
+    /// How many sessions of the holder's database wait for a lock right now.
+    pub async fn waiting(&mut self) -> i64 {
+        sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity \
+             WHERE datname = current_database() AND wait_event_type = 'Lock'",
+        )
+        .fetch_one(&mut self.0)
+        .await
+        .expect("pg_stat_activity reads")
+    }
+
+    pub async fn release(mut self) {
+        use sqlx::Connection as _;
+        sqlx::query("SELECT pg_advisory_unlock($1)")
+            .bind(super::WRITE_LOCK)
+            .execute(&mut self.0)
+            .await
+            .expect("the write lock is released");
+        let _ = self.0.close().await;
+    }
+}

@@ -305,9 +305,40 @@ pub struct ServeArgs {
         value_parser = clap::value_parser!(u64).range(1..=1_000_000)
     )]
     pub max_connections_per_address: Option<u64>,
+
+    /// Most connections to the database this process keeps open (default: 16 on
+    /// PostgreSQL, 8 on SQLite). The replicas' pools together must stay under the
+    /// PostgreSQL server's `max_connections`.
+    #[arg(
+        long,
+        env = "SKILLGATE_DATABASE_POOL_SIZE",
+        value_name = "COUNT",
+        value_parser = clap::value_parser!(u32).range(1..=10_000)
+    )]
+    pub database_pool_size: Option<u32>,
+
+    /// How long a request waits for a free database connection before it is answered as
+    /// unavailable: 503 with Retry-After at admission, a retryable JSON-RPC error within a
+    /// call. Nothing runs without its audit event either way.
+    #[arg(
+        long,
+        env = "SKILLGATE_DATABASE_ACQUIRE_TIMEOUT_MS",
+        value_name = "MILLISECONDS",
+        default_value_t = 10_000,
+        value_parser = clap::value_parser!(u64).range(10..=600_000)
+    )]
+    pub database_acquire_timeout_ms: u64,
 }
 
 impl ServeArgs {
+    /// The database pool `--database-pool-size` and `--database-acquire-timeout-ms` ask for.
+    pub fn pool_settings(&self) -> skillgate_core::store::PoolSettings {
+        skillgate_core::store::PoolSettings {
+            max_connections: self.database_pool_size,
+            acquire_timeout: Duration::from_millis(self.database_acquire_timeout_ms),
+        }
+    }
+
     /// `--trusted-proxies`, parsed: the router's client addresses and the listener's
     /// per-address shares both read it.
     pub fn trusted_proxies(&self) -> anyhow::Result<crate::client_addr::TrustedProxies> {

@@ -112,6 +112,24 @@ fn refuse(status: StatusCode, error: &str, message: &str) -> Response {
     (status, Json(json!({"error": error, "message": message}))).into_response()
 }
 
+/// How long a client is asked to wait before it retries a request the database could not
+/// serve: about what a PostgreSQL restart takes.
+const RETRY_AFTER_SECONDS: HeaderValue = HeaderValue::from_static("2");
+
+/// A 503 for a credential the store could not check (the database is away, or no pool
+/// connection came free within its wait): the request went no further, so nothing ran.
+fn unavailable(credentials: &str) -> Response {
+    let message = format!(
+        "{credentials} cannot be checked right now: the gateway's database did not serve the \
+         check, so nothing was executed. Try again shortly."
+    );
+    let mut response = refuse(StatusCode::SERVICE_UNAVAILABLE, "unavailable", &message);
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, RETRY_AFTER_SECONDS);
+    response
+}
+
 impl Admission {
     /// A 401 with the bearer challenge: where to find the authorization server when it is
     /// on (RFC 9728 §5.1), and `invalid_token` when a credential was presented and refused
@@ -250,11 +268,7 @@ async fn check(
                 },
                 Err(KeyError::Store(error)) => {
                     tracing::error!(%error, "cannot check an agent key");
-                    return Err(refuse(
-                        StatusCode::SERVICE_UNAVAILABLE,
-                        "unavailable",
-                        "agent keys cannot be checked right now; try again",
-                    ));
+                    return Err(unavailable("agent keys"));
                 }
                 Err(_) => {
                     tracing::info!("refused /mcp request with an invalid, revoked or expired key");
@@ -288,11 +302,7 @@ async fn oauth_caller(
         }
         Err(error) => {
             tracing::error!(%error, "cannot check an oauth access token");
-            Err(refuse(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "unavailable",
-                "access tokens cannot be checked right now; try again",
-            ))
+            Err(unavailable("access tokens"))
         }
     }
 }
@@ -508,11 +518,20 @@ mod tests {
             .await
             .unwrap();
         let bearer = format!("Bearer {}", f.key);
-        let (status, _, body) = send(
+        let (status, headers, body) = send(
             app(admission(&f.keys, true)),
             request("127.0.0.1:3000", Some(&bearer), None),
         )
         .await;
         assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+        assert_eq!(headers[header::RETRY_AFTER], "2");
+        let body: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(body["error"], "unavailable");
+        assert!(
+            body["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("nothing was executed")),
+            "{body}"
+        );
     }
 }

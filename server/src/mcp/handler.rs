@@ -26,7 +26,7 @@ use super::connection::MCP_SESSION_ID;
 use super::core_tasks::AsTask;
 use super::tools::{self, ParseError, PlatformCall};
 use super::trace::RequestSpan;
-use super::{refusals, skills, tasks};
+use super::{failures, refusals, skills, tasks};
 
 const INSTRUCTIONS: &str = "Skillgate governs which tools you may use. Call init_skilder first: \
 it returns a session_id and the roles your key may learn. Learn the role your task needs with \
@@ -184,11 +184,12 @@ fn record_reply(span: &Span, reply: &ToolReply, session: Option<&str>) {
     }
 }
 
-/// The store or audit log failed while serving the Skills extension: the agent hears only
-/// that it failed; nothing is served unaudited.
+/// The store or audit log failed while serving the Skills extension: the agent hears that
+/// it failed, and whether the database was away (worth a retry); nothing is served
+/// unaudited.
 fn skills_failure(error: GatewayError) -> McpError {
-    tracing::error!(%error, "the gateway failed while serving a skill");
-    McpError::internal_error("internal error", None)
+    tracing::error!("the gateway failed while serving a skill");
+    failures::to_agent(&error)
 }
 
 /// The four platform tools, and the Skills extension (SEP-2640) with directory reads over
@@ -271,8 +272,8 @@ impl ServerHandler for McpHandler {
                     )
                     .await
                     .map_err(|error| {
-                        tracing::error!(%error, "the refusal could not be audited");
-                        McpError::internal_error("internal error", None)
+                        tracing::error!("the refusal could not be audited");
+                        failures::to_agent(&error)
                     })?;
                 return match error {
                     ParseError::UnknownTool(_) => Err(McpError::invalid_params(message, None)),
@@ -313,9 +314,8 @@ impl ServerHandler for McpHandler {
             .await;
         let reply = match dispatched {
             Ok(reply) => reply.map_err(|error| {
-                tracing::error!(%error, "the gateway failed");
                 otel::record_error(&traced, "internal_error", "the gateway failed");
-                McpError::internal_error("internal error", None)
+                failures::to_agent(&error)
             })?,
             Err(panic) => {
                 otel::record_error(&traced, "internal_error", "the request handler panicked");

@@ -5,6 +5,7 @@
 pub(crate) mod auth;
 mod connection;
 mod core_tasks;
+mod failures;
 mod handler;
 mod refusals;
 mod skills;

@@ -11,6 +11,7 @@ mod connections;
 mod console_bodies;
 mod console_security;
 mod core_tasks;
+mod database_faults;
 mod feedback;
 mod gitops;
 mod guardrail_hook;

@@ -115,12 +115,14 @@ impl Gateway {
                     .event(&agent.key_name, tool, InspectedPart::Result)
                     .map(|event| event.in_session(sid));
                 self.settle(agent, sid, tool, millis, &audited, found)
-                    .await?;
+                    .await
+                    .map_err(GatewayError::after_execution)?;
                 inspection.count(&self.metrics);
                 let succeeded = (!outcome.is_error).then_some(&outcome.result);
                 let seen = (upstream.as_str(), inspection.secret_fingerprints());
                 self.record_success(sid, tool, view, &note, succeeded, seen)
-                    .await?;
+                    .await
+                    .map_err(GatewayError::after_execution)?;
                 if inspection.blocked() {
                     return Ok(inspection.blocked_result_reply(tool));
                 }
@@ -138,7 +140,8 @@ impl Gateway {
                 };
                 let millis = upstream_time.as_millis() as u64;
                 self.settle(agent, sid, tool, millis, &audited, None)
-                    .await?;
+                    .await
+                    .map_err(GatewayError::after_execution)?;
                 Ok(upstream_error(tool, &role, message))
             }
         }

@@ -64,7 +64,7 @@ pub async fn build(
     args: &ServeArgs,
 ) -> anyhow::Result<(Router, AuditCheckpoints)> {
     let trusted_proxies = args.trusted_proxies()?;
-    let store = Store::open(database_url).await?;
+    let store = Store::open_with(database_url, args.pool_settings()).await?;
     // One registry for the gateway's calls, the console's password checks and the store's
     // write lock.
     let metrics = Arc::new(Metrics::new().with_write_lock(store.write_lock_times()));

@@ -3,6 +3,7 @@
 
 pub mod catalog;
 pub mod console;
+pub mod executions;
 pub mod replies;
 
 use std::io::{BufRead, BufReader};
