@@ -8,7 +8,7 @@ use sqlx::{Any, FromRow, Row, Transaction};
 
 pub use super::audit_row::AuditRow;
 pub(crate) use super::audit_row::{COLUMNS, seq_from_db, seq_to_db};
-use super::lane::{Lane, LaneRow, OnDirect, Param, Statements, ready};
+use super::lane::{Lane, LaneRow, MultiRow, OnDirect, Param, Statements, ready};
 use super::{Store, StoreError, Tx};
 use crate::names::EventKind;
 
@@ -500,12 +500,17 @@ async fn insert_checkpoint_in(
     Ok(())
 }
 
-/// One event, exactly as hashed.
-const INSERT_EVENT: &str =
-    "INSERT INTO audit_events (seq, at, session_id, kind, actor, payload, prev_hash, hash)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)";
+/// Events, exactly as hashed.
+static INSERT_EVENTS: std::sync::LazyLock<MultiRow> = std::sync::LazyLock::new(|| {
+    MultiRow::new(
+        "INSERT INTO audit_events (seq, at, session_id, kind, actor, payload, prev_hash, hash)
+         VALUES ",
+        "($1, $2, $3, $4, $5, $6, $7, $8)",
+        "",
+    )
+});
 
-/// An event's columns for [`INSERT_EVENT`], in its marks' order.
+/// An event's columns for [`INSERT_EVENTS`], in its marks' order.
 fn event_params(row: &AuditRow) -> [Param<'_>; 8] {
     [
         Param::Int(seq_to_db(row.seq)),
@@ -523,8 +528,10 @@ fn event_params(row: &AuditRow) -> [Param<'_>; 8] {
 /// caller's write transaction (so a summary never disagrees with its events), on either
 /// lane: the one way events are written.
 async fn insert_on(conn: &mut impl Statements, rows: &[AuditRow]) -> Result<(), StoreError> {
-    for row in rows {
-        conn.execute(INSERT_EVENT, &event_params(row)).await?;
+    for chunk in rows.chunks(conn.rows_per_statement()) {
+        let params: Vec<Param<'_>> = chunk.iter().flat_map(event_params).collect();
+        conn.execute(INSERT_EVENTS.text(chunk.len()), &params)
+            .await?;
     }
     super::audit_query::summarize_on(conn, rows).await
 }

@@ -10,7 +10,7 @@ use sqlx::{Arguments, FromRow, Row};
 
 use super::Tx;
 use super::audit_row::{AuditRow, COLUMNS, seq_from_db, seq_to_db};
-use super::lane::{Param, Statements};
+use super::lane::{MultiRow, Param, Statements};
 use super::{Store, StoreError};
 use crate::names::EventKind;
 
@@ -102,8 +102,8 @@ fn token(name: Option<&str>) -> String {
     }
 }
 
-/// One event's change to its session's summary, as the columns [`UPSERT_SUMMARY`] binds
-/// (`?1` … `?13`, in field order).
+/// One event's change to its session's summary, as the columns of a row of
+/// [`UPSERT_SUMMARIES`] bind it (in field order).
 struct SummaryRow<'a> {
     session_id: &'a str,
     seq: i64,
@@ -129,14 +129,18 @@ fn summary_row(row: &AuditRow) -> Option<SummaryRow<'_>> {
     })
 }
 
-/// Folds one event into its session's summary. Each row is its own statement: on a direct
-/// connection a statement costs no hand-off, and binding columns saves building and
-/// parsing a JSON array per group.
+/// Folds events into their sessions' summaries, one row per event; several events (of
+/// distinct sessions) share a statement where statements are round trips
+/// ([`Statements::rows_per_statement`]).
 /// The stored row is named `s`: PostgreSQL reads a bare column in `DO UPDATE` as ambiguous.
-const UPSERT_SUMMARY: &str = "INSERT INTO audit_session_summaries AS s
+static UPSERT_SUMMARIES: std::sync::LazyLock<MultiRow> = std::sync::LazyLock::new(|| {
+    MultiRow::new(
+        "INSERT INTO audit_session_summaries AS s
             (session_id, first_seq, last_seq, started_at, last_at, actor, scope, task_summary,
              events, learns, calls, denials, violations, errors, roles, tools)
-         VALUES ($1, $2, $2, $3, $3, $4, $5, $6, 1, $7, $8, $9, $10, $11, $12, $13)
+         VALUES ",
+        "($1, $2, $2, $3, $3, $4, $5, $6, 1, $7, $8, $9, $10, $11, $12, $13)",
+        "
          ON CONFLICT (session_id) DO UPDATE SET
             last_seq = excluded.last_seq,
             last_at = excluded.last_at,
@@ -152,21 +156,19 @@ const UPSERT_SUMMARY: &str = "INSERT INTO audit_session_summaries AS s
             roles = CASE WHEN excluded.roles = ' ' OR instr(s.roles, excluded.roles) > 0
                          THEN s.roles ELSE s.roles || substr(excluded.roles, 2) END,
             tools = CASE WHEN excluded.tools = ' ' OR instr(s.tools, excluded.tools) > 0
-                         THEN s.tools ELSE s.tools || substr(excluded.tools, 2) END";
+                         THEN s.tools ELSE s.tools || substr(excluded.tools, 2) END",
+    )
+});
 
-/// Folds appended rows into their sessions' summaries, in order (rows without a session
-/// are skipped), on either lane (see [`super::lane`]): the one summary upsert.
-pub(crate) async fn summarize_on(
-    conn: &mut impl Statements,
-    rows: &[AuditRow],
-) -> Result<(), StoreError> {
-    for summary in rows.iter().filter_map(summary_row) {
-        let d = &summary.delta;
-        let params = [
-            Param::from(summary.session_id),
-            Param::Int(summary.seq),
-            Param::from(summary.at),
-            Param::from(summary.actor),
+impl SummaryRow<'_> {
+    /// The values of one row of [`UPSERT_SUMMARIES`], in its marks' order.
+    fn params(&self) -> [Param<'_>; 13] {
+        let d = &self.delta;
+        [
+            Param::from(self.session_id),
+            Param::Int(self.seq),
+            Param::from(self.at),
+            Param::from(self.actor),
             Param::from(d.scope.as_deref()),
             Param::from(d.task_summary.as_deref()),
             Param::Int(d.learns),
@@ -174,10 +176,39 @@ pub(crate) async fn summarize_on(
             Param::Int(d.denials),
             Param::Int(d.violations),
             Param::Int(d.errors),
-            Param::from(summary.roles.as_str()),
-            Param::from(summary.tools.as_str()),
-        ];
-        conn.execute(UPSERT_SUMMARY, &params).await?;
+            Param::from(self.roles.as_str()),
+            Param::from(self.tools.as_str()),
+        ]
+    }
+}
+
+/// Folds appended rows into their sessions' summaries (rows without a session are
+/// skipped), on either lane (see [`super::lane`]): the one summary upsert.
+///
+/// A statement may name a session once (PostgreSQL refuses an `ON CONFLICT DO UPDATE`
+/// that would change a row twice), so the rows go in waves: the first event of each
+/// session, then the second of each, and so on; each session's events stay in order.
+pub(crate) async fn summarize_on(
+    conn: &mut impl Statements,
+    rows: &[AuditRow],
+) -> Result<(), StoreError> {
+    let mut waves: Vec<Vec<SummaryRow<'_>>> = Vec::new();
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    for summary in rows.iter().filter_map(summary_row) {
+        let wave = seen.entry(summary.session_id).or_insert(0);
+        if *wave == waves.len() {
+            waves.push(Vec::new());
+        }
+        waves[*wave].push(summary);
+        *wave += 1;
+    }
+    let per_statement = conn.rows_per_statement();
+    for wave in &waves {
+        for chunk in wave.chunks(per_statement) {
+            let params: Vec<Param<'_>> = chunk.iter().flat_map(SummaryRow::params).collect();
+            conn.execute(UPSERT_SUMMARIES.text(chunk.len()), &params)
+                .await?;
+        }
     }
     Ok(())
 }

@@ -116,12 +116,86 @@ pub(crate) trait Statements {
         params: &[Param<'_>],
         decode: impl FnOnce(LaneRow<'_>) -> Result<T, StoreError>,
     ) -> Result<Option<T>, StoreError>;
+
+    /// How many rows one [`MultiRow`] statement carries on this connection. On the pool's
+    /// lane each statement is a round trip (to PostgreSQL, or to sqlx's SQLite worker
+    /// thread), made inside the write lock when it writes, so rows share one; on the direct
+    /// lane a statement is a function call, and one row per statement keeps rusqlite's
+    /// statement cache to one text.
+    fn rows_per_statement(&self) -> usize;
+}
+
+/// A multi-row statement, `HEAD (marks), (marks), … TAIL`, for 1 to
+/// [`MultiRow::MAX_ROWS`] rows, its text made once per row count. Row `r`'s marks are the
+/// template's shifted by `r` times the template's highest mark, so marks still appear in
+/// increasing order (see [`direct::prepare`]).
+pub(crate) struct MultiRow {
+    /// `texts[n - 1]` carries `n` rows.
+    texts: Vec<String>,
+}
+
+impl MultiRow {
+    /// Also bounds the texts a pool connection prepares and caches for one statement.
+    pub(crate) const MAX_ROWS: usize = 16;
+
+    /// `marks` is one row's parenthesised values with `$1`… marks (repeats and constants
+    /// allowed).
+    pub(crate) fn new(head: &str, marks: &str, tail: &str) -> Self {
+        let width = mark_numbers(marks).max().unwrap_or(0);
+        let texts = (1..=Self::MAX_ROWS)
+            .map(|rows| {
+                let values: Vec<String> =
+                    (0..rows).map(|r| shift_marks(marks, r * width)).collect();
+                format!("{head}{}{tail}", values.join(", "))
+            })
+            .collect();
+        Self { texts }
+    }
+
+    /// The text for `rows` rows (1 to [`Self::MAX_ROWS`]).
+    pub(crate) fn text(&self, rows: usize) -> &str {
+        &self.texts[rows.clamp(1, Self::MAX_ROWS) - 1]
+    }
+}
+
+/// The numbers of the `$N` marks of `sql`, in order.
+fn mark_numbers(sql: &str) -> impl Iterator<Item = usize> + '_ {
+    sql.split('$').skip(1).filter_map(|rest| {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        rest[..digits].parse().ok()
+    })
+}
+
+/// `sql` with every `$N` mark renumbered `$(N + by)`.
+fn shift_marks(sql: &str, by: usize) -> String {
+    let mut out = String::with_capacity(sql.len() + 8);
+    let mut parts = sql.split('$');
+    out.push_str(parts.next().unwrap_or_default());
+    for rest in parts {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        match rest[..digits].parse::<usize>() {
+            Ok(n) => {
+                out.push('$');
+                out.push_str(&(n + by).to_string());
+                out.push_str(&rest[digits..]);
+            }
+            Err(_) => {
+                out.push('$');
+                out.push_str(rest);
+            }
+        }
+    }
+    out
 }
 
 /// The direct lane: a rusqlite connection (or a transaction on one, through `Deref`).
 pub(crate) struct OnDirect<'c>(pub(crate) &'c rusqlite::Connection);
 
 impl Statements for OnDirect<'_> {
+    fn rows_per_statement(&self) -> usize {
+        1
+    }
+
     async fn execute(&mut self, sql: &str, params: &[Param<'_>]) -> Result<u64, StoreError> {
         let changed =
             direct::prepare(self.0, sql)?.execute(rusqlite::params_from_iter(params.iter()))?;
@@ -156,6 +230,10 @@ fn bound<'q>(
 
 /// The pool's lane: a connection of sqlx's pool, or a transaction (or savepoint) on one.
 impl Statements for AnyConnection {
+    fn rows_per_statement(&self) -> usize {
+        MultiRow::MAX_ROWS
+    }
+
     async fn execute(&mut self, sql: &str, params: &[Param<'_>]) -> Result<u64, StoreError> {
         Ok(bound(sql, params).execute(self).await?.rows_affected())
     }
@@ -224,5 +302,34 @@ impl Store {
             Some(direct) => Lane::Direct(direct),
             None => Lane::Pool(self.pool()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_multi_row_statement_numbers_each_rows_marks_after_the_rows_before() {
+        let insert = MultiRow::new("INSERT INTO t (a, b, c) VALUES ", "($1, $2, $2, 1, $3)", "");
+        assert_eq!(
+            insert.text(1),
+            "INSERT INTO t (a, b, c) VALUES ($1, $2, $2, 1, $3)"
+        );
+        assert_eq!(
+            insert.text(3),
+            "INSERT INTO t (a, b, c) VALUES ($1, $2, $2, 1, $3), ($4, $5, $5, 1, $6), \
+             ($7, $8, $8, 1, $9)"
+        );
+        // Marks of ten and more, and a tail that is not shifted.
+        let wide = MultiRow::new("V ", "($9, $10)", " ON CONFLICT DO NOTHING");
+        assert_eq!(
+            wide.text(2),
+            "V ($9, $10), ($19, $20) ON CONFLICT DO NOTHING"
+        );
+        assert_eq!(
+            wide.text(MultiRow::MAX_ROWS + 5),
+            wide.text(MultiRow::MAX_ROWS)
+        );
     }
 }

@@ -221,6 +221,91 @@ async fn an_append_that_the_database_refuses_stores_neither_its_events_nor_its_s
     }
 }
 
+/// The session of each event of [`interleaved`], in order.
+const INTERLEAVED_SESSIONS: [&str; 9] = ["a", "b", "a", "a", "c", "b", "a", "b", "a"];
+
+/// Events of three sessions, interleaved, several of one session in a row: `prefix-a`,
+/// `prefix-b`, `prefix-c`.
+fn interleaved(prefix: &str) -> Vec<NewEvent> {
+    let [a, b, c] = ["a", "b", "c"].map(|s| format!("{prefix}-{s}"));
+    let versions = std::collections::BTreeMap::new();
+    vec![
+        NewEvent::session_started(&a, "agent-1", "desk", Some("refund an order")),
+        NewEvent::session_started(&b, "agent-2", "desk", None),
+        NewEvent::learn_granted(&a, "agent-1", "/roles/billing", "billing", &versions),
+        NewEvent::learn_granted(&a, "agent-1", "/roles/support", "support", &versions),
+        NewEvent::session_started(&c, "agent-3", "ops", None),
+        NewEvent::call_denied("agent-2", "refund", json!({}), "ACCESS_DENIED", None).in_session(&b),
+        NewEvent::call_denied("agent-1", "refund", json!({}), "GOVERNANCE_VIOLATION", None)
+            .in_session(&a),
+        NewEvent::learn_granted(&b, "agent-2", "/roles/billing", "billing", &versions),
+        NewEvent::learn_granted(&a, "agent-1", "/roles/billing", "billing", &versions),
+    ]
+}
+
+/// A session's summary without what differs between two sessions of the same events.
+fn counts(summary: &skillgate_core::store::audit_query::SessionSummary) -> serde_json::Value {
+    json!({
+        "key": summary.key, "scope": summary.scope, "task_summary": summary.task_summary,
+        "events": summary.events, "learns": summary.learns, "calls": summary.calls,
+        "denials": summary.denials, "violations": summary.violations, "errors": summary.errors,
+        "roles": summary.roles, "tools": summary.tools,
+    })
+}
+
+#[tokio::test]
+async fn events_of_several_sessions_appended_in_one_commit_summarize_as_when_appended_one_by_one() {
+    let (store, _dir) = store().await;
+    // Both writers live to the end: a writer's runtime owns the pool connections it opened.
+    let logs = lanes(&store).map(|(lane, writer)| (lane, AuditLog::new(writer)));
+    for (lane, log) in &logs {
+        let together = log
+            .append_batch(interleaved(&format!("{lane}-together")))
+            .await
+            .unwrap();
+        for event in interleaved(&format!("{lane}-alone")) {
+            log.append(event).await.unwrap();
+        }
+        for session in ["a", "b", "c"] {
+            let id = format!("{lane}-together-{session}");
+            let summary = store.audit_session(&id).await.unwrap().unwrap();
+            let alone = store
+                .audit_session(&format!("{lane}-alone-{session}"))
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(
+                counts(&summary),
+                counts(&alone),
+                "{lane}: session {session}"
+            );
+            let seqs: Vec<u64> = together
+                .iter()
+                .zip(INTERLEAVED_SESSIONS)
+                .filter(|(_, of)| *of == session)
+                .map(|(e, _)| e.seq)
+                .collect();
+            assert_eq!(
+                (summary.first_seq, summary.last_seq),
+                (seqs[0], *seqs.last().unwrap()),
+                "{lane}: session {session}"
+            );
+        }
+        let a = store
+            .audit_session(&format!("{lane}-together-a"))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            counts(&a),
+            json!({"key": "agent-1", "scope": "desk", "task_summary": "refund an order",
+                   "events": 5, "learns": 3, "calls": 0, "denials": 0, "violations": 1,
+                   "errors": 0, "roles": ["billing", "support"], "tools": ["refund"]}),
+            "{lane}"
+        );
+    }
+}
+
 fn role(name: &str, title: &str) -> Role {
     Role {
         slug: slug(name),
