@@ -158,7 +158,7 @@ pub enum GatewayError {
     /// The call reached its upstream, then what had to follow (its `call_result`, the
     /// session's record of it) failed: the agent gets no result, and must not take the call
     /// as not executed.
-    #[error("the call was executed, then its outcome could not be recorded: {0}")]
+    #[error("the call was executed, then it could not be fully recorded: {0}")]
     AfterExecution(Box<GatewayError>),
 }
 

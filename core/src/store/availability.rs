@@ -16,7 +16,9 @@ impl StoreError {
     /// Whether the database could not serve the statement at all right now: no pool
     /// connection free within the acquire timeout, the connection refused or lost, the
     /// server shutting down or starting up, too many connections, or SQLite's file busy
-    /// past its busy timeout. Such a statement changed nothing that was not rolled back.
+    /// past its busy timeout. What the failed transaction wrote is rolled back, but for the
+    /// one case no client can rule out: a connection lost while its COMMIT was on the way,
+    /// which the server may have committed.
     pub fn is_unavailable(&self) -> bool {
         match self {
             Self::Unavailable(_) => true,

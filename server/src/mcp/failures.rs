@@ -15,16 +15,17 @@ use skillgate_core::gateway::GatewayError;
 
 /// `data.reason` of a failure because the database could not serve.
 pub const DATABASE_UNAVAILABLE: &str = "database_unavailable";
-/// `data.reason` of any other failure after the upstream ran.
+/// `data.reason` of any other failure after the upstream ran (its `call_result`, or the
+/// session's record of what it returned, which later guards and inspectors read).
 pub const RESULT_UNRECORDED: &str = "result_unrecorded";
 
 const NOT_EXECUTED: &str = "The gateway's database is unavailable, so the call was not \
 executed. Try again shortly.";
 const UNAVAILABLE_AFTER_EXECUTION: &str = "The tool ran, but the gateway's database became \
-unavailable before its result was recorded, so the result is withheld. The call may have \
+unavailable before the call was fully recorded, so its result is withheld. The call may have \
 taken effect: check before you try it again.";
-const UNRECORDED: &str = "The tool ran, but its result could not be recorded, so it is \
-withheld. The call may have taken effect: check before you try it again.";
+const UNRECORDED: &str = "The tool ran, but the call could not be fully recorded, so its \
+result is withheld. The call may have taken effect: check before you try it again.";
 
 /// The agent's answer to `error`, logged here once with what the agent is not told.
 pub fn to_agent(error: &GatewayError) -> McpError {
