@@ -520,3 +520,45 @@ async fn concurrent_audited_changes_each_commit_decline_or_fail_alone() {
     assert!(report.is_intact(), "{report:?}");
     assert_eq!(report.events, 12);
 }
+
+#[tokio::test]
+async fn appends_that_fail_together_while_the_database_is_away_are_told_so_together_not_retried_one_by_one()
+ {
+    use skillgate_core::audit::AuditError;
+    use skillgate_core::store::{PoolSettings, StoreError};
+
+    // A PostgreSQL of this test's own, to stop; a pool that waits half a second.
+    let mut pg = skillgate_testpg::TempPostgres::start().unwrap();
+    let url = pg.fresh_database();
+    let settings = PoolSettings {
+        max_connections: None,
+        acquire_timeout: std::time::Duration::from_millis(500),
+    };
+    let log = AuditLog::new(Store::open_with(&url, settings).await.unwrap());
+    log.append(feedback(0)).await.unwrap();
+
+    pg.stop().unwrap();
+    // The writer takes the first and fails on it for the pool's wait; the others queue
+    // meanwhile and fail as one group.
+    let answers = futures::future::join_all((1..=8).map(|i| log.append(feedback(i)))).await;
+    for answer in &answers {
+        let error = answer
+            .as_ref()
+            .expect_err("nothing commits while the database is away");
+        assert!(error.is_unavailable(), "{error:?}");
+    }
+    // A group's failure is told to each of its callers as it is, not found again by a
+    // retry of each caller, which would wait out the pool once per caller.
+    let told_together = answers
+        .iter()
+        .filter(|answer| matches!(answer, Err(AuditError::Store(StoreError::Unavailable(_)))))
+        .count();
+    assert!(told_together >= 2, "{answers:?}");
+
+    // Back, the same writer appends again, after the one event that committed.
+    pg.start_again().unwrap();
+    let appended = log.append(feedback(9)).await.unwrap();
+    assert_eq!(appended.seq, 2);
+    let report = log.verify().await.unwrap();
+    assert!(report.is_intact(), "{report:?}");
+}
