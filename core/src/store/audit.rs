@@ -529,9 +529,15 @@ fn event_params(row: &AuditRow) -> [Param<'_>; 8] {
 /// lane: the one way events are written.
 async fn insert_on(conn: &mut impl Statements, rows: &[AuditRow]) -> Result<(), StoreError> {
     for chunk in rows.chunks(conn.rows_per_statement()) {
-        let params: Vec<Param<'_>> = chunk.iter().flat_map(event_params).collect();
-        conn.execute(INSERT_EVENTS.text(chunk.len()), &params)
-            .await?;
+        let sql = INSERT_EVENTS.text(chunk.len());
+        match chunk {
+            // One row binds its values where they are (the direct lane's every append).
+            [row] => conn.execute(sql, &event_params(row)).await?,
+            _ => {
+                let params: Vec<Param<'_>> = chunk.iter().flat_map(event_params).collect();
+                conn.execute(sql, &params).await?
+            }
+        };
     }
     super::audit_query::summarize_on(conn, rows).await
 }

@@ -186,12 +186,23 @@ impl SummaryRow<'_> {
 /// skipped), on either lane (see [`super::lane`]): the one summary upsert.
 ///
 /// A statement may name a session once (PostgreSQL refuses an `ON CONFLICT DO UPDATE`
-/// that would change a row twice), so the rows go in waves: the first event of each
-/// session, then the second of each, and so on; each session's events stay in order.
+/// that would change a row twice), so where rows share statements they go in waves: the
+/// first event of each session, then the second of each, and so on; each session's events
+/// stay in order.
 pub(crate) async fn summarize_on(
     conn: &mut impl Statements,
     rows: &[AuditRow],
 ) -> Result<(), StoreError> {
+    let per_statement = conn.rows_per_statement();
+    if per_statement == 1 {
+        // A row per statement, in order (the direct lane's every append): no waves to
+        // build, and the values bound where they are.
+        for summary in rows.iter().filter_map(summary_row) {
+            conn.execute(UPSERT_SUMMARIES.text(1), &summary.params())
+                .await?;
+        }
+        return Ok(());
+    }
     let mut waves: Vec<Vec<SummaryRow<'_>>> = Vec::new();
     let mut seen: HashMap<&str, usize> = HashMap::new();
     for summary in rows.iter().filter_map(summary_row) {
@@ -202,7 +213,6 @@ pub(crate) async fn summarize_on(
         waves[*wave].push(summary);
         *wave += 1;
     }
-    let per_statement = conn.rows_per_statement();
     for wave in &waves {
         for chunk in wave.chunks(per_statement) {
             let params: Vec<Param<'_>> = chunk.iter().flat_map(SummaryRow::params).collect();
