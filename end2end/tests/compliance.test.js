@@ -80,6 +80,36 @@ for (const js of [true, false]) {
       assert.ok(lines.some((l) => l.kind === 'call_denied' && l.payload.code === 'GOVERNANCE_VIOLATION'));
       await page.context().close();
     });
+
+    it('a reviewer verifies only what is newer than the newest signed checkpoint', async () => {
+      // Signed with the server's own key (beside the database), then five more events.
+      execFileSync(process.env.SKILLGATE_BIN, ['audit', '--database-url', DB_URL, 'checkpoint']);
+      const [[signed]] = sql('SELECT MAX(seq) FROM audit_checkpoints');
+      execFileSync(DEV_BIN, ['seed-audit', '--events', '5', '--days', '1', '--database-url', DB_URL]);
+      const [[tip]] = sql('SELECT MAX(seq) FROM audit_events');
+
+      const page = await newPage(browser, js);
+      await signIn(page, 'reviewer', REVIEWER_PASSWORD);
+      await page.goto('/audit');
+      if (js) await waitHydrated(page);
+      await Promise.all([
+        page.waitForURL(/run=since/),
+        page.getByRole('button', { name: 'Verify since the newest checkpoint' }).click(),
+      ]);
+      const status = page.getByRole('status').filter({ hasText: 'chain verified' });
+      await status.waitFor();
+      const text = await status.textContent();
+      // The server signs its own checkpoints every minute too, so the walk may start from a
+      // newer one than ours; it always reads exactly the events after where it started.
+      const m = text.match(/(\d+) events after the checkpoint of seq (\d+) \(signed at [^)]+\) verify, to tip seq (\d+)/);
+      assert.ok(m, text);
+      const [events, from, to] = m.slice(1).map(Number);
+      assert.ok(from >= signed, `${from} >= ${signed}`);
+      assert.equal(from + events, to);
+      assert.ok(to >= tip, `${to} >= ${tip}`);
+      if (js) assert.deepEqual(page.hydrationErrors, []);
+      await page.context().close();
+    });
   });
 }
 

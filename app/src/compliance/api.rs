@@ -154,6 +154,9 @@ pub struct FullVerification {
     pub newest_checkpoint: Option<(u64, String)>,
     /// Events after the newest checkpoint.
     pub uncovered_events: u64,
+    /// The checkpoint (seq, when signed) a walk since the newest checkpoint started from;
+    /// `None` when the whole chain was walked.
+    pub since: Option<(u64, String)>,
 }
 
 /// One bar group of a chart: label, sessions, denials, violations.
@@ -232,17 +235,28 @@ pub async fn session_timeline(
     }))
 }
 
-/// Walks the whole chain and checks it against the signed checkpoints with the server's
-/// public key. Read-only, so a GET of the verification page runs it.
+/// Walks the chain (the whole of it, or with `since_checkpoint` only what is newer than the
+/// newest checkpoint the server's key signed) and checks it against the signed
+/// checkpoints with the server's public key. Read-only, so a GET of the verification page
+/// runs it.
 #[server(prefix = "/console/api")]
-pub async fn verify_audit_chain() -> Result<FullVerification, ConsoleError> {
-    use skillgate_core::audit::TrustedKeys;
+pub async fn verify_audit_chain(
+    #[server(default)] since_checkpoint: bool,
+) -> Result<FullVerification, ConsoleError> {
+    use skillgate_core::audit::{Extent, TrustedKeys};
     use skillgate_core::users::ConsoleRole;
     crate::shared::ssr::require(ConsoleRole::Viewer).await?;
     // Without the server's key in context every checkpoint is reported unverifiable.
     let keys = use_context::<TrustedKeys>().unwrap_or_default();
     let report = ssr::compliance()
-        .verify_integrity(&keys)
+        .verify_integrity(
+            &keys,
+            if since_checkpoint {
+                Extent::SinceCheckpoint
+            } else {
+                Extent::Whole
+            },
+        )
         .await
         .map_err(crate::shared::ssr::internal)?;
     let (chain, checks) = (&report.chain, &report.checkpoints);
@@ -262,6 +276,7 @@ pub async fn verify_audit_chain() -> Result<FullVerification, ConsoleError> {
         checkpoints: checks.checkpoints,
         newest_checkpoint: checks.newest_valid.as_ref().map(|c| (c.seq, c.at.clone())),
         uncovered_events: checks.uncovered_events(),
+        since: report.since.as_ref().map(|c| (c.seq, c.at.clone())),
     })
 }
 

@@ -46,7 +46,7 @@ mod verify;
 
 pub use keys::{KeyError, PublicKey, TrustedKeys};
 pub use prune::{PruneError, prune_through};
-pub use verify::{CheckpointProblem, CheckpointReport, IntegrityReport, verify_integrity};
+pub use verify::{CheckpointProblem, CheckpointReport, Extent, IntegrityReport, verify_integrity};
 
 const CHECKPOINT_CONTEXT: &str = "skillgate audit checkpoint v1";
 const PRUNE_CONTEXT: &str = "skillgate audit prune v1";

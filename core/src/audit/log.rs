@@ -250,12 +250,14 @@ impl AuditLog {
         Ok(count)
     }
 
-    /// Walks the chain and checks it against the signed checkpoints, trusting `keys`.
+    /// Walks the chain (all of it, or what is newer than its newest trusted checkpoint)
+    /// and checks it against the signed checkpoints, trusting `keys`.
     pub async fn verify_integrity(
         &self,
         keys: &super::TrustedKeys,
+        extent: super::Extent,
     ) -> Result<super::IntegrityReport, AuditError> {
-        Ok(super::checkpoint::verify_integrity(&self.store, keys).await?)
+        Ok(super::checkpoint::verify_integrity(&self.store, keys, extent).await?)
     }
 
     /// Deletes events up to and including `seq`, keeping their last hash as the anchor

@@ -45,8 +45,8 @@ mod redact;
 
 pub use chain::{BadEvent, BadReason, ChainVerifier, GENESIS_HASH, VerifyReport, canonical_json};
 pub use checkpoint::{
-    CheckpointProblem, CheckpointReport, CheckpointSigner, IntegrityReport, KeyError, KeyOrigin,
-    PruneError, PrunedRange, PublicKey, TrustedKeys, verify_integrity,
+    CheckpointProblem, CheckpointReport, CheckpointSigner, Extent, IntegrityReport, KeyError,
+    KeyOrigin, PruneError, PrunedRange, PublicKey, TrustedKeys, verify_integrity,
 };
 pub use event::{AppendedEvent, AuditEvent, CallOutcome, FindingRecord, InspectedPart, NewEvent};
 pub use export::{ExportFilter, ExportFormat, verify_exported_jsonl, verify_exported_jsonl_from};

@@ -13,7 +13,7 @@ use futures::TryStreamExt;
 use crate::audit::chain::event_hash;
 use crate::audit::export::{ExportError, ExportWriter};
 use crate::audit::{
-    Anchor, AuditRow, BadEvent, BadReason, ChainVerifier, CheckpointSigner, ExportFormat,
+    Anchor, AuditRow, BadEvent, BadReason, ChainVerifier, CheckpointSigner, ExportFormat, Extent,
     GENESIS_HASH, IntegrityReport, PruneError, Pruned, TrustedKeys, VerifyReport,
 };
 use crate::store::audit_query::{OutcomeCounts, SessionSummary};
@@ -336,14 +336,16 @@ impl Compliance {
         Ok(verifier.finish())
     }
 
-    /// The full walk and the signed checkpoints: truncation, forged anchors and pruned
-    /// ranges that do not match, trusting only `keys`.
+    /// The walk (whole, or since the newest trusted checkpoint) and the signed
+    /// checkpoints: truncation, forged anchors and pruned ranges that do not match,
+    /// trusting only `keys`.
     #[tracing::instrument(skip_all)]
     pub async fn verify_integrity(
         &self,
         keys: &TrustedKeys,
+        extent: Extent,
     ) -> Result<IntegrityReport, StoreError> {
-        crate::audit::verify_integrity(&self.store, keys).await
+        crate::audit::verify_integrity(&self.store, keys, extent).await
     }
 
     /// Streams the events of one session, of the sessions matching `filter`, or (with

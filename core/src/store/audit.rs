@@ -348,6 +348,20 @@ impl Store {
             .boxed()
     }
 
+    /// Checkpoints with `seq <= through`, newest first, each with the hash of the stored
+    /// event at its seq; streamed, so a reader that stops at the first one it trusts
+    /// reads no further.
+    pub fn audit_checkpoints_newest_first(
+        &self,
+        through: u64,
+    ) -> BoxStream<'_, Result<CheckpointAgainstEvent, StoreError>> {
+        sqlx::query_as::<_, CheckpointAgainstEvent>(&CHECKPOINTS_NEWEST_FIRST)
+            .bind(seq_to_db(through))
+            .fetch(self.pool())
+            .map(|row| row.map_err(StoreError::from))
+            .boxed()
+    }
+
     pub async fn audit_checkpoint_count(&self) -> Result<u64, StoreError> {
         let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM audit_checkpoints")
             .fetch_one(self.pool())
@@ -469,6 +483,14 @@ static CHECKPOINTS_AGAINST_EVENTS: std::sync::LazyLock<String> = std::sync::Lazy
         "SELECT {CHECKPOINT_COLUMNS}, e.hash AS event_hash
          FROM audit_checkpoints c LEFT JOIN audit_events e ON e.seq = c.seq
          WHERE c.seq > $1 AND c.seq <= $2 ORDER BY c.seq"
+    )
+});
+
+static CHECKPOINTS_NEWEST_FIRST: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "SELECT {CHECKPOINT_COLUMNS}, e.hash AS event_hash
+         FROM audit_checkpoints c LEFT JOIN audit_events e ON e.seq = c.seq
+         WHERE c.seq <= $1 ORDER BY c.seq DESC"
     )
 });
 

@@ -5,8 +5,8 @@ use futures::TryStreamExt;
 use skillgate_core::audit::chain::link;
 use skillgate_core::audit::checkpoint::{self, checkpoint_tip};
 use skillgate_core::audit::{
-    Anchor, AuditLog, AuditRow, CheckpointProblem, CheckpointSigner, IntegrityReport, NewEvent,
-    PruneError, TipCheckpoint, TrustedKeys,
+    Anchor, AuditLog, AuditRow, CheckpointProblem, CheckpointSigner, Extent, IntegrityReport,
+    NewEvent, PruneError, TipCheckpoint, TrustedKeys,
 };
 use skillgate_core::store::Store;
 
@@ -54,7 +54,14 @@ impl Fixture {
 
     async fn verify(&self) -> IntegrityReport {
         self.log
-            .verify_integrity(&self.signer.trusted())
+            .verify_integrity(&self.signer.trusted(), Extent::Whole)
+            .await
+            .unwrap()
+    }
+
+    async fn verify_since_checkpoint(&self) -> IntegrityReport {
+        self.log
+            .verify_integrity(&self.signer.trusted(), Extent::SinceCheckpoint)
             .await
             .unwrap()
     }
@@ -237,7 +244,7 @@ async fn checkpoints_without_a_trusted_key_do_not_verify() {
     fx.checkpoint().await;
     let report = fx
         .log
-        .verify_integrity(&TrustedKeys::default())
+        .verify_integrity(&TrustedKeys::default(), Extent::Whole)
         .await
         .unwrap();
     assert_eq!(labels(&report), ["no trusted key"]);
@@ -245,7 +252,7 @@ async fn checkpoints_without_a_trusted_key_do_not_verify() {
     let public = fx.signer.public_key().to_string().parse().unwrap();
     let report = fx
         .log
-        .verify_integrity(&TrustedKeys::new(vec![public]))
+        .verify_integrity(&TrustedKeys::new(vec![public]), Extent::Whole)
         .await
         .unwrap();
     assert!(report.is_intact(), "{report:?}");
@@ -455,4 +462,152 @@ async fn the_periodic_task_signs_a_checkpoint_at_once() {
     }
     task.abort();
     assert_eq!(fx.checkpoints().await, 1);
+}
+
+/// Rewrites event `seq`'s payload and relinks every later event, recomputing their hashes:
+/// the chain walk passes, and each checkpoint from `seq` on no longer matches.
+async fn rewrite_and_rechain(fx: &Fixture, seq: u64) {
+    let rows: Vec<AuditRow> = fx
+        .store()
+        .audit_events(seq - 1, None)
+        .try_collect()
+        .await
+        .unwrap();
+    let mut tip = Anchor {
+        seq: seq - 1,
+        hash: fx.hash_at(seq as i64 - 1).await,
+    };
+    for (i, row) in rows.into_iter().enumerate() {
+        let payload = if i == 0 {
+            "{\"rating\":1}".to_owned()
+        } else {
+            row.payload
+        };
+        let new = link(&tip, row.at, row.session_id, row.kind, row.actor, payload);
+        sqlx::query(
+            "UPDATE audit_events SET payload = $1, prev_hash = $2, hash = $3 WHERE seq = $4",
+        )
+        .bind(&new.payload)
+        .bind(&new.prev_hash)
+        .bind(&new.hash)
+        .bind(new.seq as i64)
+        .execute(fx.store().test_pool())
+        .await
+        .unwrap();
+        tip = Anchor {
+            seq: new.seq,
+            hash: new.hash,
+        };
+    }
+}
+
+#[tokio::test]
+async fn a_walk_since_the_newest_checkpoint_reads_only_newer_events_and_finds_an_edit_among_them() {
+    let fx = Fixture::new().await;
+    fx.append(6).await;
+    fx.checkpoint().await;
+    fx.append(4).await;
+    fx.checkpoint().await;
+    fx.append(5).await;
+
+    let report = fx.verify_since_checkpoint().await;
+    assert!(report.is_intact(), "{report:?}");
+    assert_eq!(report.since.as_ref().map(|c| c.seq), Some(10));
+    assert_eq!(
+        report.chain.events, 5,
+        "only the events after seq 10 are read"
+    );
+    assert_eq!(report.chain.verified_tip.seq, 15);
+    assert_eq!(report.checkpoints.uncovered_events(), 5);
+
+    fx.exec("UPDATE audit_events SET payload = '{\"rating\":5}' WHERE seq = 13")
+        .await;
+    let report = fx.verify_since_checkpoint().await;
+    assert_eq!(
+        report
+            .chain
+            .first_bad
+            .map(|bad| (bad.seq, bad.reason.to_string())),
+        Some((13, "changed".to_owned()))
+    );
+}
+
+#[tokio::test]
+async fn a_rewrite_rechained_through_the_newest_checkpoint_is_found_from_the_one_before() {
+    let fx = Fixture::new().await;
+    fx.append(5).await;
+    fx.checkpoint().await;
+    fx.append(5).await;
+    fx.checkpoint().await;
+    let signed = fx.hash_at(10).await;
+    fx.append(5).await;
+    rewrite_and_rechain(&fx, 8).await;
+
+    let report = fx.verify_since_checkpoint().await;
+    assert_eq!(
+        report.since.as_ref().map(|c| c.seq),
+        Some(5),
+        "the checkpoint whose event changed is not a place to resume from"
+    );
+    assert!(report.chain.is_intact(), "{:?}", report.chain);
+    assert_eq!(report.chain.events, 10);
+    assert_eq!(
+        report.checkpoints.problems,
+        [CheckpointProblem::Rewritten {
+            seq: 10,
+            signed_hash: signed,
+            stored_hash: Some(fx.hash_at(10).await),
+        }]
+    );
+}
+
+#[tokio::test]
+async fn a_walk_since_the_checkpoint_reports_the_newest_events_deleted() {
+    let fx = Fixture::new().await;
+    fx.append(10).await;
+    fx.checkpoint().await;
+    fx.exec("DELETE FROM audit_events WHERE seq > 7").await;
+
+    let report = fx.verify_since_checkpoint().await;
+    assert_eq!(
+        report.since, None,
+        "no checkpoint at or below the stored tip"
+    );
+    assert_eq!(labels(&report), ["truncated"]);
+}
+
+#[tokio::test]
+async fn an_old_edit_left_unchained_is_found_by_the_whole_walk_and_not_by_the_walk_since_the_checkpoint()
+ {
+    // The trade the faster walk makes, pinned so that it is never mistaken for more.
+    let fx = Fixture::new().await;
+    fx.append(10).await;
+    fx.checkpoint().await;
+    fx.append(3).await;
+    fx.exec("UPDATE audit_events SET payload = '{\"rating\":5}' WHERE seq = 4")
+        .await;
+
+    assert!(fx.verify_since_checkpoint().await.is_intact());
+    let whole = fx.verify().await;
+    assert_eq!(whole.chain.first_bad.map(|bad| bad.seq), Some(4));
+}
+
+#[tokio::test]
+async fn a_forged_checkpoint_newer_than_the_valid_one_is_reported_and_not_resumed_from() {
+    let fx = Fixture::new().await;
+    fx.append(10).await;
+    fx.checkpoint().await;
+    fx.append(3).await;
+    let forger = CheckpointSigner::generate();
+    checkpoint_tip(fx.store(), &forger, chrono::Utc::now())
+        .await
+        .unwrap();
+
+    let report = fx.verify_since_checkpoint().await;
+    assert_eq!(report.since.as_ref().map(|c| c.seq), Some(10));
+    assert_eq!(report.chain.events, 3);
+    assert_eq!(
+        report.checkpoints.problems,
+        [CheckpointProblem::ForgedCheckpoint { seq: 13 }]
+    );
 }

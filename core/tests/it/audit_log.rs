@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use futures::TryStreamExt;
 use serde_json::json;
 use skillgate_core::audit::{
-    AuditLog, BadEvent, BadReason, CheckpointSigner, EventKind, NewEvent, redact_sensitive,
+    AuditLog, BadEvent, BadReason, CheckpointSigner, EventKind, Extent, NewEvent, redact_sensitive,
 };
 use skillgate_core::store::{Store, testing};
 
@@ -339,7 +339,10 @@ async fn verification_after_pruning_starts_from_the_retention_anchor() {
     log.prune_through(12, &signer, "test").await.unwrap();
     let next = log.append(feedback(0)).await.unwrap();
     assert_eq!(next.seq, 15);
-    let report = log.verify_integrity(&signer.trusted()).await.unwrap();
+    let report = log
+        .verify_integrity(&signer.trusted(), Extent::Whole)
+        .await
+        .unwrap();
     assert!(report.is_intact(), "{report:?}");
 }
 

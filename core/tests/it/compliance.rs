@@ -10,7 +10,7 @@ use skillgate_core::admin::AdminService;
 use skillgate_core::audit::chain::{event_hash, link};
 use skillgate_core::audit::{
     Anchor, AuditLog, AuditRow, BadEvent, BadReason, CallOutcome, CheckpointSigner, ExportFormat,
-    NewEvent, canonical_json, verify_exported_jsonl,
+    Extent, NewEvent, canonical_json, verify_exported_jsonl,
 };
 use skillgate_core::compliance::{Compliance, Outcome, SessionFilter, Tone};
 use skillgate_core::policy::CatalogHandle;
@@ -542,7 +542,7 @@ async fn retention_prunes_whole_segments_and_the_rest_still_verifies() {
     assert_eq!(report.events, 500 + 16 + 1 + 1);
     let checked = fx
         .compliance
-        .verify_integrity(&signer.trusted())
+        .verify_integrity(&signer.trusted(), Extent::Whole)
         .await
         .unwrap();
     assert!(checked.is_intact(), "{checked:?}");

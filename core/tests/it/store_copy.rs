@@ -8,7 +8,7 @@ use chrono::{Duration, Utc};
 use serde_json::json;
 use skillgate_core::audit::checkpoint::checkpoint_tip;
 use skillgate_core::audit::{
-    AuditLog, CheckpointSigner, EventKind, IntegrityReport, NewEvent, TipCheckpoint,
+    AuditLog, CheckpointSigner, EventKind, Extent, IntegrityReport, NewEvent, TipCheckpoint,
     verify_integrity,
 };
 use skillgate_core::compliance::Compliance;
@@ -557,5 +557,7 @@ async fn a_postgresql_copy_copies_back_into_sqlite_unchanged() {
 
 /// The verification `skillgate migrate` runs, trusting the fixture's signing key.
 async fn verify(store: &Store, signer: &CheckpointSigner) -> IntegrityReport {
-    verify_integrity(store, &signer.trusted()).await.unwrap()
+    verify_integrity(store, &signer.trusted(), Extent::Whole)
+        .await
+        .unwrap()
 }

@@ -9,8 +9,8 @@ use anyhow::Context;
 use clap::{Subcommand, ValueEnum};
 use skillgate_core::audit::checkpoint::{self, default_key_path};
 use skillgate_core::audit::{
-    AuditError, AuditLog, CheckpointSigner, ExportFilter, ExportFormat, IntegrityReport, KeyOrigin,
-    PublicKey, TipCheckpoint, TrustedKeys,
+    AuditError, AuditLog, CheckpointSigner, ExportFilter, ExportFormat, Extent, IntegrityReport,
+    KeyOrigin, PublicKey, TipCheckpoint, TrustedKeys,
 };
 use skillgate_core::compliance::{Compliance, Outcome, SessionFilter, parse_time_bound};
 use skillgate_core::store::Store;
@@ -41,6 +41,12 @@ pub enum AuditCommand {
         /// for a verifier who holds no private key. Repeatable, for a rotated key.
         #[arg(long = "public-key", value_name = "HEX")]
         public_keys: Vec<PublicKey>,
+        /// Re-read only what is newer than the newest checkpoint a trusted key signed (and
+        /// check that its event still has the signed hash): for frequent checks between
+        /// whole walks. An edit of an older event that was not re-chained is found only
+        /// by a whole walk.
+        #[arg(long)]
+        since_checkpoint: bool,
     },
     /// Sign the chain tip now with the server's key (the server does it every
     /// --audit-checkpoint-interval).
@@ -230,13 +236,22 @@ pub async fn run(database_url: &str, args: AuditArgs) -> anyhow::Result<ExitCode
     let log = AuditLog::new(store);
     let key_file = args.audit_signing_key.as_deref();
     match args.command {
-        AuditCommand::Verify { public_keys } => {
+        AuditCommand::Verify {
+            public_keys,
+            since_checkpoint,
+        } => {
             let keys = trusted_keys(database_url, key_file, public_keys)?;
+            let extent = if since_checkpoint {
+                Extent::SinceCheckpoint
+            } else {
+                Extent::Whole
+            };
             let report = log
-                .verify_integrity(&keys)
+                .verify_integrity(&keys, extent)
                 .await
                 .context("reading the audit chain")?;
-            let intact = report_verification(&report, &mut io::stdout(), &mut io::stderr())?;
+            let intact =
+                report_verification(&report, extent, &mut io::stdout(), &mut io::stderr())?;
             Ok(if intact {
                 ExitCode::SUCCESS
             } else {
@@ -330,6 +345,7 @@ pub async fn run(database_url: &str, args: AuditArgs) -> anyhow::Result<ExitCode
 /// are intact. Findings go to `err`, one line each.
 fn report_verification(
     report: &IntegrityReport,
+    extent: Extent,
     out: &mut impl Write,
     err: &mut impl Write,
 ) -> io::Result<bool> {
@@ -352,6 +368,28 @@ fn report_verification(
         return Ok(false);
     }
     let tip = &chain.verified_tip;
+    if let Some(since) = &report.since {
+        writeln!(
+            out,
+            "audit chain intact since the checkpoint of seq {} signed at {}: {} newer events \
+             (tip seq {}, hash {}); events up to seq {} were not re-read (run without \
+             --since-checkpoint to walk them all)",
+            since.seq, since.at, chain.events, tip.seq, tip.hash, since.seq
+        )?;
+        writeln!(
+            out,
+            "{} newer signed checkpoints match; {} events are not covered yet",
+            checks.checkpoints,
+            checks.uncovered_events()
+        )?;
+        return Ok(true);
+    }
+    if extent == Extent::SinceCheckpoint {
+        writeln!(
+            out,
+            "no checkpoint signed by a trusted key to start from: walked the whole chain"
+        )?;
+    }
     writeln!(
         out,
         "audit chain intact: {} events (tip seq {}, hash {})",
@@ -472,15 +510,24 @@ mod tests {
         AuditArgs {
             command: AuditCommand::Verify {
                 public_keys: Vec::new(),
+                since_checkpoint: false,
             },
             audit_signing_key: None,
         }
     }
 
     async fn verify_output(log: &AuditLog) -> (bool, String, String) {
-        let report = log.verify_integrity(&TrustedKeys::default()).await.unwrap();
+        verify_output_with(log, &TrustedKeys::default(), Extent::Whole).await
+    }
+
+    async fn verify_output_with(
+        log: &AuditLog,
+        keys: &TrustedKeys,
+        extent: Extent,
+    ) -> (bool, String, String) {
+        let report = log.verify_integrity(keys, extent).await.unwrap();
         let (mut out, mut err) = (Vec::new(), Vec::new());
-        let intact = report_verification(&report, &mut out, &mut err).unwrap();
+        let intact = report_verification(&report, extent, &mut out, &mut err).unwrap();
         (
             intact,
             String::from_utf8(out).unwrap(),
@@ -550,6 +597,56 @@ mod tests {
         assert!(intact);
         assert!(
             out.starts_with("audit chain intact: 0 events (tip seq 0, hash 0000"),
+            "{out}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_walk_since_the_checkpoint_says_where_it_started_and_what_it_did_not_reread() {
+        let fx = fixture(5).await;
+        let signer = CheckpointSigner::generate();
+        checkpoint::checkpoint_tip(fx.log.store(), &signer, chrono::Utc::now())
+            .await
+            .unwrap();
+        for i in 0..3 {
+            fx.log
+                .append(NewEvent::new(EventKind::CallAllowed, json!({ "after": i })).by("k"))
+                .await
+                .unwrap();
+        }
+        let tip = fx.log.tip().await.unwrap();
+        let (intact, out, err) =
+            verify_output_with(&fx.log, &signer.trusted(), Extent::SinceCheckpoint).await;
+        assert!(intact, "{err}");
+        let mut lines = out.lines();
+        let first = lines.next().unwrap();
+        assert!(
+            first.starts_with("audit chain intact since the checkpoint of seq 5 signed at "),
+            "{out}"
+        );
+        assert!(
+            first.ends_with(&format!(
+                ": 3 newer events (tip seq 8, hash {}); events up to seq 5 were not re-read \
+                 (run without --since-checkpoint to walk them all)",
+                tip.hash
+            )),
+            "{out}"
+        );
+        assert_eq!(
+            lines.next(),
+            Some("0 newer signed checkpoints match; 3 events are not covered yet")
+        );
+
+        // With no checkpoint to start from it walks the whole chain, and says so.
+        let fresh = fixture(2).await;
+        let (intact, out, _) =
+            verify_output_with(&fresh.log, &signer.trusted(), Extent::SinceCheckpoint).await;
+        assert!(intact);
+        assert!(
+            out.starts_with(
+                "no checkpoint signed by a trusted key to start from: walked the whole chain\n\
+                 audit chain intact: 2 events"
+            ),
             "{out}"
         );
     }

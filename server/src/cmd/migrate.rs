@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use skillgate_core::audit::checkpoint::default_key_path;
-use skillgate_core::audit::{CheckpointSigner, IntegrityReport, PublicKey, TrustedKeys};
+use skillgate_core::audit::{CheckpointSigner, Extent, IntegrityReport, PublicKey, TrustedKeys};
 use skillgate_core::store::Store;
 use skillgate_core::store::copy::CopyReport;
 
@@ -64,10 +64,10 @@ pub async fn run(args: MigrateArgs) -> anyhow::Result<ExitCode> {
     let mut out = io::stdout().lock();
     print_copy(&report, &from, &to, &mut out)?;
 
-    let source_check = skillgate_core::audit::verify_integrity(&source, &keys)
+    let source_check = skillgate_core::audit::verify_integrity(&source, &keys, Extent::Whole)
         .await
         .context("verifying the source's audit chain")?;
-    let copy_check = skillgate_core::audit::verify_integrity(&target, &keys)
+    let copy_check = skillgate_core::audit::verify_integrity(&target, &keys, Extent::Whole)
         .await
         .context("verifying the copy's audit chain")?;
     let proven = conclude(

@@ -134,6 +134,31 @@ async fn deleting_the_newest_events_fails_audit_verify_naming_truncation() {
 }
 
 #[tokio::test]
+async fn audit_verify_since_the_checkpoint_rereads_only_newer_events_and_fails_on_an_edit_among_them()
+ {
+    let db = Db::seeded_with_key(300, 1).await;
+    let signed = db.cli(&["audit", "checkpoint"]);
+    assert!(signed.status.success(), "{}", stderr(&signed));
+    db.seed(20, 1).await;
+
+    let out = db.cli(&["audit", "verify", "--since-checkpoint"]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.starts_with("audit chain intact since the checkpoint of seq 300 signed at "),
+        "{text}"
+    );
+    assert!(text.contains(": 20 newer events (tip seq 320,"), "{text}");
+
+    db.sql(r#"UPDATE audit_events SET payload = '{"edited":true}' WHERE seq = 310"#)
+        .await;
+    assert_fails_naming(
+        &db.cli(&["audit", "verify", "--since-checkpoint"]),
+        "event 310 was changed",
+    );
+}
+
+#[tokio::test]
 async fn a_forged_anchor_fails_audit_verify_for_a_verifier_holding_only_the_public_key() {
     let db = Db::seeded(100, 1).await;
     let key = db.cli(&["audit", "public-key"]);

@@ -144,11 +144,30 @@ impl CheckpointReport {
     }
 }
 
+/// How much of the stored chain a verification re-reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Extent {
+    /// Every stored event from the newest retention anchor, every checkpoint, and the
+    /// anchor against its signed prune event.
+    #[default]
+    Whole,
+    /// Only what is newer than the newest checkpoint a trusted key signed whose event is
+    /// still stored with the signed hash: the events after it and the checkpoints after
+    /// it. The events up to it are not re-read, so a change to one of them that left the
+    /// checkpointed event's hash alone (an edit without re-chaining) is found only by a
+    /// [`Extent::Whole`] walk; one that re-chained through it moves that hash and is
+    /// found here. Without such a checkpoint this is a whole walk.
+    SinceCheckpoint,
+}
+
 /// The hash chain walk and the checkpoint checks together.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IntegrityReport {
     pub chain: VerifyReport,
     pub checkpoints: CheckpointReport,
+    /// The checkpoint an [`Extent::SinceCheckpoint`] walk started from; `None` when the
+    /// whole chain was walked.
+    pub since: Option<Checkpoint>,
 }
 
 impl IntegrityReport {
@@ -157,17 +176,31 @@ impl IntegrityReport {
     }
 }
 
-/// Walks the stored chain from its newest retention anchor, then checks it against every
-/// checkpoint and the anchor against its prune event, trusting only `keys`.
-#[tracing::instrument(skip_all)]
+/// Walks the stored chain (all of it from its newest retention anchor, or what is newer
+/// than its newest trusted checkpoint: see [`Extent`]), then checks it against the
+/// checkpoints and, for a whole walk, the anchor against its prune event, trusting only
+/// `keys`.
+#[tracing::instrument(skip(store, keys))]
 pub async fn verify_integrity(
     store: &Store,
     keys: &TrustedKeys,
+    extent: Extent,
 ) -> Result<IntegrityReport, StoreError> {
-    let start = store
+    let anchor = store
         .audit_latest_anchor()
         .await?
         .unwrap_or_else(Anchor::genesis);
+    let since = match extent {
+        Extent::Whole => None,
+        Extent::SinceCheckpoint => resume_point(store, &anchor, keys).await?,
+    };
+    let start = since.as_ref().map_or_else(
+        || anchor.clone(),
+        |c| Anchor {
+            seq: c.seq,
+            hash: c.hash.clone(),
+        },
+    );
     let mut verifier = ChainVerifier::new(start.clone());
     {
         let mut rows = store.audit_events(start.seq, None);
@@ -181,35 +214,68 @@ pub async fn verify_integrity(
         }
     }
     let chain = verifier.finish();
-    let checkpoints = check_checkpoints(store, &chain.start, keys).await?;
-    Ok(IntegrityReport { chain, checkpoints })
+    let checkpoints = check_checkpoints(store, &anchor, since.as_ref(), keys).await?;
+    Ok(IntegrityReport {
+        chain,
+        checkpoints,
+        since,
+    })
 }
 
+/// The newest checkpoint above the retention anchor that a trusted key signed and whose
+/// event is stored with the hash it signed: where a walk may resume.
+async fn resume_point(
+    store: &Store,
+    anchor: &Anchor,
+    keys: &TrustedKeys,
+) -> Result<Option<Checkpoint>, StoreError> {
+    if keys.is_empty() {
+        return Ok(None);
+    }
+    let tip = store.audit_tip().await?;
+    let mut rows = store.audit_checkpoints_newest_first(tip.seq);
+    while let Some(row) = rows.try_next().await? {
+        let c = row.checkpoint;
+        if c.seq <= anchor.seq {
+            break;
+        }
+        // Checkpoints passed over here are newer than the one returned, so
+        // `check_checkpoints` reports them.
+        if c.is_signed_by(keys) && row.event_hash.as_deref() == Some(c.hash.as_str()) {
+            return Ok(Some(c));
+        }
+    }
+    Ok(None)
+}
+
+/// Checks the checkpoints newer than `since` (all of them without it) against the stored
+/// events, and, for a whole walk, the retention anchor against its prune event.
 async fn check_checkpoints(
     store: &Store,
     anchor: &Anchor,
+    since: Option<&Checkpoint>,
     keys: &TrustedKeys,
 ) -> Result<CheckpointReport, StoreError> {
     let mut report = CheckpointReport {
         checkpoints: 0,
-        newest_valid: None,
+        newest_valid: since.cloned(),
         stored_tip: store.audit_tip().await?,
         problems: Vec::new(),
         more_problems: 0,
     };
-    let total = store.audit_checkpoint_count().await?;
     if keys.is_empty() {
+        let total = store.audit_checkpoint_count().await?;
         if total > 0 || anchor.seq > 0 {
             report.checkpoints = total;
             report.note(CheckpointProblem::NoTrustedKey { checkpoints: total });
         }
         return Ok(report);
     }
-    if anchor.seq > 0 {
+    if anchor.seq > 0 && since.is_none() {
         check_anchor(store, anchor, keys, &mut report).await?;
     }
     let mut truncated: Option<Checkpoint> = None;
-    let mut rows = store.audit_checkpoints_against_events(0, None);
+    let mut rows = store.audit_checkpoints_against_events(since.map_or(0, |c| c.seq), None);
     while let Some(row) = rows.try_next().await? {
         report.checkpoints += 1;
         let c = row.checkpoint;
