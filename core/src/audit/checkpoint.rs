@@ -43,6 +43,7 @@ use crate::store::{Store, StoreError, stamp};
 mod keys;
 mod prune;
 mod verify;
+pub mod walk;
 
 pub use keys::{KeyError, PublicKey, TrustedKeys};
 pub use prune::{PruneError, prune_through};

@@ -7,7 +7,7 @@ use futures::future::BoxFuture;
 use futures::stream::{BoxStream, StreamExt, TryStreamExt};
 use tokio::sync::{mpsc, oneshot};
 
-use super::chain::{self, ChainVerifier, VerifyReport, canonical_json};
+use super::chain::{self, VerifyReport, canonical_json};
 use super::event::{AppendedEvent, AuditEvent, NewEvent};
 use super::export::{ExportError, ExportFilter, ExportFormat, ExportWriter};
 use crate::names::EventKind;
@@ -175,25 +175,10 @@ impl AuditLog {
         Ok(self.store.audit_tip().await?)
     }
 
-    /// Walks the whole stored chain, from the newest retention anchor, in constant memory.
+    /// Walks the whole stored chain, from the newest retention anchor, in constant memory
+    /// (in ranges at once: [`super::checkpoint::walk`]).
     pub async fn verify(&self) -> Result<VerifyReport, AuditError> {
-        let start = self
-            .store
-            .audit_latest_anchor()
-            .await?
-            .unwrap_or_else(Anchor::genesis);
-        let mut verifier = ChainVerifier::new(start.clone());
-        let mut rows = self.store.audit_events(start.seq, None);
-        let mut read = 0u32;
-        while let Some(row) = rows.try_next().await? {
-            verifier.push(&row);
-            read = read.wrapping_add(1);
-            // Rows often arrive already buffered: let other tasks run during a long walk.
-            if read.is_multiple_of(1024) {
-                tokio::task::yield_now().await;
-            }
-        }
-        Ok(verifier.finish())
+        Ok(super::checkpoint::walk::walk_all(&self.store).await?)
     }
 
     /// Events in seq order, optionally of one session (a session timeline).

@@ -13,8 +13,8 @@ use futures::TryStreamExt;
 use crate::audit::chain::event_hash;
 use crate::audit::export::{ExportError, ExportWriter};
 use crate::audit::{
-    Anchor, AuditRow, BadEvent, BadReason, ChainVerifier, CheckpointSigner, ExportFormat, Extent,
-    GENESIS_HASH, IntegrityReport, PruneError, Pruned, TrustedKeys, VerifyReport,
+    Anchor, AuditRow, BadEvent, BadReason, CheckpointSigner, ExportFormat, Extent, GENESIS_HASH,
+    IntegrityReport, PruneError, Pruned, TrustedKeys, VerifyReport,
 };
 use crate::store::audit_query::{OutcomeCounts, SessionSummary};
 use crate::store::{Store, StoreError, stamp};
@@ -323,17 +323,7 @@ impl Compliance {
     /// Walks the whole stored chain from the newest retention anchor, in constant memory.
     #[tracing::instrument(skip(self))]
     pub async fn verify_all(&self) -> Result<VerifyReport, StoreError> {
-        let start = self
-            .store
-            .audit_latest_anchor()
-            .await?
-            .unwrap_or_else(Anchor::genesis);
-        let mut verifier = ChainVerifier::new(start.clone());
-        let mut rows = self.store.audit_events(start.seq, None);
-        while let Some(row) = rows.try_next().await? {
-            verifier.push(&row);
-        }
-        Ok(verifier.finish())
+        crate::audit::checkpoint::walk::walk_all(&self.store).await
     }
 
     /// The walk (whole, or since the newest trusted checkpoint) and the signed

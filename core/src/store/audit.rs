@@ -249,6 +249,35 @@ impl Store {
         rows.map(|row| row.map_err(StoreError::from)).boxed()
     }
 
+    /// Events with `after < seq <= through` in seq order, streamed: one range of a walk
+    /// that reads several ranges at once.
+    pub fn audit_events_between(
+        &self,
+        after: u64,
+        through: u64,
+    ) -> BoxStream<'_, Result<AuditRow, StoreError>> {
+        sqlx::query_as::<_, AuditRow>(&SELECT_BETWEEN)
+            .bind(seq_to_db(after))
+            .bind(seq_to_db(through))
+            .fetch(self.pool())
+            .map(|row| row.map_err(StoreError::from))
+            .boxed()
+    }
+
+    /// The stored event with the highest seq at or below `seq`, as a chain point.
+    pub async fn audit_point_at_or_before(&self, seq: u64) -> Result<Option<Anchor>, StoreError> {
+        let row: Option<(i64, String)> = sqlx::query_as(
+            "SELECT seq, hash FROM audit_events WHERE seq <= $1 ORDER BY seq DESC LIMIT 1",
+        )
+        .bind(seq_to_db(seq))
+        .fetch_optional(self.pool())
+        .await?;
+        Ok(row.map(|(seq, hash)| Anchor {
+            seq: seq_from_db(seq),
+            hash,
+        }))
+    }
+
     /// The newest `limit` admin changes whose payload `target` is `target` (e.g.
     /// `role:billing-admin`), newest first: an entity's change log.
     pub async fn audit_admin_changes(
@@ -578,6 +607,10 @@ async fn append_on(
 
 static SELECT_AFTER: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     format!("SELECT {COLUMNS} FROM audit_events WHERE seq > $1 ORDER BY seq")
+});
+
+static SELECT_BETWEEN: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!("SELECT {COLUMNS} FROM audit_events WHERE seq > $1 AND seq <= $2 ORDER BY seq")
 });
 
 static SELECT_ADMIN_CHANGES: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {

@@ -9,6 +9,7 @@ mod audit_checkpoints;
 mod audit_export;
 mod audit_log;
 mod audit_scale;
+mod audit_walk;
 mod call_pipeline;
 mod call_tasks;
 mod catalog_apply;

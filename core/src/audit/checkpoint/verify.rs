@@ -6,8 +6,9 @@ use std::fmt;
 use futures::TryStreamExt;
 use serde_json::Value;
 
+use super::walk::Ranges;
 use super::{PrunedRange, TrustedKeys, prune_message};
-use crate::audit::chain::{ChainVerifier, VerifyReport};
+use crate::audit::chain::VerifyReport;
 use crate::store::audit::{Anchor, AuditRow, Checkpoint};
 use crate::store::{Store, StoreError};
 
@@ -201,19 +202,7 @@ pub async fn verify_integrity(
             hash: c.hash.clone(),
         },
     );
-    let mut verifier = ChainVerifier::new(start.clone());
-    {
-        let mut rows = store.audit_events(start.seq, None);
-        let mut read = 0u32;
-        while let Some(row) = rows.try_next().await? {
-            verifier.push(&row);
-            read = read.wrapping_add(1);
-            if read.is_multiple_of(1024) {
-                tokio::task::yield_now().await;
-            }
-        }
-    }
-    let chain = verifier.finish();
+    let chain = super::walk::walk(store, start, Ranges::for_this_machine()).await?;
     let checkpoints = check_checkpoints(store, &anchor, since.as_ref(), keys).await?;
     Ok(IntegrityReport {
         chain,
