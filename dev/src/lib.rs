@@ -14,6 +14,7 @@ mod memory;
 mod pg_stats;
 pub mod seed_audit;
 mod seed_catalog;
+mod walk;
 
 use clap::Subcommand;
 
@@ -33,6 +34,8 @@ pub enum DevCommand {
     SeedCatalog(seed_catalog::SeedCatalogArgs),
     /// Fill the database with a realistic, chain-valid audit log (compliance benchmarks).
     SeedAudit(seed_audit::SeedAuditArgs),
+    /// The whole audit walk in one piece and in ranges at once, alternated.
+    Walk(walk::WalkArgs),
 }
 
 pub async fn run(command: DevCommand) -> anyhow::Result<()> {
@@ -44,5 +47,6 @@ pub async fn run(command: DevCommand) -> anyhow::Result<()> {
         DevCommand::Crowd(args) => crowd::run(args).await,
         DevCommand::SeedCatalog(args) => seed_catalog::run(args).await,
         DevCommand::SeedAudit(args) => seed_audit::run(args).await,
+        DevCommand::Walk(args) => walk::run(args).await,
     }
 }
