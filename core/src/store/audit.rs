@@ -266,12 +266,19 @@ impl Store {
 
     /// The stored event with the highest seq at or below `seq`, as a chain point.
     pub async fn audit_point_at_or_before(&self, seq: u64) -> Result<Option<Anchor>, StoreError> {
-        let row: Option<(i64, String)> = sqlx::query_as(
+        self.point(
             "SELECT seq, hash FROM audit_events WHERE seq <= $1 ORDER BY seq DESC LIMIT 1",
+            seq,
         )
-        .bind(seq_to_db(seq))
-        .fetch_optional(self.pool())
-        .await?;
+        .await
+    }
+
+    /// The chain point (seq, hash) one `query` binding `seq` finds, if any.
+    async fn point(&self, query: &'static str, seq: u64) -> Result<Option<Anchor>, StoreError> {
+        let row: Option<(i64, String)> = sqlx::query_as(query)
+            .bind(seq_to_db(seq))
+            .fetch_optional(self.pool())
+            .await?;
         Ok(row.map(|(seq, hash)| Anchor {
             seq: seq_from_db(seq),
             hash,
@@ -418,16 +425,11 @@ impl Store {
 
     /// The newest retention anchor below `seq`, if any.
     pub async fn audit_anchor_before(&self, seq: u64) -> Result<Option<Anchor>, StoreError> {
-        let row: Option<(i64, String)> = sqlx::query_as(
+        self.point(
             "SELECT seq, hash FROM audit_anchors WHERE seq < $1 ORDER BY seq DESC LIMIT 1",
+            seq,
         )
-        .bind(seq_to_db(seq))
-        .fetch_optional(self.pool())
-        .await?;
-        Ok(row.map(|(seq, hash)| Anchor {
-            seq: seq_from_db(seq),
-            hash,
-        }))
+        .await
     }
 
     /// Deletes events `start.seq + 1 ..= through` and records event `through` (whose hash

@@ -401,38 +401,7 @@ async fn pruning_refuses_a_range_whose_checkpoint_does_not_match() {
     fx.append(5).await;
     // Event 10 rewritten, and every later one relinked: the walk passes, its signed
     // checkpoint does not.
-    let rows: Vec<AuditRow> = fx
-        .store()
-        .audit_events(9, None)
-        .try_collect()
-        .await
-        .unwrap();
-    let mut tip = Anchor {
-        seq: 9,
-        hash: fx.hash_at(9).await,
-    };
-    for (i, row) in rows.into_iter().enumerate() {
-        let payload = if i == 0 {
-            "{\"rating\":1}".to_owned()
-        } else {
-            row.payload
-        };
-        let new = link(&tip, row.at, row.session_id, row.kind, row.actor, payload);
-        sqlx::query(
-            "UPDATE audit_events SET payload = $1, prev_hash = $2, hash = $3 WHERE seq = $4",
-        )
-        .bind(&new.payload)
-        .bind(&new.prev_hash)
-        .bind(&new.hash)
-        .bind(new.seq as i64)
-        .execute(fx.store().test_pool())
-        .await
-        .unwrap();
-        tip = Anchor {
-            seq: new.seq,
-            hash: new.hash,
-        };
-    }
+    rewrite_and_rechain(&fx, 10).await;
     assert!(fx.log.verify().await.unwrap().is_intact());
     let err = fx
         .log
