@@ -264,6 +264,42 @@ impl Store {
             .boxed()
     }
 
+    /// Visits the events with `after < seq <= through` (to the newest without `through`)
+    /// in seq order on the calling thread, through SQLite's direct lane: a long read
+    /// without sqlx's hand-off of each row from its worker thread, which costs more than
+    /// decoding the row. `Ok(false)`, having visited nothing, where there is no direct lane
+    /// (PostgreSQL: stream [`Self::audit_events_between`] instead). Blocks: call it from a
+    /// blocking thread.
+    pub(crate) fn audit_visit_direct(
+        &self,
+        after: u64,
+        through: Option<u64>,
+        mut visit: impl FnMut(&AuditRow),
+    ) -> Result<bool, StoreError> {
+        let Some(direct) = self.direct() else {
+            return Ok(false);
+        };
+        direct.with(|conn| {
+            let mut statement = super::direct::prepare(conn, &SELECT_BETWEEN)?;
+            let mut rows =
+                statement.query((seq_to_db(after), through.map_or(i64::MAX, seq_to_db)))?;
+            while let Some(row) = rows.next()? {
+                visit(&AuditRow {
+                    seq: seq_from_db(row.get(0)?),
+                    at: row.get(1)?,
+                    session_id: row.get(2)?,
+                    kind: row.get(3)?,
+                    actor: row.get(4)?,
+                    payload: row.get(5)?,
+                    prev_hash: row.get(6)?,
+                    hash: row.get(7)?,
+                });
+            }
+            Ok(())
+        })?;
+        Ok(true)
+    }
+
     /// The stored event with the highest seq at or below `seq`, as a chain point.
     pub async fn audit_point_at_or_before(&self, seq: u64) -> Result<Option<Anchor>, StoreError> {
         self.point(

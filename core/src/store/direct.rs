@@ -9,7 +9,9 @@
 //!   calling Tokio worker: a primary-key read of a WAL database takes microseconds and
 //!   never waits for a writer;
 //! - audit appends run on the audit writer's own thread ([`crate::audit::AuditLog`]), which
-//!   may block on `fsync` and on the write lock without stalling a Tokio worker.
+//!   may block on `fsync` and on the write lock without stalling a Tokio worker;
+//! - the whole audit walk's ranges ([`crate::audit::checkpoint::walk`]) read millions of
+//!   rows each on a blocking thread, where a hand-off per row would cost most of the walk.
 //!
 //! Writes that can wait for the lock never run inline on a Tokio worker; everything else
 //! stays on sqlx.

@@ -347,6 +347,12 @@ impl Store {
         &self.pool
     }
 
+    /// True where long reads can take the direct SQLite lane (see
+    /// [`Store::audit_visit_direct`]).
+    pub(crate) fn has_direct_lane(&self) -> bool {
+        self.direct().is_some()
+    }
+
     /// The direct SQLite lane of the hot path; `None` on PostgreSQL, where the same reads
     /// go through the pool. [`Store::lane`] is what the statements ask.
     pub(crate) fn direct(&self) -> Option<&direct::Direct> {

@@ -94,15 +94,7 @@ pub async fn walk(
     let mut read = Vec::with_capacity(tasks.len());
     let mut verified_tip = start.clone();
     for k in 0..tasks.len() {
-        let report = match (&mut tasks[k]).await {
-            Ok(report) => report?,
-            Err(join) if join.is_panic() => std::panic::resume_unwind(join.into_panic()),
-            Err(join) => {
-                return Err(StoreError::Unavailable(format!(
-                    "the audit walk was stopped: {join}"
-                )));
-            }
-        };
+        let report = joined((&mut tasks[k]).await)??;
         let joins = starts
             .get(k + 1)
             .is_none_or(|next| report.verified_tip == *next);
@@ -131,12 +123,40 @@ pub async fn walk(
     })
 }
 
+/// A task's outcome: a panic in it goes on as a panic here, as if it had run inline.
+fn joined<T>(outcome: Result<T, tokio::task::JoinError>) -> Result<T, StoreError> {
+    match outcome {
+        Ok(value) => Ok(value),
+        Err(join) if join.is_panic() => std::panic::resume_unwind(join.into_panic()),
+        Err(join) => Err(StoreError::Unavailable(format!(
+            "the audit walk was stopped: {join}"
+        ))),
+    }
+}
+
 /// One piece: the events after `from` through `through` (to the newest without it).
 async fn walk_range(
     store: Store,
     from: Anchor,
     through: Option<u64>,
 ) -> Result<VerifyReport, StoreError> {
+    if store.has_direct_lane() {
+        // SQLite: read and hash on a blocking thread through rusqlite, with no hand-off
+        // per row (BENCHMARKS.md, "Verification at scale").
+        return joined(
+            tokio::task::spawn_blocking(move || {
+                let mut verifier = ChainVerifier::new(from.clone());
+                if !store.audit_visit_direct(from.seq, through, |row| verifier.push(row))? {
+                    // Never a walk of nothing that reports a chain intact.
+                    return Err(StoreError::Unavailable(
+                        "the SQLite direct lane went away during the audit walk".into(),
+                    ));
+                }
+                Ok(verifier.finish())
+            })
+            .await,
+        )?;
+    }
     let mut verifier = ChainVerifier::new(from.clone());
     let mut rows = match through {
         Some(through) => store.audit_events_between(from.seq, through),
