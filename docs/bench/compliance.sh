@@ -10,7 +10,11 @@ PID=$!
 trap 'kill $PID' EXIT
 for i in $(seq 1 100); do curl -fsS http://127.0.0.1:$PORT/healthz >/dev/null 2>&1 && break; sleep 0.1; done
 PW=${ADMIN_PASSWORD:?the admin password printed by the first serve of the file}
-curl -s -c /tmp/bench-cj -o /dev/null -d "name=admin&password=$PW" http://127.0.0.1:$PORT/login
+# The sign-in form carries a form token, and the console checks where the post came from.
+TOKEN=$(curl -s -c /tmp/bench-cj "http://127.0.0.1:$PORT/login" | grep -o 'name="csrf_token"[^>]*value="[^"]*"' | sed 's/.*value="//;s/"$//')
+curl -s -b /tmp/bench-cj -c /tmp/bench-cj -o /dev/null -H "origin: http://127.0.0.1:$PORT" -H 'sec-fetch-site: same-origin' \
+  --data-urlencode "name=admin" --data-urlencode "password=$PW" --data-urlencode "csrf_token=$TOKEN" \
+  "http://127.0.0.1:$PORT/login"
 LONG=$(python3 -c "import sqlite3;print(sqlite3.connect('${DB#sqlite://}').execute('select session_id from audit_session_summaries order by events desc limit 1').fetchone()[0])")
 CURSOR=$(curl -s -b /tmp/bench-cj "http://127.0.0.1:$PORT/sessions" | grep -o 'before=[0-9]*' | head -1)
 echo "pid $PID long session $LONG cursor $CURSOR"
