@@ -30,7 +30,7 @@ const SPLIT_MANIFEST: &str = "__wasm_split_manifest.json";
 const STAMP: &str = ".site-build";
 /// Part of the stamp: raise it when this tool writes a different site from the same input,
 /// so that a kept site (CI's cache) is built again.
-const OUTPUT_REVISION: u32 = 2;
+const OUTPUT_REVISION: u32 = 3;
 
 #[derive(Debug, Parser)]
 #[command(about = "Build the console's site directory from the hydrate wasm")]
@@ -128,7 +128,7 @@ fn main() -> Result<()> {
             optimize(&modules, &args.binaryen)?;
         }
         fs::write(pkg.join(STAMP), &stamp)?;
-        report(&modules)?;
+        report(&modules, &pkg)?;
     }
 
     copy_file(&args.style, &pkg.join(format!("{}.css", args.name)))?;
@@ -327,20 +327,67 @@ fn problems(stderr: &str) -> String {
     }
 }
 
-fn report(modules: &[PathBuf]) -> Result<()> {
+fn report(modules: &[PathBuf], pkg: &Path) -> Result<()> {
     let (main, chunks) = modules.split_first().context("no main module")?;
     let total: u64 = chunks
         .iter()
         .map(|c| fs::metadata(c).map_or(0, |m| m.len()))
         .sum();
+    let main_bytes = fs::metadata(main)?.len();
     println!(
         "site-build: {} {} bytes; {} lazy chunks, {} bytes together",
         main.display(),
-        fs::metadata(main)?.len(),
+        main_bytes,
         chunks.len(),
         total
     );
+    // A smaller main module is only a gain if the pages do not pay it back: what a browser
+    // fetches before a page works is the main module and every module of the page's split.
+    if let Some(heaviest) = page_downloads(pkg)?.last() {
+        println!(
+            "site-build: the heaviest page, {}, needs {} bytes: the main module and {} more \
+             modules",
+            heaviest.split,
+            main_bytes + heaviest.bytes,
+            heaviest.modules
+        );
+    }
     Ok(())
+}
+
+/// What one lazy route costs beyond the main module, from the splitter's manifest.
+#[derive(Debug, PartialEq, Eq)]
+struct PageDownload {
+    split: String,
+    modules: usize,
+    bytes: u64,
+}
+
+/// Every split of the manifest, lightest first.
+fn page_downloads(pkg: &Path) -> Result<Vec<PageDownload>> {
+    let manifest = pkg.join(SPLIT_MANIFEST);
+    let text =
+        fs::read_to_string(&manifest).with_context(|| format!("reading {}", manifest.display()))?;
+    let splits: std::collections::BTreeMap<String, Vec<String>> =
+        serde_json::from_str(&text).with_context(|| format!("reading {}", manifest.display()))?;
+    let mut pages = splits
+        .into_iter()
+        .map(|(split, modules)| {
+            let bytes = modules.iter().try_fold(0, |sum, module| {
+                let path = pkg.join(format!("{module}.wasm"));
+                fs::metadata(&path)
+                    .map(|m| sum + m.len())
+                    .with_context(|| format!("the manifest names {}", path.display()))
+            })?;
+            Ok(PageDownload {
+                split,
+                modules: modules.len(),
+                bytes,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    pages.sort_by_key(|p| (p.bytes, p.modules));
+    Ok(pages)
 }
 
 fn copy_file(from: &Path, to: &Path) -> Result<()> {
@@ -367,7 +414,7 @@ fn copy_dir(from: &Path, to: &Path) -> Result<()> {
 mod tests {
     use std::path::{Path, PathBuf};
 
-    use super::{MainSize, optimize};
+    use super::{MainSize, PageDownload, optimize, page_downloads};
 
     /// npm's binaryen, installed by `make deps-site` before any test runs.
     fn binaryen() -> PathBuf {
@@ -470,5 +517,41 @@ mod tests {
         let size = MainSize::of(&repetitive).unwrap();
         assert_eq!(size.raw, 100_000);
         assert!(size.gzipped < 1_000, "{size:?}");
+    }
+
+    #[test]
+    fn a_page_costs_the_modules_its_manifest_entry_names_and_a_missing_one_is_an_error() {
+        let pkg = tempfile::tempdir().expect("a scratch dir");
+        std::fs::write(pkg.path().join("chunk_1.wasm"), [0u8; 300]).expect("chunk");
+        std::fs::write(pkg.path().join("split_a.wasm"), [0u8; 20]).expect("split a");
+        std::fs::write(pkg.path().join("split_b.wasm"), [0u8; 500]).expect("split b");
+        let manifest = pkg.path().join(super::SPLIT_MANIFEST);
+        std::fs::write(
+            &manifest,
+            r#"{"a": ["chunk_1", "split_a"], "b": ["split_b"]}"#,
+        )
+        .expect("manifest");
+        assert_eq!(
+            page_downloads(pkg.path()).expect("pages"),
+            vec![
+                PageDownload {
+                    split: "a".into(),
+                    modules: 2,
+                    bytes: 320
+                },
+                PageDownload {
+                    split: "b".into(),
+                    modules: 1,
+                    bytes: 500
+                },
+            ]
+        );
+
+        std::fs::write(&manifest, r#"{"a": ["chunk_2"]}"#).expect("manifest");
+        let error = format!(
+            "{:#}",
+            page_downloads(pkg.path()).expect_err("a missing module")
+        );
+        assert!(error.contains("chunk_2.wasm"), "{error}");
     }
 }
