@@ -36,7 +36,7 @@ mod routes;
 use leptos::prelude::*;
 use leptos_meta::{MetaTags, Stylesheet, Title, provide_meta_context};
 use leptos_router::components::{ParentRoute, Route, Router, Routes};
-use leptos_router::{Lazy, SsrMode, path};
+use leptos_router::{SsrMode, path};
 
 use crate::components::{ConsoleLayout, NotFound};
 use crate::dashboard::Dashboard;
@@ -79,137 +79,137 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("") view=Dashboard ssr=SsrMode::Async />
                     <Route
                         path=path!("roles")
-                        view={Lazy::<routes::RolesRoute>::new()}
+                        view=routes::RolesRoute
                         ssr=SsrMode::Async
                     />
                     <Route
                         path=path!("roles/new")
-                        view={Lazy::<routes::NewRoleRoute>::new()}
+                        view=routes::NewRoleRoute
                         ssr=SsrMode::Async
                     />
                     <Route
                         path=path!("roles/:slug")
-                        view={Lazy::<routes::RoleRoute>::new()}
+                        view=routes::RoleRoute
                         ssr=SsrMode::Async
                     />
                     <Route
                         path=path!("roles/:slug/edit")
-                        view={Lazy::<routes::RoleEditRoute>::new()}
+                        view=routes::RoleEditRoute
                         ssr=SsrMode::Async
                     />
                     <Route
                         path=path!("skills")
-                        view={Lazy::<routes::SkillsRoute>::new()}
+                        view=routes::SkillsRoute
                         ssr=SsrMode::Async
                     />
                     <Route
                         path=path!("skills/:slug")
-                        view={Lazy::<routes::SkillRoute>::new()}
+                        view=routes::SkillRoute
                         ssr=SsrMode::Async
                     />
                     <Route
                         path=path!("skills/:slug/edit")
-                        view={Lazy::<routes::SkillEditRoute>::new()}
+                        view=routes::SkillEditRoute
                         ssr=SsrMode::Async
                     />
                     <Route
                         path=path!("skills/:slug/versions/:version")
-                        view={Lazy::<routes::SkillVersionRoute>::new()}
+                        view=routes::SkillVersionRoute
                         ssr=SsrMode::Async
                     />
                     <Route
                         path=path!("tools")
-                        view={Lazy::<routes::ToolsRoute>::new()}
+                        view=routes::ToolsRoute
                         ssr=SsrMode::Async
                     />
                     <Route
                         path=path!("tools/:name")
-                        view={Lazy::<routes::ToolRoute>::new()}
+                        view=routes::ToolRoute
                         ssr=SsrMode::Async
                     />
                     <Route
                         path=path!("scopes")
-                        view={Lazy::<routes::ScopesRoute>::new()}
+                        view=routes::ScopesRoute
                         ssr=SsrMode::Async
                     />
                     <Route
                         path=path!("upstreams")
-                        view={Lazy::<routes::UpstreamsRoute>::new()}
+                        view=routes::UpstreamsRoute
                         ssr=SsrMode::Async
                     />
                     <Route
                         path=path!("inspectors")
-                        view={Lazy::<routes::InspectorsRoute>::new()}
+                        view=routes::InspectorsRoute
                         ssr=SsrMode::Async
                     />
                     <Route
                         path=path!("scopes/new")
-                        view={Lazy::<routes::NewScopeRoute>::new()}
+                        view=routes::NewScopeRoute
                         ssr=SsrMode::Async
                     />
                     <Route
                         path=path!("scopes/:slug")
-                        view={Lazy::<routes::ScopeEditRoute>::new()}
+                        view=routes::ScopeEditRoute
                         ssr=SsrMode::Async
                     />
                     <Route
                         path=path!("sessions")
-                        view={Lazy::<routes::SessionsRoute>::new()}
+                        view=routes::SessionsRoute
                         ssr=SsrMode::Async
                     />
                     <Route
                         path=path!("sessions/:id")
-                        view={Lazy::<routes::SessionRoute>::new()}
+                        view=routes::SessionRoute
                         ssr=SsrMode::Async
                     />
                     <Route
                         path=path!("audit")
-                        view={Lazy::<routes::AuditRoute>::new()}
+                        view=routes::AuditRoute
                         ssr=SsrMode::Async
                     />
                     <Route
                         path=path!("holds")
-                        view={Lazy::<routes::HoldsRoute>::new()}
+                        view=routes::HoldsRoute
                         ssr=SsrMode::Async
                     />
                     <Route
                         path=path!("holds/:id")
-                        view={Lazy::<routes::HoldRoute>::new()}
+                        view=routes::HoldRoute
                         ssr=SsrMode::Async
                     />
                     <Route
                         path=path!("candidates")
-                        view={Lazy::<routes::CandidatesRoute>::new()}
+                        view=routes::CandidatesRoute
                         ssr=SsrMode::Async
                     />
                     <Route
                         path=path!("candidates/:id")
-                        view={Lazy::<routes::CandidateRoute>::new()}
+                        view=routes::CandidateRoute
                         ssr=SsrMode::Async
                     />
                     <Route
                         path=path!("users")
-                        view={Lazy::<routes::UsersRoute>::new()}
+                        view=routes::UsersRoute
                         ssr=SsrMode::Async
                     />
                     <Route
                         path=path!("connect")
-                        view={Lazy::<routes::ConnectRoute>::new()}
+                        view=routes::ConnectRoute
                         ssr=SsrMode::Async
                     />
                     <Route
                         path=path!("connected")
-                        view={Lazy::<routes::ConnectedRoute>::new()}
+                        view=routes::ConnectedRoute
                         ssr=SsrMode::Async
                     />
                     <Route
                         path=path!("oauth/consent/:id")
-                        view={Lazy::<routes::ConsentRoute>::new()}
+                        view=routes::ConsentRoute
                         ssr=SsrMode::Async
                     />
                     <Route
                         path=path!("changes/:kind/:name")
-                        view={Lazy::<routes::ChangesRoute>::new()}
+                        view=routes::ChangesRoute
                         ssr=SsrMode::Async
                     />
                 </ParentRoute>
