@@ -79,137 +79,137 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("") view=Dashboard ssr=SsrMode::Async />
                     <Route
                         path=path!("roles")
-                        view=routes::RolesRoute
+                        view=routes::ROLES
                         ssr=SsrMode::Async
                     />
                     <Route
                         path=path!("roles/new")
-                        view=routes::NewRoleRoute
+                        view=routes::NEW_ROLE
                         ssr=SsrMode::Async
                     />
                     <Route
                         path=path!("roles/:slug")
-                        view=routes::RoleRoute
+                        view=routes::ROLE
                         ssr=SsrMode::Async
                     />
                     <Route
                         path=path!("roles/:slug/edit")
-                        view=routes::RoleEditRoute
+                        view=routes::ROLE_EDIT
                         ssr=SsrMode::Async
                     />
                     <Route
                         path=path!("skills")
-                        view=routes::SkillsRoute
+                        view=routes::SKILLS
                         ssr=SsrMode::Async
                     />
                     <Route
                         path=path!("skills/:slug")
-                        view=routes::SkillRoute
+                        view=routes::SKILL
                         ssr=SsrMode::Async
                     />
                     <Route
                         path=path!("skills/:slug/edit")
-                        view=routes::SkillEditRoute
+                        view=routes::SKILL_EDIT
                         ssr=SsrMode::Async
                     />
                     <Route
                         path=path!("skills/:slug/versions/:version")
-                        view=routes::SkillVersionRoute
+                        view=routes::SKILL_VERSION
                         ssr=SsrMode::Async
                     />
                     <Route
                         path=path!("tools")
-                        view=routes::ToolsRoute
+                        view=routes::TOOLS
                         ssr=SsrMode::Async
                     />
                     <Route
                         path=path!("tools/:name")
-                        view=routes::ToolRoute
+                        view=routes::TOOL
                         ssr=SsrMode::Async
                     />
                     <Route
                         path=path!("scopes")
-                        view=routes::ScopesRoute
+                        view=routes::SCOPES
                         ssr=SsrMode::Async
                     />
                     <Route
                         path=path!("upstreams")
-                        view=routes::UpstreamsRoute
+                        view=routes::UPSTREAMS
                         ssr=SsrMode::Async
                     />
                     <Route
                         path=path!("inspectors")
-                        view=routes::InspectorsRoute
+                        view=routes::INSPECTORS
                         ssr=SsrMode::Async
                     />
                     <Route
                         path=path!("scopes/new")
-                        view=routes::NewScopeRoute
+                        view=routes::NEW_SCOPE
                         ssr=SsrMode::Async
                     />
                     <Route
                         path=path!("scopes/:slug")
-                        view=routes::ScopeEditRoute
+                        view=routes::SCOPE_EDIT
                         ssr=SsrMode::Async
                     />
                     <Route
                         path=path!("sessions")
-                        view=routes::SessionsRoute
+                        view=routes::SESSIONS
                         ssr=SsrMode::Async
                     />
                     <Route
                         path=path!("sessions/:id")
-                        view=routes::SessionRoute
+                        view=routes::SESSION
                         ssr=SsrMode::Async
                     />
                     <Route
                         path=path!("audit")
-                        view=routes::AuditRoute
+                        view=routes::AUDIT
                         ssr=SsrMode::Async
                     />
                     <Route
                         path=path!("holds")
-                        view=routes::HoldsRoute
+                        view=routes::HOLDS
                         ssr=SsrMode::Async
                     />
                     <Route
                         path=path!("holds/:id")
-                        view=routes::HoldRoute
+                        view=routes::HOLD
                         ssr=SsrMode::Async
                     />
                     <Route
                         path=path!("candidates")
-                        view=routes::CandidatesRoute
+                        view=routes::CANDIDATES
                         ssr=SsrMode::Async
                     />
                     <Route
                         path=path!("candidates/:id")
-                        view=routes::CandidateRoute
+                        view=routes::CANDIDATE
                         ssr=SsrMode::Async
                     />
                     <Route
                         path=path!("users")
-                        view=routes::UsersRoute
+                        view=routes::USERS
                         ssr=SsrMode::Async
                     />
                     <Route
                         path=path!("connect")
-                        view=routes::ConnectRoute
+                        view=routes::CONNECT
                         ssr=SsrMode::Async
                     />
                     <Route
                         path=path!("connected")
-                        view=routes::ConnectedRoute
+                        view=routes::CONNECTED
                         ssr=SsrMode::Async
                     />
                     <Route
                         path=path!("oauth/consent/:id")
-                        view=routes::ConsentRoute
+                        view=routes::CONSENT
                         ssr=SsrMode::Async
                     />
                     <Route
                         path=path!("changes/:kind/:name")
-                        view=routes::ChangesRoute
+                        view=routes::CHANGES
                         ssr=SsrMode::Async
                     />
                 </ParentRoute>
