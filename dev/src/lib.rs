@@ -8,6 +8,7 @@ mod cgroup;
 mod cluster;
 mod context_cost;
 mod crowd;
+pub mod database;
 mod harness;
 mod load;
 mod memory;

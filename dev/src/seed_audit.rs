@@ -13,16 +13,14 @@ use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
 use skillgate_core::audit::chain::link;
 use skillgate_core::audit::{Anchor, AuditRow, EventKind, canonical_json};
-use skillgate_core::store::{Store, stamp};
+use skillgate_core::store::stamp;
+
+use crate::database::DatabaseArg;
 
 #[derive(Debug, Args)]
 pub struct SeedAuditArgs {
-    #[arg(
-        long,
-        env = "SKILLGATE_DATABASE_URL",
-        default_value = "sqlite://data/skillgate.db"
-    )]
-    pub database_url: String,
+    #[command(flatten)]
+    pub database: DatabaseArg,
     /// How many events to append.
     #[arg(long, default_value_t = 10_000)]
     pub events: u64,
@@ -168,7 +166,7 @@ pub async fn run(args: SeedAuditArgs) -> anyhow::Result<()> {
     anyhow::ensure!(args.per_session >= 3, "--per-session must be at least 3");
     anyhow::ensure!(args.days > 0, "--days must be at least 1");
     anyhow::ensure!(args.concurrent > 0, "--concurrent must be at least 1");
-    let store = Store::open(&args.database_url).await?;
+    let store = args.database.open().await?;
     let mut rng = StdRng::seed_from_u64(args.seed);
     let started = Instant::now();
     let now = Utc::now();

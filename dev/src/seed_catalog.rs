@@ -10,16 +10,13 @@ use skillgate_core::model::{
     ArgCheck, CmpOp, Limit, Role, Scope, Skill, ToolSpec, Upstream, UpstreamKind,
 };
 use skillgate_core::slug::Slug;
-use skillgate_core::store::Store;
+
+use crate::database::DatabaseArg;
 
 #[derive(Debug, Args)]
 pub struct SeedCatalogArgs {
-    #[arg(
-        long,
-        env = "SKILLGATE_DATABASE_URL",
-        default_value = "sqlite://data/skillgate.db"
-    )]
-    pub database_url: String,
+    #[command(flatten)]
+    pub database: DatabaseArg,
     /// Tools to add (one skill and one role per ten tools).
     #[arg(long, default_value_t = 1000)]
     pub tools: usize,
@@ -30,7 +27,7 @@ fn slug(text: &str) -> anyhow::Result<Slug> {
 }
 
 pub async fn run(args: SeedCatalogArgs) -> anyhow::Result<()> {
-    let store = Store::open(&args.database_url).await?;
+    let store = args.database.open().await?;
     let upstream = Upstream {
         name: slug("bulk")?,
         kind: UpstreamKind::Http {

@@ -7,16 +7,13 @@ use std::time::Instant;
 use clap::Args;
 use skillgate_core::audit::Anchor;
 use skillgate_core::audit::checkpoint::walk::{Ranges, walk};
-use skillgate_core::store::Store;
+
+use crate::database::DatabaseArg;
 
 #[derive(Debug, Args)]
 pub struct WalkArgs {
-    #[arg(
-        long,
-        env = "SKILLGATE_DATABASE_URL",
-        default_value = "sqlite://data/skillgate.db"
-    )]
-    pub database_url: String,
+    #[command(flatten)]
+    pub database: DatabaseArg,
     /// Rounds; each walks once in one piece and once in ranges.
     #[arg(long, default_value_t = 2)]
     pub rounds: u32,
@@ -24,7 +21,7 @@ pub struct WalkArgs {
 
 pub async fn run(args: WalkArgs) -> anyhow::Result<()> {
     anyhow::ensure!(args.rounds > 0, "--rounds must be at least 1");
-    let store = Store::open(&args.database_url).await?;
+    let store = args.database.open().await?;
     let start = store
         .audit_latest_anchor()
         .await?
