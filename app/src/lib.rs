@@ -23,6 +23,7 @@ pub mod inspection;
 pub mod limits;
 pub mod login;
 pub mod oauth;
+pub mod preload;
 pub mod revisions;
 pub mod roles;
 pub mod scopes;
@@ -41,6 +42,7 @@ use leptos_router::{SsrMode, path};
 use crate::components::{ConsoleLayout, NotFound};
 use crate::dashboard::Dashboard;
 use crate::login::LoginPage;
+use crate::preload::SplitLoaderPreload;
 
 /// The HTML document around the app, rendered on the server.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
@@ -52,6 +54,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <meta name="viewport" content="width=device-width, initial-scale=1" />
                 <link rel="icon" href="/favicon.svg" type="image/svg+xml" />
                 <HydrationScripts options />
+                <SplitLoaderPreload />
                 <MetaTags />
             </head>
             <body>

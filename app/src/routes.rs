@@ -61,7 +61,12 @@ macro_rules! lazy_pages {
             }
 
             pub const $route: Page = Page {
-                view: || Box::pin($render()),
+                view: || {
+                    // The server names the page's modules in its <head> (crate::preload).
+                    #[cfg(feature = "ssr")]
+                    crate::preload::ssr::announce(stringify!($render));
+                    Box::pin($render())
+                },
                 preload: || Box::pin(async {
                     // Only the browser fetches chunks; the server has every page.
                     #[cfg(target_arch = "wasm32")]

@@ -20,6 +20,7 @@ use axum::Router;
 use leptos::prelude::*;
 use leptos_axum::{LeptosRoutes, generate_route_list};
 use skillgate_app::connect::api::ssr::ConnectContext;
+use skillgate_app::preload::ssr::SplitManifest;
 use skillgate_app::shared::ssr::ConsoleContext;
 use skillgate_app::{App, shell};
 use skillgate_core::audit::{CheckpointSigner, TrustedKeys};
@@ -44,6 +45,8 @@ pub struct Parts {
     pub holds: Holds,
     pub trusted_keys: TrustedKeys,
     pub connect: ConnectContext,
+    /// Which bundle modules each lazy page needs; `None` when the site has no split bundle.
+    pub split_manifest: Option<SplitManifest>,
     pub sessions: SessionManagerLayer<ConsoleSessionStore>,
     pub idle: console_auth::IdleTimeout,
     pub origin_guard: console_guard::ConsoleGuard,
@@ -71,12 +74,16 @@ pub fn router(parts: Parts) -> Router {
         let holds = parts.holds;
         let trusted_keys = parts.trusted_keys;
         let connect = parts.connect;
+        let split_manifest = parts.split_manifest;
         move || {
             provide_context(console.clone());
             provide_context(revisions.clone());
             provide_context(holds.clone());
             provide_context(trusted_keys.clone());
             provide_context(connect.clone());
+            if let Some(manifest) = &split_manifest {
+                provide_context(manifest.for_render());
+            }
         }
     };
     Router::new()

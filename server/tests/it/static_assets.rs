@@ -1,8 +1,12 @@
 //! The console's static files leave gzipped for a browser that accepts it; pages do not.
+//! A page names in its head the bundle modules it needs, so the browser fetches them at once.
+
+use std::io::Write as _;
 
 use crate::common;
 
 use common::Server;
+use common::console::{page, sign_in_admin};
 use reqwest::header::{ACCEPT_ENCODING, CONTENT_ENCODING};
 
 /// A stand-in for the hydrate bundle: the wasm magic number and repetitive code, which
@@ -59,4 +63,93 @@ async fn pages_are_sent_as_they_are() {
     assert_eq!(page.status(), 200);
     assert!(page.headers().get(CONTENT_ENCODING).is_none());
     assert!(page.text().await.unwrap().contains("<form"));
+}
+
+#[tokio::test]
+async fn a_gzip_file_the_build_wrote_beside_an_asset_is_sent_as_it_is() {
+    let server = Server::start();
+    let pkg = server.dir().join("pkg");
+    std::fs::create_dir_all(&pkg).unwrap();
+    let wasm = fake_wasm();
+    std::fs::write(pkg.join("chunk_7.wasm"), &wasm).unwrap();
+    // Level 1, which the server's own compression never uses: these exact bytes come back
+    // only if the file is sent as it is.
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    encoder.write_all(&wasm).unwrap();
+    let gz = encoder.finish().unwrap();
+    std::fs::write(pkg.join("chunk_7.wasm.gz"), &gz).unwrap();
+
+    let url = format!("{}/pkg/chunk_7.wasm", server.base);
+    let http = reqwest::Client::new();
+    let gzipped = http
+        .get(&url)
+        .header(ACCEPT_ENCODING, "gzip, deflate")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(gzipped.status(), 200);
+    assert_eq!(gzipped.headers()[CONTENT_ENCODING], "gzip");
+    assert_eq!(gzipped.headers()["content-type"], "application/wasm");
+    assert_eq!(gzipped.bytes().await.unwrap(), gz);
+
+    let plain = http.get(&url).send().await.unwrap();
+    assert!(plain.headers().get(CONTENT_ENCODING).is_none());
+    assert_eq!(plain.bytes().await.unwrap(), wasm);
+}
+
+/// The `<head>` of a page: where the preload hints must be.
+fn head(html: &str) -> &str {
+    &html[..html.find("</head>").expect("a head")]
+}
+
+#[tokio::test]
+async fn a_lazy_page_names_each_module_it_needs_once_in_its_head() {
+    let server = Server::start();
+    let admin = sign_in_admin(&server).await;
+    let (_, without) = page(&server, &admin.cookie, "/roles").await;
+    assert!(
+        !without.contains("chunk_"),
+        "no manifest, no hints: {}",
+        head(&without)
+    );
+
+    // The splitter's manifest: each lazy function's name with a hash, and its modules. The
+    // server reads it when it starts.
+    let pkg = server.dir().join("pkg");
+    std::fs::create_dir_all(&pkg).unwrap();
+    std::fs::write(
+        pkg.join("__wasm_split_manifest.json"),
+        r#"{"roles_page_123": ["chunk_3", "chunk_5", "split_roles_page_123"],
+            "tools_page_123": ["chunk_3", "chunk_9", "split_tools_page_123"]}"#,
+    )
+    .unwrap();
+    let replica = server.replica();
+
+    let (status, html) = page(&replica, &admin.cookie, "/roles").await;
+    assert_eq!(status, 200);
+    let head = head(&html);
+    for module in ["chunk_3", "chunk_5", "split_roles_page_123"] {
+        let href = format!(r#"href="/pkg/{module}.wasm""#);
+        assert_eq!(head.matches(&href).count(), 1, "{module} once in {head}");
+    }
+    assert!(!head.contains("chunk_9"), "another page's module: {head}");
+    assert!(
+        head.contains(r#"rel="modulepreload" href="/pkg/__wasm_split.______________________.js""#),
+        "the split loader: {head}"
+    );
+    let hint = head
+        .split("<link")
+        .find(|l| l.contains("chunk_5"))
+        .expect("the hint");
+    for attribute in [
+        r#"rel="preload""#,
+        r#"as="fetch""#,
+        r#"crossorigin="anonymous""#,
+    ] {
+        assert!(hint.contains(attribute), "{attribute} in {hint}");
+    }
+    assert!(
+        !html[html.find("</head>").unwrap()..].contains("chunk_3"),
+        "hints stay out of the body, which the browser hydrates"
+    );
 }

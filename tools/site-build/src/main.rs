@@ -7,6 +7,8 @@
 //! The file names are the ones Leptos' `HydrationScripts` looks for when the server was not
 //! built by cargo-leptos: `pkg/<name>.js`, `pkg/<name>_bg.wasm`, and the split loader
 //! `pkg/__wasm_split.______________________.js` with its `__wasm_split_manifest.json`.
+//! Beside each bundle file it writes `<file>.gz` (gzip level 9), which the server sends as it
+//! is to browsers that accept gzip instead of compressing each download.
 //!
 //! A second run on an unchanged wasm only copies the style sheet and assets: the stamp
 //! `pkg/.site-build` holds a digest of the input and of this tool's options.
@@ -30,7 +32,7 @@ const SPLIT_MANIFEST: &str = "__wasm_split_manifest.json";
 const STAMP: &str = ".site-build";
 /// Part of the stamp: raise it when this tool writes a different site from the same input,
 /// so that a kept site (CI's cache) is built again.
-const OUTPUT_REVISION: u32 = 3;
+const OUTPUT_REVISION: u32 = 4;
 
 #[derive(Debug, Parser)]
 #[command(about = "Build the console's site directory from the hydrate wasm")]
@@ -135,6 +137,7 @@ fn main() -> Result<()> {
     if args.assets.is_dir() {
         copy_dir(&args.assets, &args.site)?;
     }
+    precompress(&pkg)?;
     if args.max_main_bytes.is_some() || args.max_main_gzip_bytes.is_some() {
         let size = MainSize::of(&fs::read(&main_wasm)?)?;
         println!(
@@ -173,7 +176,7 @@ fn remove_previous_modules(pkg: &Path) -> Result<()> {
         let path = entry?.path();
         let is_output = path
             .extension()
-            .is_some_and(|e| e == "wasm" || e == "js" || e == "json");
+            .is_some_and(|e| e == "wasm" || e == "js" || e == "json" || e == "gz");
         if is_output {
             fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
         }
@@ -390,6 +393,72 @@ fn page_downloads(pkg: &Path) -> Result<Vec<PageDownload>> {
     Ok(pages)
 }
 
+/// Writes `<file>.gz` beside every bundle file that lacks a fresh one. The server's static
+/// file service sends such a file as it is to a browser that accepts gzip; without it the
+/// server compressed every download again: 100–150 ms of its CPU for the main module on
+/// each cold page load, and a page of 60 modules kept both cores of a small machine busy
+/// for the better part of the load (BENCHMARKS.md, "The console's main module").
+fn precompress(pkg: &Path) -> Result<()> {
+    let mut stale = Vec::new();
+    for entry in fs::read_dir(pkg)? {
+        let path = entry?.path();
+        let bundled = path
+            .extension()
+            .is_some_and(|e| e == "wasm" || e == "js" || e == "css");
+        if bundled && !fresh(&path, &gz_path(&path))? {
+            stale.push(path);
+        }
+    }
+    // Largest first over every core: the main module alone is a third of the work.
+    stale.sort_by_cached_key(|p| std::cmp::Reverse(fs::metadata(p).map_or(0, |m| m.len())));
+    let queue = std::sync::Mutex::new(stale.into_iter());
+    let workers = std::thread::available_parallelism().map_or(1, usize::from);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                scope.spawn(|| -> Result<()> {
+                    loop {
+                        let next = queue.lock().unwrap_or_else(|e| e.into_inner()).next();
+                        let Some(path) = next else { return Ok(()) };
+                        gzip_beside(&path)?;
+                    }
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .try_for_each(|h| h.join().expect("a gzip worker panicked"))
+    })
+}
+
+fn gz_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".gz");
+    PathBuf::from(name)
+}
+
+/// Whether `gz` was written after `source` last changed.
+fn fresh(source: &Path, gz: &Path) -> Result<bool> {
+    let Ok(gz_meta) = fs::metadata(gz) else {
+        return Ok(false);
+    };
+    Ok(gz_meta.modified()? >= fs::metadata(source)?.modified()?)
+}
+
+/// Gzip at level 9 into a temporary file, renamed into place: a running server never
+/// sends half of one.
+fn gzip_beside(path: &Path) -> Result<()> {
+    use std::io::Write as _;
+    let bytes = fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    encoder.write_all(&bytes)?;
+    let gz = gz_path(path);
+    let partial = gz.with_extension("gz.partial");
+    fs::write(&partial, encoder.finish()?)
+        .with_context(|| format!("writing {}", partial.display()))?;
+    fs::rename(&partial, &gz).with_context(|| format!("writing {}", gz.display()))
+}
+
 fn copy_file(from: &Path, to: &Path) -> Result<()> {
     fs::copy(from, to)
         .map(drop)
@@ -414,7 +483,7 @@ fn copy_dir(from: &Path, to: &Path) -> Result<()> {
 mod tests {
     use std::path::{Path, PathBuf};
 
-    use super::{MainSize, PageDownload, optimize, page_downloads};
+    use super::{MainSize, PageDownload, optimize, page_downloads, precompress};
 
     /// npm's binaryen, installed by `make deps-site` before any test runs.
     fn binaryen() -> PathBuf {
@@ -430,6 +499,61 @@ mod tests {
         0x0a, 0x09, 0x01, 0x07, 0x00, 0x20, 0x00, 0x41, 0x00, 0x6a,
         0x0b, // local.get 0; i32.const 0; i32.add
     ];
+
+    fn gunzip(path: &Path) -> Vec<u8> {
+        use std::io::Read as _;
+        let mut out = Vec::new();
+        flate2::read::GzDecoder::new(std::fs::File::open(path).expect("a .gz file"))
+            .read_to_end(&mut out)
+            .expect("a gzip stream");
+        out
+    }
+
+    #[test]
+    fn every_bundle_file_gets_a_gzip_twin_that_follows_its_changes() {
+        let pkg = tempfile::tempdir().expect("a scratch dir");
+        let wasm = pkg.path().join("chunk_1.wasm");
+        let css = pkg.path().join("skillgate.css");
+        let manifest = pkg.path().join(super::SPLIT_MANIFEST);
+        std::fs::write(&wasm, ADDS_ZERO.repeat(50)).expect("wasm");
+        std::fs::write(&css, "body { color: red }").expect("css");
+        std::fs::write(&manifest, "{}").expect("manifest");
+
+        precompress(pkg.path()).expect("precompress");
+        assert_eq!(
+            gunzip(&pkg.path().join("chunk_1.wasm.gz")),
+            ADDS_ZERO.repeat(50)
+        );
+        assert_eq!(
+            gunzip(&pkg.path().join("skillgate.css.gz")),
+            b"body { color: red }"
+        );
+        assert!(
+            !pkg.path().join("__wasm_split_manifest.json.gz").exists(),
+            "the server reads the manifest; browsers never fetch it"
+        );
+
+        // A file rewritten later than its twin gets a new one; the others stay as they were.
+        let css_gz_written = std::fs::metadata(pkg.path().join("skillgate.css.gz"))
+            .and_then(|m| m.modified())
+            .expect("mtime");
+        let later = std::fs::File::options()
+            .write(true)
+            .open(&wasm)
+            .expect("wasm");
+        std::fs::write(&wasm, ADDS_ZERO).expect("wasm");
+        later
+            .set_modified(css_gz_written + std::time::Duration::from_secs(5))
+            .expect("set mtime");
+        precompress(pkg.path()).expect("precompress again");
+        assert_eq!(gunzip(&pkg.path().join("chunk_1.wasm.gz")), ADDS_ZERO);
+        assert_eq!(
+            std::fs::metadata(pkg.path().join("skillgate.css.gz"))
+                .and_then(|m| m.modified())
+                .expect("mtime"),
+            css_gz_written
+        );
+    }
 
     #[test]
     fn every_module_is_optimised_in_place_by_the_shared_node_processes() {

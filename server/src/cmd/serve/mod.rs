@@ -14,6 +14,7 @@ use std::time::Duration;
 use anyhow::Context;
 use axum::Router;
 use leptos::prelude::*;
+use skillgate_app::preload::ssr::SplitManifest;
 use skillgate_app::shared::ssr::ConsoleContext;
 use skillgate_core::admin::AdminService;
 use skillgate_core::audit::checkpoint;
@@ -235,6 +236,11 @@ pub async fn build(
         .site_pkg_dir("pkg")
         .site_addr(args.bind)
         .build();
+    // The console pages name the bundle modules they need in their <head> (app's preload).
+    let split_manifest = SplitManifest::load(
+        std::path::Path::new(&*leptos_options.site_root),
+        &leptos_options.site_pkg_dir,
+    )?;
     let console = ConsoleContext {
         oauth: oauth.clone(),
         store: store.clone(),
@@ -261,6 +267,7 @@ pub async fn build(
         holds,
         trusted_keys,
         connect,
+        split_manifest,
         sessions: session_layer,
         idle,
         origin_guard,
