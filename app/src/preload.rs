@@ -106,8 +106,8 @@ pub mod ssr {
             })))
         }
 
-        /// The URLs a browser fetches to show `page` (a lazy function's name): the split
-        /// loader, then the page's modules. Empty for a name the manifest does not know.
+        /// The URLs of the modules a browser fetches to show `page` (a lazy function's
+        /// name), in the manifest's order. Empty for a name the manifest does not know.
         pub fn urls(&self, page: &str) -> Vec<String> {
             let Some(modules) = self.0.pages.get(page) else {
                 return Vec::new();

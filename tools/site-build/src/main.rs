@@ -396,8 +396,7 @@ fn page_downloads(pkg: &Path) -> Result<Vec<PageDownload>> {
 /// Writes `<file>.gz` beside every bundle file that lacks a fresh one. The server's static
 /// file service sends such a file as it is to a browser that accepts gzip; without it the
 /// server compressed every download again: 100–150 ms of its CPU for the main module on
-/// each cold page load, and a page of 60 modules kept both cores of a small machine busy
-/// for the better part of the load (BENCHMARKS.md, "The console's main module").
+/// each cold page load (BENCHMARKS.md, "The console's main module").
 fn precompress(pkg: &Path) -> Result<()> {
     let mut stale = Vec::new();
     for entry in fs::read_dir(pkg)? {
@@ -409,7 +408,7 @@ fn precompress(pkg: &Path) -> Result<()> {
             stale.push(path);
         }
     }
-    // Largest first over every core: the main module alone is a third of the work.
+    // Largest first over every core: the main module alone is a quarter of the bytes.
     stale.sort_by_cached_key(|p| std::cmp::Reverse(fs::metadata(p).map_or(0, |m| m.len())));
     let queue = std::sync::Mutex::new(stale.into_iter());
     let workers = std::thread::available_parallelism().map_or(1, usize::from);
