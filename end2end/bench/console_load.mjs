@@ -17,7 +17,8 @@ const LINKS = [
 
 // The server names every bundle module a page needs in its <head> (app/src/preload.rs).
 // "removed" takes those hints out of the page before the browser reads it, to measure what
-// they are worth in the same run; both variants get the page through the same interception.
+// they are worth in the same run; both variants get the page through the same interception,
+// which fetches the HTML outside the emulated link (only the bundle's requests cross it).
 const HINTS = process.env.HINTS === 'sent' ? [true] : [true, false];
 const CHUNK_HINT = /<link[^>]*href="\/pkg\/(?:chunk_|split_|__wasm_split)[^"]*"[^>]*>/g;
 
