@@ -27,17 +27,8 @@ async fn the_wasm_bundle_is_sent_gzipped_to_a_browser_that_accepts_it() {
     let wasm = fake_wasm();
     std::fs::write(pkg.join("skillgate_bg.wasm"), &wasm).unwrap();
     let url = format!("{}/pkg/skillgate_bg.wasm", server.base);
-    let http = reqwest::Client::new();
 
-    let gzipped = http
-        .get(&url)
-        .header(ACCEPT_ENCODING, "gzip, deflate, br")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(gzipped.status(), 200);
-    assert_eq!(gzipped.headers()[CONTENT_ENCODING], "gzip");
-    let body = gzipped.bytes().await.unwrap();
+    let body = gzipped_then_plain(&url, &wasm).await;
     assert_eq!(&body[..2], &[0x1f, 0x8b], "a gzip stream");
     assert!(
         body.len() * 4 < wasm.len(),
@@ -45,10 +36,27 @@ async fn the_wasm_bundle_is_sent_gzipped_to_a_browser_that_accepts_it() {
         body.len(),
         wasm.len()
     );
+}
 
-    let plain = http.get(&url).send().await.unwrap();
+/// Fetches the wasm file `url` as a browser that accepts gzip (returns that body, checked
+/// to be sent gzipped), then as one that does not (checked to be `raw`).
+async fn gzipped_then_plain(url: &str, raw: &[u8]) -> Vec<u8> {
+    let http = reqwest::Client::new();
+    let gzipped = http
+        .get(url)
+        .header(ACCEPT_ENCODING, "gzip, deflate, br")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(gzipped.status(), 200);
+    assert_eq!(gzipped.headers()[CONTENT_ENCODING], "gzip");
+    assert_eq!(gzipped.headers()["content-type"], "application/wasm");
+    let body = gzipped.bytes().await.unwrap().to_vec();
+
+    let plain = http.get(url).send().await.unwrap();
     assert!(plain.headers().get(CONTENT_ENCODING).is_none());
-    assert_eq!(plain.bytes().await.unwrap(), wasm);
+    assert_eq!(plain.bytes().await.unwrap(), raw);
+    body
 }
 
 #[tokio::test]
@@ -80,21 +88,7 @@ async fn a_gzip_file_the_build_wrote_beside_an_asset_is_sent_as_it_is() {
     std::fs::write(pkg.join("chunk_7.wasm.gz"), &gz).unwrap();
 
     let url = format!("{}/pkg/chunk_7.wasm", server.base);
-    let http = reqwest::Client::new();
-    let gzipped = http
-        .get(&url)
-        .header(ACCEPT_ENCODING, "gzip, deflate")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(gzipped.status(), 200);
-    assert_eq!(gzipped.headers()[CONTENT_ENCODING], "gzip");
-    assert_eq!(gzipped.headers()["content-type"], "application/wasm");
-    assert_eq!(gzipped.bytes().await.unwrap(), gz);
-
-    let plain = http.get(&url).send().await.unwrap();
-    assert!(plain.headers().get(CONTENT_ENCODING).is_none());
-    assert_eq!(plain.bytes().await.unwrap(), wasm);
+    assert_eq!(gzipped_then_plain(&url, &wasm).await, gz);
 }
 
 /// The `<head>` of a page: where the preload hints must be.

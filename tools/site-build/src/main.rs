@@ -74,13 +74,17 @@ struct MainSize {
 }
 
 impl MainSize {
-    fn of(module: &[u8]) -> Result<Self> {
-        use std::io::Write as _;
-        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
-        encoder.write_all(module)?;
+    /// The module `path` and the gzip twin [`precompress`] wrote beside it: the bytes a
+    /// browser downloads.
+    fn of(path: &Path) -> Result<Self> {
+        let len = |p: &Path| {
+            fs::metadata(p)
+                .map(|m| m.len())
+                .with_context(|| format!("measuring {}", p.display()))
+        };
         Ok(MainSize {
-            raw: module.len() as u64,
-            gzipped: encoder.finish()?.len() as u64,
+            raw: len(path)?,
+            gzipped: len(&gz_path(path))?,
         })
     }
 
@@ -139,7 +143,7 @@ fn main() -> Result<()> {
     }
     precompress(&pkg)?;
     if args.max_main_bytes.is_some() || args.max_main_gzip_bytes.is_some() {
-        let size = MainSize::of(&fs::read(&main_wasm)?)?;
+        let size = MainSize::of(&main_wasm)?;
         println!(
             "site-build: main module {} bytes, {} gzipped (budget {} and {})",
             size.raw,
@@ -238,29 +242,37 @@ fn optimize(modules: &[PathBuf], binaryen: &Path) -> Result<()> {
             binaryen.display()
         );
     }
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let size = |p: &PathBuf| fs::metadata(p).map_or(0, |m| m.len());
     // Every chunk: in a running process a small one costs milliseconds, and together the
     // chunks under 4 KB shrank from 465 KB to 120.
-    let mut largest_first: Vec<&PathBuf> = modules.iter().collect();
-    largest_first.sort_by_key(|p| std::cmp::Reverse(size(p)));
+    largest_first_on_every_core(modules, |queue| optimize_worker(&binaryen, queue))
+}
+
+/// The files a worker takes, one at a time.
+type Queue<'a> = std::sync::Mutex<std::vec::IntoIter<&'a PathBuf>>;
+
+/// Runs one `worker` per core (at most one per file) over a shared queue of `files`, largest
+/// first, so that no core is left with the largest file at the end; the first error wins.
+fn largest_first_on_every_core<'a>(
+    files: &'a [PathBuf],
+    worker: impl Fn(&Queue<'a>) -> Result<()> + Sync,
+) -> Result<()> {
+    let size = |p: &&PathBuf| fs::metadata(p).map_or(0, |m| m.len());
+    let mut largest_first: Vec<&PathBuf> = files.iter().collect();
+    largest_first.sort_by_cached_key(|p| std::cmp::Reverse(size(p)));
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let workers = cores.min(largest_first.len());
     let queue = std::sync::Mutex::new(largest_first.into_iter());
     std::thread::scope(|scope| {
         let workers: Vec<_> = (0..workers)
-            .map(|_| scope.spawn(|| optimize_worker(&binaryen, &queue)))
+            .map(|_| scope.spawn(|| worker(&queue)))
             .collect();
         workers
             .into_iter()
-            .try_for_each(|w| w.join().expect("wasm-opt worker panicked"))
+            .try_for_each(|w| w.join().expect("a site-build worker panicked"))
     })
 }
 
-/// One Node process running `wasm_opt.mjs`: a path per line in, `ok` or `error …` out.
-fn optimize_worker<'a>(
-    binaryen: &Path,
-    queue: &std::sync::Mutex<impl Iterator<Item = &'a PathBuf>>,
-) -> Result<()> {
+fn optimize_worker(binaryen: &Path, queue: &Queue<'_>) -> Result<()> {
     use std::io::{BufRead as _, Read as _, Write as _};
     let mut node = Command::new("node")
         .arg("--input-type=module")
@@ -408,25 +420,12 @@ fn precompress(pkg: &Path) -> Result<()> {
             stale.push(path);
         }
     }
-    // Largest first over every core: the main module alone is a quarter of the bytes.
-    stale.sort_by_cached_key(|p| std::cmp::Reverse(fs::metadata(p).map_or(0, |m| m.len())));
-    let queue = std::sync::Mutex::new(stale.into_iter());
-    let workers = std::thread::available_parallelism().map_or(1, usize::from);
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..workers)
-            .map(|_| {
-                scope.spawn(|| -> Result<()> {
-                    loop {
-                        let next = queue.lock().unwrap_or_else(|e| e.into_inner()).next();
-                        let Some(path) = next else { return Ok(()) };
-                        gzip_beside(&path)?;
-                    }
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .try_for_each(|h| h.join().expect("a gzip worker panicked"))
+    largest_first_on_every_core(&stale, |queue| {
+        loop {
+            let next = queue.lock().unwrap_or_else(|e| e.into_inner()).next();
+            let Some(path) = next else { return Ok(()) };
+            gzip_beside(path)?;
+        }
     })
 }
 
@@ -636,8 +635,11 @@ mod tests {
 
     #[test]
     fn the_gzipped_size_is_measured_not_assumed() {
-        let repetitive = vec![b'a'; 100_000];
-        let size = MainSize::of(&repetitive).unwrap();
+        let pkg = tempfile::tempdir().unwrap();
+        let module = pkg.path().join("skillgate_bg.wasm");
+        std::fs::write(&module, vec![b'a'; 100_000]).unwrap();
+        precompress(pkg.path()).unwrap();
+        let size = MainSize::of(&module).unwrap();
         assert_eq!(size.raw, 100_000);
         assert!(size.gzipped < 1_000, "{size:?}");
     }
