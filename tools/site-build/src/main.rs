@@ -30,6 +30,8 @@ use sha2::{Digest, Sha256};
 const SPLIT_LOADER: &str = "__wasm_split.______________________.js";
 const SPLIT_MANIFEST: &str = "__wasm_split_manifest.json";
 const STAMP: &str = ".site-build";
+/// Smaller shared chunks are merged: measured in BENCHMARKS.md ("Fewer modules per page").
+const MIN_CHUNK_BYTES: u64 = 16_000;
 /// Part of the stamp: raise it when this tool writes a different site from the same input,
 /// so that a kept site (CI's cache) is built again.
 const OUTPUT_REVISION: u32 = 4;
@@ -58,6 +60,11 @@ struct Args {
     /// npm's binaryen package (a working `wasm-opt`: Debian's 108 breaks hydration).
     #[arg(long, default_value = "end2end/node_modules/binaryen")]
     binaryen: PathBuf,
+    /// Merge a chunk (code that several pages share) estimated under this many bytes into
+    /// another, so that a page needs fewer modules (`vendor/wasm_split_cli_support`); 0
+    /// keeps every chunk.
+    #[arg(long, value_name = "BYTES", default_value_t = MIN_CHUNK_BYTES)]
+    min_chunk_bytes: u64,
     /// Fail when the main module is larger than this.
     #[arg(long, value_name = "BYTES")]
     max_main_bytes: Option<u64>,
@@ -169,6 +176,7 @@ fn stamp(wasm: &[u8], args: &Args) -> String {
     digest.update(wasm);
     digest.update(args.name.as_bytes());
     digest.update([u8::from(args.optimize)]);
+    digest.update(args.min_chunk_bytes.to_le_bytes());
     digest.update(env!("CARGO_PKG_VERSION").as_bytes());
     digest.update(OUTPUT_REVISION.to_le_bytes());
     hex::encode(digest.finalize())
@@ -203,6 +211,7 @@ fn split_and_bind(wasm: &[u8], pkg: &Path, args: &Args) -> Result<Vec<PathBuf>> 
         opts.main_out_path = &split_main;
         opts.main_module = &main_module;
         opts.link_name = &link_name;
+        opts.min_chunk_bytes = args.min_chunk_bytes;
         opts
     })
     .map_err(|e| anyhow::anyhow!("splitting {}: {e:?}", args.wasm.display()))?;
