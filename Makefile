@@ -38,10 +38,11 @@ WASM_CARGO := cargo build -p skillgate-app --lib --target wasm32-unknown-unknown
 SITE_WASM := $(TARGET_DIR)/front/wasm32-unknown-unknown/wasm-release/skillgate_app.wasm
 SITE_BUILD := $(TARGET_DIR)/debug/skillgate-site-build
 # The console's size budget: the main wasm module every browser downloads before the
-# console works, raw and gzipped (level 9). A ratchet at today's size plus about 1%: lower
-# it as the module shrinks, toward the goal of 700,000 and 250,000 (issue #48).
-MAIN_WASM_BUDGET := 766000
-MAIN_WASM_GZIP_BUDGET := 283000
+# console works, raw and gzipped (level 9). A ratchet at today's size plus about 2%
+# (623,939 and 235,921 B, inside issue #48's goal of 700,000 and 250,000): lower it as the
+# module shrinks. A new page belongs in a lazy route (app/src/routes.rs), not here.
+MAIN_WASM_BUDGET := 636000
+MAIN_WASM_GZIP_BUDGET := 241000
 
 .PHONY: check size-budget cluster-check help deps deps-build deps-site deps-e2e deps-postgres server front site build release-server run test lint fmt-check clippy unit e2e conformance bench bench-peers bench-console clean
 

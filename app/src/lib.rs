@@ -40,8 +40,6 @@ use leptos_router::components::{ParentRoute, Route, Router, Routes};
 use leptos_router::{SsrMode, path};
 
 use crate::components::{ConsoleLayout, NotFound};
-use crate::dashboard::Dashboard;
-use crate::login::LoginPage;
 use crate::preload::SplitLoaderPreload;
 
 /// The HTML document around the app, rendered on the server.
@@ -77,9 +75,9 @@ pub fn App() -> impl IntoView {
         <Title formatter=|page: String| format!("{page} · Skillgate") />
         <Router set_is_routing=set_routing>
             <Routes fallback=|| view! { <NotFound /> }>
-                <Route path=path!("/login") view=LoginPage ssr=SsrMode::Async />
+                <Route path=path!("/login") view=routes::LOGIN ssr=SsrMode::Async />
                 <ParentRoute path=path!("") view=ConsoleLayout ssr=SsrMode::Async>
-                    <Route path=path!("") view=Dashboard ssr=SsrMode::Async />
+                    <Route path=path!("") view=routes::DASHBOARD ssr=SsrMode::Async />
                     <Route
                         path=path!("roles")
                         view=routes::ROLES

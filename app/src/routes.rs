@@ -1,9 +1,9 @@
 //! The console's lazy pages.
 //!
-//! Each page below is compiled into its own chunk of the browser bundle and fetched the first
-//! time it is shown: the browser downloads the frame, the dashboard and the sign-in page
-//! up front and nothing else. The server renders them exactly as before (a lazy page is
-//! only an `async` view there), so pages without JavaScript are unchanged.
+//! Each page below, the dashboard and the sign-in page included, is compiled into its own
+//! chunk of the browser bundle and fetched the first time it is shown: the browser downloads
+//! the frame up front and nothing else. The server renders them exactly as before (a lazy
+//! page is only an `async` view there), so pages without JavaScript are unchanged.
 //!
 //! Every route's view is a [`Page`], one type, so the router's generic code is compiled once
 //! for all of them rather than once per page in the main module (16 KB of it).
@@ -21,8 +21,10 @@ use leptos_router::ChooseView;
 use crate::changes::ChangesPage;
 use crate::compliance::{AuditPage, SessionPage, SessionsPage};
 use crate::connect::ConnectPage;
+use crate::dashboard::Dashboard;
 use crate::holds::{HoldPage, HoldsPage};
 use crate::inspection::InspectorsPage;
+use crate::login::LoginPage;
 use crate::oauth::{ConnectedPage, ConsentPage};
 use crate::revisions::{CandidatePage, CandidatesPage};
 use crate::roles::{NewRolePage, RoleEditPage, RolePage, RolesPage};
@@ -78,6 +80,8 @@ macro_rules! lazy_pages {
 }
 
 lazy_pages! {
+    DASHBOARD, dashboard_page, __preload_dashboard_page => Dashboard,
+    LOGIN, login_page, __preload_login_page => LoginPage,
     ROLES, roles_page, __preload_roles_page => RolesPage,
     NEW_ROLE, new_role_page, __preload_new_role_page => NewRolePage,
     ROLE, role_page, __preload_role_page => RolePage,

@@ -114,7 +114,9 @@ async fn a_lazy_page_names_each_module_it_needs_once_in_its_head() {
     std::fs::write(
         pkg.join("__wasm_split_manifest.json"),
         r#"{"roles_page_123": ["chunk_3", "chunk_5", "split_roles_page_123"],
-            "tools_page_123": ["chunk_3", "chunk_9", "split_tools_page_123"]}"#,
+            "tools_page_123": ["chunk_3", "chunk_9", "split_tools_page_123"],
+            "dashboard_page_123": ["chunk_3", "chunk_7", "split_dashboard_page_123"],
+            "login_page_123": ["chunk_8", "split_login_page_123"]}"#,
     )
     .unwrap();
     let replica = server.replica();
@@ -146,4 +148,23 @@ async fn a_lazy_page_names_each_module_it_needs_once_in_its_head() {
         !html[html.find("</head>").unwrap()..].contains("chunk_3"),
         "hints stay out of the body, which the browser hydrates"
     );
+
+    // The dashboard and the sign-in page are lazy pages too: the first page a person sees.
+    for (path, cookie, modules) in [
+        (
+            "/",
+            admin.cookie.as_str(),
+            ["chunk_7", "split_dashboard_page_123"],
+        ),
+        ("/login", "", ["chunk_8", "split_login_page_123"]),
+    ] {
+        let (status, html) = page(&replica, cookie, path).await;
+        assert_eq!(status, 200, "{path}");
+        let its_head = self::head(&html);
+        for module in modules {
+            let href = format!(r#"href="/pkg/{module}.wasm""#);
+            let times = its_head.matches(&href).count();
+            assert_eq!(times, 1, "{module} once in {path}: {its_head}");
+        }
+    }
 }
