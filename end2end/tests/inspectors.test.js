@@ -30,9 +30,16 @@ async function clickUntilRows(page, js, selector, rows) {
   } else {
     await Promise.all([page.waitForNavigation(), page.click(selector)]);
   }
-  // With no rule left the page shows a notice instead of the rules table.
+  // With no rule left the page shows a notice instead of the rules table. While the rules
+  // load again there is neither, so "no table" alone is not "no rules".
   await page.waitForFunction(
-    (n) => (document.querySelectorAll('table')[1]?.querySelectorAll('tbody tr').length ?? 0) === n,
+    (n) => {
+      const table = document.querySelectorAll('table')[1];
+      if (n === 0) {
+        return !table && /No rules: every inspector takes its default/.test(document.querySelector('main')?.textContent ?? '');
+      }
+      return table?.querySelectorAll('tbody tr').length === n;
+    },
     rows,
   );
 }
