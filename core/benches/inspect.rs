@@ -1,6 +1,6 @@
-//! The result inspectors on a 2 KB tool result and on two large ones (a JSON listing, and
-//! 64 KB of English prose with typography beyond ASCII): what they add to a call's gateway
-//! CPU.
+//! The result inspectors on a 2 KB tool result and on three large ones (a JSON listing, 64 KB
+//! of plain order lines, and 64 KB of English prose with typography beyond ASCII): what they
+//! add to a call's gateway CPU.
 //!
 //! `serialize` (serde_json of the same result, which the gateway does anyway) is the
 //! baseline the inspectors are compared with.
@@ -83,10 +83,35 @@ fn prose_result() -> CallToolResult {
     CallToolResult::success(vec![ContentBlock::text(&guide[..end])])
 }
 
+/// 64 KB of plain order-listing lines, the answer of `make bench-peers`'s 64 KB load (the
+/// demo upstream's `bench_payload`, `demo-upstream/src/bench.rs`, whose format this
+/// follows: the upstream crate depends on this one, so it cannot be called from here).
+fn order_lines_result() -> CallToolResult {
+    let mut text = String::new();
+    let mut line = 0u32;
+    while text.len() < 64 * 1024 {
+        text.push_str(&format!(
+            "O-{:06}  2026-{:02}-{:02}  {:<9}  {} items  {}.{:02} USD  customer C-{:04}\n",
+            100_000 + line,
+            1 + line % 12,
+            1 + line % 28,
+            ["shipped", "delivered", "returned", "pending"][(line % 4) as usize],
+            1 + line % 7,
+            10 + (line * 37) % 990,
+            (line * 13) % 100,
+            1000 + line % 9000,
+        ));
+        line += 1;
+    }
+    text.truncate(64 * 1024);
+    CallToolResult::success(vec![ContentBlock::text(text)])
+}
+
 fn inspect_large(c: &mut Criterion) {
     let inspectors = Inspectors::shared();
     for (name, result) in [
         ("json_listing", listing_result()),
+        ("order_lines", order_lines_result()),
         ("prose", prose_result()),
     ] {
         let size = serde_json::to_vec(&result).unwrap().len();
