@@ -648,6 +648,11 @@ pub fn compute_split_modules(
     hasher.write(env!("CARGO_PKG_VERSION").as_bytes()); // TODO: hasher.write_str(_) once that's stabilized
     hasher.write(module.raw);
     // once options impact the output module, these should be hashed too
+    // Skillgate's patch: the merge threshold does, so a main module never takes a chunk
+    // split with another one (the same file names, other contents) for its own.
+    if min_chunk_bytes > 0 {
+        hasher.write_u64(min_chunk_bytes);
+    }
     program_info.canary_export_name = format!("__canary_{:x}", hasher.finish());
     perf_span.exit();
     Ok(program_info)
