@@ -10,6 +10,7 @@ use std::hint::black_box;
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::json;
+use skillgate_core::demo::bench::order_lines;
 use skillgate_core::inspect::Inspectors;
 use skillgate_core::model::Inspector;
 
@@ -83,28 +84,9 @@ fn prose_result() -> CallToolResult {
     CallToolResult::success(vec![ContentBlock::text(&guide[..end])])
 }
 
-/// 64 KB of plain order-listing lines, the answer of `make bench-peers`'s 64 KB load (the
-/// demo upstream's `bench_payload`, `demo-upstream/src/bench.rs`, whose format this
-/// follows: the upstream crate depends on this one, so it cannot be called from here).
+/// 64 KB of plain order lines: the answer of `make bench-peers`'s 64 KB load.
 fn order_lines_result() -> CallToolResult {
-    let mut text = String::new();
-    let mut line = 0u32;
-    while text.len() < 64 * 1024 {
-        text.push_str(&format!(
-            "O-{:06}  2026-{:02}-{:02}  {:<9}  {} items  {}.{:02} USD  customer C-{:04}\n",
-            100_000 + line,
-            1 + line % 12,
-            1 + line % 28,
-            ["shipped", "delivered", "returned", "pending"][(line % 4) as usize],
-            1 + line % 7,
-            10 + (line * 37) % 990,
-            (line * 13) % 100,
-            1000 + line % 9000,
-        ));
-        line += 1;
-    }
-    text.truncate(64 * 1024);
-    CallToolResult::success(vec![ContentBlock::text(text)])
+    CallToolResult::success(vec![ContentBlock::text(order_lines(64 * 1024))])
 }
 
 fn inspect_large(c: &mut Criterion) {

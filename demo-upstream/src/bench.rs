@@ -3,8 +3,6 @@
 //! result costs a gateway, and takes an `amount` a cumulative cap can count, so the same
 //! tool can be measured with and without limits. It touches no books.
 
-use std::fmt::Write as _;
-
 use serde_json::json;
 use skillgate_core::model::ToolSpec;
 
@@ -47,24 +45,5 @@ pub fn payload(args: &Args<'_>) -> Result<String, ToolError> {
         args.money("amount")?;
     }
     let bytes = usize::try_from(bytes).unwrap_or(0);
-    let mut text = String::with_capacity(bytes + 96);
-    let mut line = 0u32;
-    while text.len() < bytes {
-        // Real listings vary line by line: nothing downstream can fold them into one.
-        let _ = writeln!(
-            text,
-            "O-{:06}  2026-{:02}-{:02}  {:<9}  {} items  {}.{:02} USD  customer C-{:04}",
-            100_000 + line,
-            1 + line % 12,
-            1 + line % 28,
-            ["shipped", "delivered", "returned", "pending"][(line % 4) as usize],
-            1 + line % 7,
-            10 + (line * 37) % 990,
-            (line * 13) % 100,
-            1000 + line % 9000,
-        );
-        line += 1;
-    }
-    text.truncate(bytes);
-    Ok(text)
+    Ok(skillgate_core::demo::bench::order_lines(bytes))
 }

@@ -1,5 +1,6 @@
 //! The demo catalog: the customer-support company of the Skilder paper.
 
+pub mod bench;
 pub mod catalog;
 pub mod tools;
 
