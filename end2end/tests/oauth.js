@@ -52,9 +52,3 @@ export async function startAuthorization(client, redirectUri, { scope, state = '
   const url = new URL(location, BASE);
   return { consentPath: `${url.pathname}${url.search}`, verifier };
 }
-
-/** A loopback redirect URI on a port nothing listens on: tests answer it with page.route. */
-export function loopbackRedirect() {
-  const port = 40000 + crypto.randomInt(20000);
-  return `http://127.0.0.1:${port}/callback`;
-}

@@ -8,22 +8,25 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { launch, navLink, newPage, signIn, screenshot, waitHydrated, expectHeading, ADMIN_PASSWORD, outcome, submit } from './browser.js';
-import { loopbackRedirect, registerClient, startAuthorization } from './oauth.js';
+import { registerClient, startAuthorization } from './oauth.js';
 
 
 /**
- * Listens on the client's loopback redirect URI, as the client's own listener would (a
- * route in the page cannot answer it: Playwright does not intercept the request a
- * redirect leads to). Returns a function that stops listening.
+ * Listens on a loopback redirect URI, as the client's own listener would (a route in the
+ * page cannot answer it: Playwright does not intercept the request a redirect leads to),
+ * on a port the system picked, so it cannot collide with one in use. Returns the redirect
+ * URI and a function that stops listening.
  */
-async function actAsClient(redirect) {
-  const { hostname, port } = new URL(redirect);
+async function actAsClient() {
   const server = http.createServer((_, response) => {
     response.writeHead(200, { 'content-type': 'text/html' });
     response.end('<h1>client</h1>');
   });
-  await new Promise((resolve) => server.listen(Number(port), hostname, resolve));
-  return () => new Promise((resolve) => server.close(resolve));
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    redirect: `http://127.0.0.1:${server.address().port}/callback`,
+    stop: () => new Promise((resolve) => server.close(resolve)),
+  };
 }
 
 async function open(page, js, path) {
@@ -99,7 +102,8 @@ for (const js of [true, false]) {
     });
 
     it('a client sign-in: consent names the client and scope, approval shows on Connected clients, revoke ends it', async (t) => {
-      const redirect = loopbackRedirect();
+      const { redirect, stop: stopClient } = await actAsClient();
+      t.after(stopClient);
       const client = await registerClient(`E2E client ${mode}`, redirect);
       if (!client) {
         t.skip('this server has no /oauth/register yet');
@@ -110,8 +114,6 @@ for (const js of [true, false]) {
 
       // Signed out, the browser is sent to sign in and comes back to the consent page.
       const person = await newPage(browser, js);
-      const stopClient = await actAsClient(redirect);
-      t.after(stopClient);
       await person.goto(consentPath);
       assert.equal(new URL(person.url()).pathname, '/login');
       assert.equal(await person.inputValue('input[type=hidden][name=next]'), consentPath);
