@@ -63,10 +63,14 @@ static KEYWORDS: &[&str] = &[
     "नज",
 ];
 
+/// The keywords, ASCII lowercased, searched in the text ASCII lowercased: the same answer
+/// as an ASCII-case-insensitive search, but with leftmost-first matching and no case
+/// folding in the automaton, aho-corasick can use its vectorised prefilter, about 10× faster on text
+/// with no keyword (108 → 9.5 µs for 64 KB of order lines, BENCHMARKS.md, issue #35).
 static PREFILTER: LazyLock<AhoCorasick> = LazyLock::new(|| {
     AhoCorasick::builder()
-        .ascii_case_insensitive(true)
-        .build(KEYWORDS)
+        .match_kind(aho_corasick::MatchKind::LeftmostFirst)
+        .build(KEYWORDS.iter().map(|k| k.to_ascii_lowercase()))
         .expect("language keywords compile")
 });
 
@@ -144,7 +148,12 @@ fn searchable(pattern: &str) -> String {
 
 /// Whether `text` carries one of the patterns, read folded (see the module doc).
 pub fn is_match(text: &str) -> bool {
-    PREFILTER.is_match(text) && SET.is_match(&super::super::normalize::fold(text))
+    has_keyword(text) && SET.is_match(&super::super::normalize::fold(text))
+}
+
+/// Whether `text` holds a keyword, ASCII case aside.
+fn has_keyword(text: &str) -> bool {
+    PREFILTER.is_match(&text.to_ascii_lowercase())
 }
 
 #[cfg(test)]
@@ -153,6 +162,41 @@ mod tests {
 
     use super::*;
     use crate::inspect::normalize::fold;
+
+    proptest::proptest! {
+        #[test]
+        fn the_keyword_pass_answers_as_a_case_insensitive_search(
+            pieces in proptest::collection::vec(
+                proptest::prop_oneof![
+                    proptest::strategy::Strategy::prop_map(
+                        proptest::sample::select(KEYWORDS),
+                        str::to_owned,
+                    ),
+                    "[a-zA-Z ]{0,6}",
+                    "[ÄÖäöИи給]{0,2}",
+                ],
+                0..6,
+            ),
+            upper in proptest::collection::vec(proptest::bool::ANY, 64),
+        ) {
+            // Keywords spelled in any ASCII case, beside letters that almost make one.
+            let text: String = pieces
+                .concat()
+                .chars()
+                .zip(upper.iter().cycle())
+                .map(|(c, up)| if *up { c.to_ascii_uppercase() } else { c })
+                .collect();
+            let insensitive = AhoCorasick::builder()
+                .ascii_case_insensitive(true)
+                .build(KEYWORDS)
+                .unwrap();
+            proptest::prop_assert_eq!(
+                has_keyword(&text),
+                insensitive.is_match(&text),
+                "{:?}", text
+            );
+        }
+    }
 
     #[test]
     fn a_word_boundary_is_spelled_as_the_character_beside_it() {
