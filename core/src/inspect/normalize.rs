@@ -227,11 +227,11 @@ static BASE64: [bool; 256] = {
 };
 
 /// The matches of `[A-Za-z0-9+/_-]{24,}={0,2}` in `text`, leftmost first, as regex finds
-/// them, at a few bytes per probe instead of every byte: a run of [`MIN_WRAPPED`] that
-/// starts at or after `at` covers byte `at + MIN_WRAPPED - 1`, so where that byte is
-/// outside the alphabet the search moves on by a whole run's length. Both detectors look
-/// for wrapped text in every string of every result, and regex's DFA took about 1.6 ns a
-/// byte for it (BENCHMARKS.md, issue #35).
+/// them, reading about one byte in [`MIN_WRAPPED`] where runs are short: a run at least
+/// that long that starts within the next [`MIN_WRAPPED`] bytes from `at` covers byte
+/// `at + MIN_WRAPPED - 1`, so where that byte is outside the alphabet the search moves on
+/// past it. Both detectors look for wrapped text in every string of every result, and
+/// regex's DFA took about 1.6 ns a byte for it (BENCHMARKS.md, issue #35).
 struct Base64Runs<'t> {
     text: &'t str,
     at: usize,

@@ -65,8 +65,9 @@ static KEYWORDS: &[&str] = &[
 
 /// The keywords, ASCII lowercased, searched in the text ASCII lowercased: the same answer
 /// as an ASCII-case-insensitive search, but with leftmost-first matching and no case
-/// folding in the automaton, aho-corasick can use its vectorised prefilter, about 10× faster on text
-/// with no keyword (108 → 9.5 µs for 64 KB of order lines, BENCHMARKS.md, issue #35).
+/// folding in the automaton, aho-corasick can use its vectorised prefilter, about 10×
+/// faster on text with no keyword (108 → 9.5 µs for 64 KB of order lines, BENCHMARKS.md,
+/// issue #35).
 static PREFILTER: LazyLock<AhoCorasick> = LazyLock::new(|| {
     AhoCorasick::builder()
         .match_kind(aho_corasick::MatchKind::LeftmostFirst)
