@@ -23,6 +23,7 @@ mod oauth;
 mod settings;
 mod sync;
 mod users;
+mod workspaces;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -41,6 +42,7 @@ pub use catalog::CredentialUpdate;
 pub use error::AdminError;
 pub use inspection::{INSPECTION_TARGET, PolicyIssue, policy_issues};
 pub use oauth::{NewConsent, OAUTH_ACTOR};
+pub use workspaces::{MAX_WORKSPACE_TITLE_CHARS, parse_workspace_slug, workspace_target};
 
 /// How many change-log entries an entity's history shows.
 pub const HISTORY_LIMIT: u32 = 50;

@@ -51,6 +51,7 @@ pub const COPIED_TABLES: &[&str] = &[
     "oauth_codes",
     "oauth_tokens",
     "compliance_settings",
+    "workspaces",
     "audit_events",
     "audit_anchors",
     "audit_checkpoints",
@@ -70,6 +71,10 @@ pub const NOT_COPIED: &[(&str, &str)] = &[
     (
         "console_sessions",
         "console sign-ins: people sign in to the console again",
+    ),
+    (
+        "this_workspace",
+        "each database's own: the workspace it was created for, written when it is created",
     ),
 ];
 

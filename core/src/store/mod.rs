@@ -35,11 +35,13 @@ pub mod tasks;
 pub mod testing;
 mod tx;
 pub(crate) mod users;
+pub mod workspaces;
 mod write_lock;
 
 pub use console_sessions::ConsoleSessionStore;
 pub use tx::Tx;
 pub use users::{LoginAttemptCounts, LoginBudget, UserRecord};
+pub use workspaces::WorkspaceRecord;
 use write_lock::Held;
 pub use write_lock::WriteLockTimes;
 
@@ -80,6 +82,9 @@ pub enum StoreError {
     Invalid(#[from] crate::model::CatalogError),
     #[error("stored data is unreadable: {0}")]
     Corrupt(String),
+    /// A workspace's database is missing, or is not the workspace it was opened as.
+    #[error("{0}")]
+    Workspace(String),
     /// The database could not serve (see [`StoreError::is_unavailable`]), told to several
     /// callers at once (a group commit's), so by its message.
     #[error("the database is unavailable: {0}")]
@@ -143,6 +148,13 @@ pub struct Store {
     hot_on_pool: bool,
     /// How long writes wait for and hold the write lock, for `/metrics`.
     write_lock: WriteLockTimes,
+    /// The PostgreSQL advisory lock [`Store::begin_write`] takes: [`WRITE_LOCK`] for the
+    /// platform's schema, one of its own for each workspace's (their writes never contend).
+    write_lock_key: i64,
+    /// Where the database is, and which workspace it is (see [`workspaces`]).
+    place: workspaces::Place,
+    /// How the main pool is sized, for the workspaces' databases opened beside this one.
+    settings: PoolSettings,
     /// The directory of a `sqlite::memory:` database, removed with the last clone. Declared
     /// last: fields drop in order, so the connections close before it goes.
     _ephemeral: Option<Arc<tempfile::TempDir>>,
@@ -177,7 +189,7 @@ impl Store {
     pub async fn open_with(url: &str, settings: PoolSettings) -> Result<Self, StoreError> {
         sqlx::any::install_default_drivers();
         if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-            Self::open_postgres(url, settings).await
+            Self::open_postgres(url, settings, None).await
         } else {
             Self::open_sqlite(url, settings).await
         }
@@ -250,7 +262,7 @@ impl Store {
             .connect(&any_url)
             .await
             .map_err(open_error)?;
-        let store = Self {
+        let mut store = Self {
             pool,
             pools: Pools::Sqlite {
                 typed,
@@ -258,17 +270,31 @@ impl Store {
             },
             hot_on_pool: false,
             write_lock: WriteLockTimes::default(),
+            write_lock_key: WRITE_LOCK,
+            place: workspaces::Place::sqlite(path),
+            settings,
             _ephemeral: ephemeral,
         };
+        store.place.workspace = workspaces::stamp_of(&store).await?;
         catalog::pin_tools_stored_before_pins(&store).await?;
         Ok(store)
     }
 
-    async fn open_postgres(url: &str, settings: PoolSettings) -> Result<Self, StoreError> {
+    /// Opens the PostgreSQL database at `url`; with `schema`, a workspace's schema in it
+    /// (see [`workspaces`]): both pools then name only that schema in their `search_path`,
+    /// so every statement, and the migrator's own table, stays inside it.
+    async fn open_postgres(
+        url: &str,
+        settings: PoolSettings,
+        schema: Option<&str>,
+    ) -> Result<Self, StoreError> {
         let unsupported = || StoreError::UnsupportedUrl(url.to_owned());
         // Both pools below read `sslmode`, `sslrootcert`, `sslcert` and `sslkey` from the
         // URL (TLS through rustls; `PGSSLMODE`/`PGSSLROOTCERT` when the URL is silent).
-        let options = PgConnectOptions::from_str(url).map_err(|_| unsupported())?;
+        let mut options = PgConnectOptions::from_str(url).map_err(|_| unsupported())?;
+        if let Some(schema) = schema {
+            options = options.options([("search_path", schema)]);
+        }
         check_tls_files(url)?;
         // The database named in a URL, without its password, for messages.
         let target = format!(
@@ -303,6 +329,9 @@ impl Store {
                  than on SQLite (docs/operations.md, \"Collation\")"
             );
         }
+        // The `Any` driver connects from the URL alone: a workspace's schema is set on each
+        // new connection instead.
+        let search_path = schema.map(|schema| format!("SET search_path TO {schema}"));
         let pool = AnyPoolOptions::new()
             .max_connections(
                 settings
@@ -312,16 +341,29 @@ impl Store {
             .acquire_timeout(settings.acquire_timeout)
             .idle_timeout(Some(Duration::from_secs(600)))
             .max_lifetime(Some(Duration::from_secs(3600)))
+            .after_connect(move |conn, _| {
+                let search_path = search_path.clone();
+                Box::pin(async move {
+                    if let Some(statement) = search_path {
+                        conn.execute(statement.as_str()).await?;
+                    }
+                    Ok(())
+                })
+            })
             .connect(url)
             .await
             .map_err(open_error)?;
-        let store = Self {
+        let mut store = Self {
             pool,
             pools: Pools::Postgres { typed },
             hot_on_pool: false,
             write_lock: WriteLockTimes::default(),
+            write_lock_key: schema.map_or(WRITE_LOCK, workspaces::write_lock_key),
+            place: workspaces::Place::postgres(url),
+            settings,
             _ephemeral: None,
         };
+        store.place.workspace = workspaces::stamp_of(&store).await?;
         // Replicas starting together run this at once; it is idempotent and takes the
         // write lock.
         catalog::pin_tools_stored_before_pins(&store).await?;
@@ -396,7 +438,7 @@ impl Store {
                 let asked = Instant::now();
                 // The lock's own result is `void`, a type the `Any` driver cannot read.
                 sqlx::query("SELECT 1 FROM (SELECT pg_advisory_xact_lock($1)) AS locked")
-                    .bind(WRITE_LOCK)
+                    .bind(self.write_lock_key)
                     .execute(&mut *tx)
                     .await?;
                 Ok((tx, self.write_lock.acquired(asked.elapsed())))

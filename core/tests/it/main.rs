@@ -41,3 +41,4 @@ mod upstream_http;
 mod upstream_https;
 mod upstream_identity;
 mod whatif;
+mod workspaces;

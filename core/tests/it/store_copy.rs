@@ -206,6 +206,13 @@ async fn source() -> Source {
     .await;
     exec(
         pool,
+        "INSERT INTO workspaces (slug, title, created_at, created_by, archived_at) \
+         VALUES ('finance', 'Finance', $1, 'admin', NULL)",
+        &[at],
+    )
+    .await;
+    exec(
+        pool,
         "INSERT INTO inspection_policy (id, policy, updated_at) \
          VALUES (1, '{\"rules\":[{\"inspector\":\"injection\",\"action\":\"block\"}]}', $1)",
         &[at],

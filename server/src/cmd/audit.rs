@@ -5,6 +5,7 @@ use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use crate::cmd::Target;
 use anyhow::Context;
 use clap::{Subcommand, ValueEnum};
 use skillgate_core::audit::checkpoint::{self, default_key_path};
@@ -13,7 +14,6 @@ use skillgate_core::audit::{
     KeyOrigin, PublicKey, TipCheckpoint, TrustedKeys,
 };
 use skillgate_core::compliance::{Compliance, Outcome, SessionFilter, parse_time_bound};
-use skillgate_core::store::Store;
 
 #[derive(Debug, clap::Args)]
 pub struct AuditArgs {
@@ -47,6 +47,10 @@ pub enum AuditCommand {
         /// by a whole walk.
         #[arg(long)]
         since_checkpoint: bool,
+        /// Verify every workspace's chain, `default` first, each on its own: the whole
+        /// deployment. Exit 1 when any does not verify.
+        #[arg(long)]
+        every_workspace: bool,
     },
     /// Sign the chain tip now with the server's key (the server does it every
     /// --audit-checkpoint-interval).
@@ -231,14 +235,18 @@ fn trusted_keys(
     Ok(CheckpointSigner::from_file(&path)?.trusted())
 }
 
-pub async fn run(database_url: &str, args: AuditArgs) -> anyhow::Result<ExitCode> {
-    let store = Store::open(database_url).await?;
+pub async fn run(target: &Target, args: AuditArgs) -> anyhow::Result<ExitCode> {
+    // Every workspace's chain is signed with the platform's one key, found beside the
+    // platform database.
+    let database_url = target.database_url.as_str();
+    let store = target.open().await?;
     let log = AuditLog::new(store);
     let key_file = args.audit_signing_key.as_deref();
     match args.command {
         AuditCommand::Verify {
             public_keys,
             since_checkpoint,
+            every_workspace,
         } => {
             let keys = trusted_keys(database_url, key_file, public_keys)?;
             let extent = if since_checkpoint {
@@ -246,12 +254,30 @@ pub async fn run(database_url: &str, args: AuditArgs) -> anyhow::Result<ExitCode
             } else {
                 Extent::Whole
             };
-            let report = log
-                .verify_integrity(&keys, extent)
-                .await
-                .context("reading the audit chain")?;
-            let intact =
-                report_verification(&report, extent, &mut io::stdout(), &mut io::stderr())?;
+            if !every_workspace {
+                let intact = verify_one(&log, &keys, extent).await?;
+                return Ok(if intact {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::FAILURE
+                });
+            }
+            anyhow::ensure!(
+                log.store().is_platform(),
+                "--every-workspace verifies the whole deployment: leave out --workspace"
+            );
+            let mut intact = true;
+            println!("workspace {}:", log.store().workspace_slug());
+            intact &= verify_one(&log, &keys, extent).await?;
+            for workspace in log.store().list_workspaces().await? {
+                if workspace.archived_at.is_some() {
+                    continue;
+                }
+                println!("workspace {}:", workspace.slug);
+                let store = log.store().workspace(&workspace.slug).await?;
+                intact &= verify_one(&AuditLog::new(store.clone()), &keys, extent).await?;
+                store.close().await;
+            }
             Ok(if intact {
                 ExitCode::SUCCESS
             } else {
@@ -343,6 +369,22 @@ pub async fn run(database_url: &str, args: AuditArgs) -> anyhow::Result<ExitCode
 
 /// Prints the outcome of a verification; returns whether the chain and its checkpoints
 /// are intact. Findings go to `err`, one line each.
+/// Verifies one chain and prints the verdict; true when it is intact.
+async fn verify_one(log: &AuditLog, keys: &TrustedKeys, extent: Extent) -> anyhow::Result<bool> {
+    let report = log.verify_integrity(keys, extent).await.with_context(|| {
+        format!(
+            "reading the audit chain of workspace {}",
+            log.store().workspace_slug()
+        )
+    })?;
+    Ok(report_verification(
+        &report,
+        extent,
+        &mut io::stdout(),
+        &mut io::stderr(),
+    )?)
+}
+
 fn report_verification(
     report: &IntegrityReport,
     extent: Extent,
@@ -485,7 +527,7 @@ mod tests {
     async fn fixture(n: u64) -> Fixture {
         let dir = tempfile::tempdir().unwrap();
         let url = format!("sqlite://{}", dir.path().join("audit.db").display());
-        let log = AuditLog::new(Store::open(&url).await.unwrap());
+        let log = AuditLog::new(skillgate_core::store::Store::open(&url).await.unwrap());
         for i in 1..=n {
             let session = if i % 3 == 0 { "s-2" } else { "s-1" };
             log.append(
@@ -511,6 +553,7 @@ mod tests {
             command: AuditCommand::Verify {
                 public_keys: Vec::new(),
                 since_checkpoint: false,
+                every_workspace: false,
             },
             audit_signing_key: None,
         }
@@ -558,7 +601,9 @@ mod tests {
             )
         );
         assert_eq!(err, "");
-        let code = run(&fx.url, verify_args()).await.unwrap();
+        let code = run(&Target::platform(&fx.url), verify_args())
+            .await
+            .unwrap();
         assert_eq!(code, ExitCode::SUCCESS);
     }
 
@@ -574,7 +619,9 @@ mod tests {
         assert!(!intact);
         assert_eq!(out, "");
         assert_eq!(err, "audit chain BROKEN: event 5 was changed\n");
-        let code = run(&fx.url, verify_args()).await.unwrap();
+        let code = run(&Target::platform(&fx.url), verify_args())
+            .await
+            .unwrap();
         assert_eq!(code, ExitCode::FAILURE);
     }
 

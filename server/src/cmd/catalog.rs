@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Subcommand;
 
+use crate::cmd::Target;
 use chrono::Utc;
 use skillgate_core::admin::AdminService;
 use skillgate_core::audit::AuditLog;
@@ -15,7 +16,6 @@ use skillgate_core::catalog_code::{self, ApplyError, ApplyOptions, CatalogFile, 
 use skillgate_core::limited_read::LimitedReadError;
 use skillgate_core::names::Actor;
 use skillgate_core::policy::CompiledCatalog;
-use skillgate_core::store::Store;
 use skillgate_core::whatif::{ReplayReport, ReplayRequest, Window, replay_stored};
 
 use crate::cmd::key::{DEFAULT_MCP_URL, render_created};
@@ -83,11 +83,11 @@ pub enum PlanFormat {
     Json,
 }
 
-pub async fn run(database_url: &str, command: CatalogCommand) -> anyhow::Result<ExitCode> {
+pub async fn run(target: &Target, command: CatalogCommand) -> anyhow::Result<ExitCode> {
     match command {
         CatalogCommand::Schema => print!("{}", json_schema_text()),
         CatalogCommand::Export { output } => {
-            let store = Store::open(database_url).await?;
+            let store = target.open().await?;
             let yaml = catalog_code::export::export(&store)
                 .await
                 .context("reading the catalog")?
@@ -113,8 +113,7 @@ pub async fn run(database_url: &str, command: CatalogCommand) -> anyhow::Result<
                 Err(error @ LimitedReadError::TooBig { .. }) => {
                     eprintln!("{error}");
                     if !dry_run {
-                        audit_refusal(database_url, &file, None, "TOO_LARGE", &error.to_string())
-                            .await?;
+                        audit_refusal(target, &file, None, "TOO_LARGE", &error.to_string()).await?;
                     }
                     return Ok(ExitCode::FAILURE);
                 }
@@ -140,7 +139,7 @@ pub async fn run(database_url: &str, command: CatalogCommand) -> anyhow::Result<
                 .unwrap_or_default();
             let result = match parsed {
                 Ok(parsed) => {
-                    let store = Store::open(database_url).await?;
+                    let store = target.open().await?;
                     AdminService::open(store)
                         .await
                         .context("reading the catalog")?
@@ -155,8 +154,7 @@ pub async fn run(database_url: &str, command: CatalogCommand) -> anyhow::Result<
                     eprintln!("{}: {error}", file.display());
                     if !dry_run {
                         let reason = error.to_string();
-                        audit_refusal(database_url, &file, Some(&bytes), "INVALID", &reason)
-                            .await?;
+                        audit_refusal(target, &file, Some(&bytes), "INVALID", &reason).await?;
                     }
                     return Ok(ExitCode::FAILURE);
                 }
@@ -164,7 +162,7 @@ pub async fn run(database_url: &str, command: CatalogCommand) -> anyhow::Result<
             };
             let replayed = match (&window, report.proposed.take()) {
                 (Some(window), Some(proposed)) => {
-                    match replay_against(database_url, window, proposed, &digest).await? {
+                    match replay_against(target, window, proposed, &digest).await? {
                         Ok(replayed) => Some(replayed),
                         Err(error) => {
                             eprintln!("{error}");
@@ -213,7 +211,7 @@ pub async fn run(database_url: &str, command: CatalogCommand) -> anyhow::Result<
 /// changes nothing and asks for nothing, so it is not audited. The actor names the refused
 /// contents as an apply's actor would (`catalog-apply:<digest>`) when there are any.
 async fn audit_refusal(
-    database_url: &str,
+    target: &Target,
     file: &std::path::Path,
     bytes: Option<&[u8]>,
     code: &str,
@@ -227,7 +225,7 @@ async fn audit_refusal(
         ),
         None => "catalog-apply".to_owned(),
     };
-    let store = Store::open(database_url).await?;
+    let store = target.open().await?;
     AdminService::open(store)
         .await
         .context("reading the catalog")?
@@ -283,13 +281,13 @@ fn replay_heading(window: &Window) -> String {
 /// local user; on a terminal, stderr shows how far it got (Ctrl-C leaves nothing behind:
 /// the replay writes only its own audit event, at the end).
 async fn replay_against(
-    database_url: &str,
+    target: &Target,
     window: &Window,
     proposed: skillgate_core::model::Catalog,
     digest: &str,
 ) -> anyhow::Result<Result<ReplayReport, skillgate_core::whatif::WhatIfError>> {
     use std::io::{IsTerminal as _, Write as _};
-    let store = Store::open(database_url).await?;
+    let store = target.open().await?;
     let current = store
         .compiled_catalog()
         .await

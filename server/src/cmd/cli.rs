@@ -26,6 +26,17 @@ pub struct Cli {
     )]
     pub database_url: String,
 
+    /// The workspace the key, catalog, skill and audit commands work in: its own catalog,
+    /// keys, sessions and audit chain. `default` is the platform database's own.
+    #[arg(
+        long,
+        global = true,
+        env = "SKILLGATE_WORKSPACE",
+        default_value = "default",
+        value_name = "NAME"
+    )]
+    pub workspace: String,
+
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -39,6 +50,9 @@ pub enum Command {
     /// Manage console users.
     #[command(subcommand)]
     User(UserCommand),
+    /// Create and list workspaces: each team's own catalog, keys, sessions and audit.
+    #[command(subcommand)]
+    Workspace(crate::cmd::workspace::WorkspaceCommand),
     /// Manage agent keys (the MCP endpoint's bearer credentials).
     #[command(subcommand)]
     Key(crate::cmd::key::KeyCommand),

@@ -6,7 +6,8 @@ use clap::Subcommand;
 use skillgate_core::admin::AdminService;
 use skillgate_core::keys::{AgentKeyInfo, AgentKeys, NewAgentKey};
 use skillgate_core::slug::Slug;
-use skillgate_core::store::Store;
+
+use crate::cmd::Target;
 
 pub const DEFAULT_MCP_URL: &str = "http://127.0.0.1:3000/mcp";
 
@@ -33,8 +34,8 @@ pub enum KeyCommand {
     List,
 }
 
-pub async fn run(database_url: &str, command: KeyCommand) -> anyhow::Result<()> {
-    let store = Store::open(database_url).await?;
+pub async fn run(target: &Target, command: KeyCommand) -> anyhow::Result<()> {
+    let store = target.open().await?;
     let keys = AgentKeys::new(store.clone());
     match command {
         KeyCommand::Create {
@@ -200,7 +201,9 @@ mod tests {
 
     #[tokio::test]
     async fn create_prints_the_key_once_with_a_client_config_that_uses_it() {
-        let store = Store::open("sqlite::memory:").await.unwrap();
+        let store = skillgate_core::store::Store::open("sqlite::memory:")
+            .await
+            .unwrap();
         let support = Slug::parse("support").unwrap();
         let (info, key) = AgentKeys::new(store)
             .create("bot", &support, std::slice::from_ref(&support), None, None)

@@ -57,26 +57,37 @@ pub async fn run(args: MigrateArgs) -> anyhow::Result<ExitCode> {
     let target = Store::open(&args.to)
         .await
         .with_context(|| format!("opening the target {to}"))?;
-    let report = source
-        .copy_into(&target)
-        .await
-        .with_context(|| format!("copying {from} into {to}"))?;
     let mut out = io::stdout().lock();
-    print_copy(&report, &from, &to, &mut out)?;
-
-    let source_check = skillgate_core::audit::verify_integrity(&source, &keys, Extent::Whole)
-        .await
-        .context("verifying the source's audit chain")?;
-    let copy_check = skillgate_core::audit::verify_integrity(&target, &keys, Extent::Whole)
-        .await
-        .context("verifying the copy's audit chain")?;
-    let proven = conclude(
-        &source_check,
-        &copy_check,
-        &args.from,
-        &mut out,
-        &mut io::stderr(),
-    )?;
+    // The platform's database (the `default` workspace, with the registry of the others),
+    // then each workspace's database: each chain proven on its own.
+    let labels = (from.clone(), to.clone());
+    let mut proven = copy_and_prove(&source, &target, &keys, &args.from, &labels, &mut out).await?;
+    for workspace in source.list_workspaces().await? {
+        let slug = &workspace.slug;
+        let from_workspace = source
+            .workspace(slug)
+            .await
+            .with_context(|| format!("opening workspace {slug} of the source {from}"))?;
+        let to_workspace = target
+            .create_workspace_database(slug)
+            .await
+            .with_context(|| format!("creating workspace {slug} in the target {to}"))?;
+        let labels = (
+            format!("workspace {slug} of {from}"),
+            format!("workspace {slug} of {to}"),
+        );
+        proven &= copy_and_prove(
+            &from_workspace,
+            &to_workspace,
+            &keys,
+            &args.from,
+            &labels,
+            &mut out,
+        )
+        .await?;
+        from_workspace.close().await;
+        to_workspace.close().await;
+    }
     if proven {
         print_key_hint(&key_source, &mut out)?;
     }
@@ -87,6 +98,36 @@ pub async fn run(args: MigrateArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// Copies one database (the platform's or a workspace's) and proves the copy: its chain
+/// verifies and ends with the source's tip.
+async fn copy_and_prove(
+    source: &Store,
+    target: &Store,
+    keys: &TrustedKeys,
+    from_url: &str,
+    (from, to): &(String, String),
+    out: &mut impl Write,
+) -> anyhow::Result<bool> {
+    let report = source
+        .copy_into(target)
+        .await
+        .with_context(|| format!("copying {from} into {to}"))?;
+    print_copy(&report, from, to, out)?;
+    let source_check = skillgate_core::audit::verify_integrity(source, keys, Extent::Whole)
+        .await
+        .with_context(|| format!("verifying the audit chain of {from}"))?;
+    let copy_check = skillgate_core::audit::verify_integrity(target, keys, Extent::Whole)
+        .await
+        .with_context(|| format!("verifying the audit chain of {to}"))?;
+    Ok(conclude(
+        &source_check,
+        &copy_check,
+        from_url,
+        out,
+        &mut io::stderr(),
+    )?)
 }
 
 /// A SQLite source must be an existing file: opening a mistyped path would create an

@@ -10,9 +10,15 @@ pub mod migrate;
 pub mod serve;
 pub mod skill;
 pub mod user;
+pub mod workspace;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
+
+use anyhow::Context as _;
+use skillgate_core::slug::Slug;
+use skillgate_core::store::Store;
+use skillgate_core::store::workspaces::DEFAULT_WORKSPACE;
 
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
@@ -83,12 +89,25 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 }
 
 async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
+    let target = Target::from_cli(&cli)?;
+    if target.workspace.as_str() != DEFAULT_WORKSPACE
+        && !matches!(
+            cli.command,
+            Some(Command::Key(_) | Command::Catalog(_) | Command::Skill(_) | Command::Audit(_))
+        )
+    {
+        anyhow::bail!(
+            "--workspace applies to the key, catalog, skill and audit commands; this command \
+             works on the whole deployment (unset SKILLGATE_WORKSPACE or pass --workspace default)"
+        );
+    }
     match cli.command {
         None => serve::run(&cli.database_url, Cli::default_serve()).await,
         Some(Command::Serve(args)) => serve::run(&cli.database_url, args).await,
         Some(Command::User(command)) => user::run(&cli.database_url, command).await,
-        Some(Command::Key(command)) => key::run(&cli.database_url, command).await,
-        Some(Command::Skill(command)) => skill::run(&cli.database_url, command).await,
+        Some(Command::Workspace(command)) => workspace::run(&cli.database_url, command).await,
+        Some(Command::Key(command)) => key::run(&target, command).await,
+        Some(Command::Skill(command)) => skill::run(&target, command).await,
         Some(Command::DemoUpstream(args)) => {
             let options = skillgate_demo_upstream::DemoUpstreamOptions {
                 executions_log: args.executions_log,
@@ -101,15 +120,58 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         // The only command whose outcome is more than success or an error: a broken chain
         // is a finding, reported on stderr with a failing exit code.
-        Some(Command::Audit(command)) => return audit::run(&cli.database_url, command).await,
+        Some(Command::Audit(command)) => return audit::run(&target, command).await,
         // A copy whose audit chain does not verify is a finding as well.
         Some(Command::Migrate(args)) => return migrate::run(args).await,
         // An invalid catalog file is reported on stderr, path by path, with a failing exit code.
         Some(Command::Catalog(command)) => {
-            return catalog::run(&cli.database_url, command).await;
+            return catalog::run(&target, command).await;
         }
     }?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Where a one-shot command works: the platform database (whose URL also places the audit
+/// signing key every workspace's chain is signed with) and one workspace in it.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub database_url: String,
+    pub workspace: Slug,
+}
+
+impl Target {
+    /// The `default` workspace of the deployment at `database_url`.
+    pub fn platform(database_url: &str) -> Self {
+        Self {
+            database_url: database_url.to_owned(),
+            workspace: Slug::parse(DEFAULT_WORKSPACE).expect("`default` is a slug"),
+        }
+    }
+
+    fn from_cli(cli: &Cli) -> anyhow::Result<Self> {
+        let workspace = Slug::parse(cli.workspace.trim())
+            .with_context(|| format!("--workspace {}", cli.workspace))?;
+        Ok(Self {
+            database_url: cli.database_url.clone(),
+            workspace,
+        })
+    }
+
+    /// Opens the workspace's database: the platform's for `default`.
+    pub async fn open(&self) -> anyhow::Result<Store> {
+        let platform = Store::open(&self.database_url).await?;
+        if self.workspace.as_str() == DEFAULT_WORKSPACE {
+            return Ok(platform);
+        }
+        let workspace = platform.workspace(&self.workspace).await.with_context(|| {
+            format!(
+                "opening workspace `{}` (see `skillgate workspace list`)",
+                self.workspace
+            )
+        })?;
+        platform.close().await;
+        Ok(workspace)
+    }
 }
 
 /// Who a one-shot command acts as, for the audit: the local account running it.

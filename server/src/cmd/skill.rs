@@ -17,6 +17,8 @@ use skillgate_core::admin::AdminService;
 use skillgate_core::revisions::bundle::{MAX_UPLOAD_BYTES, zip_archive};
 use skillgate_core::revisions::{Authorship, Revisions};
 use skillgate_core::store::Store;
+
+use crate::cmd::Target;
 use skillgate_core::store::revisions::Proposer;
 use skillgate_core::users::{ConsoleRole, Users};
 
@@ -47,8 +49,8 @@ pub enum SkillCommand {
     },
 }
 
-pub async fn run(database_url: &str, command: SkillCommand) -> anyhow::Result<()> {
-    let store = Store::open(database_url).await?;
+pub async fn run(target: &Target, command: SkillCommand) -> anyhow::Result<()> {
+    let store = target.open().await?;
     match command {
         SkillCommand::Import { file, as_user } => {
             let (proposer, authorship) = proposer(&store, as_user.as_deref()).await?;

@@ -39,3 +39,4 @@ mod upstream_guardrails;
 mod upstream_identity;
 mod upstream_schemas;
 mod upstream_tls;
+mod workspaces;

@@ -385,3 +385,78 @@ fn a_source_file_that_does_not_exist_is_refused_and_nothing_is_created() {
     assert!(!dir.path().join("typo.db").exists());
     assert!(!dir.path().join("copy.db").exists());
 }
+
+#[tokio::test]
+async fn a_deployment_with_workspaces_is_copied_workspace_by_workspace_each_chain_proven() {
+    if sqlite_only("a_deployment_with_workspaces_is_copied_workspace_by_workspace…") {
+        return;
+    }
+    let mut server = Server::start();
+    let created = server.cli(&["workspace", "create", "finance"]);
+    assert!(created.status.success(), "{created:?}");
+    let file = server.dir().join("demo.yaml");
+    let exported = server.cli(&["catalog", "export", "--output", file.to_str().unwrap()]);
+    assert!(exported.status.success(), "{exported:?}");
+    let applied = server.cli(&[
+        "--workspace",
+        "finance",
+        "catalog",
+        "apply",
+        file.to_str().unwrap(),
+    ]);
+    assert!(applied.status.success(), "{applied:?}");
+    assert!(server.terminate().success());
+    let sqlite = server.database_url();
+    let key = key_file(&server);
+
+    let postgres = postgres_url();
+    let migrated = migrate(&sqlite, &postgres);
+    let (stdout, stderr) = (text(&migrated.stdout), text(&migrated.stderr));
+    assert!(migrated.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("from workspace finance of"),
+        "the workspace is copied too: {stdout}"
+    );
+    assert_eq!(
+        stdout
+            .matches("The copy's audit chain verifies with the source's tip")
+            .count(),
+        2,
+        "the platform's chain and finance's, each proven: {stdout}"
+    );
+
+    let keys = |url: &str| {
+        let listed = Command::new(BIN)
+            .args([
+                "--workspace",
+                "finance",
+                "key",
+                "list",
+                "--database-url",
+                url,
+            ])
+            .output()
+            .unwrap();
+        assert!(listed.status.success(), "{listed:?}");
+        text(&listed.stdout)
+    };
+    assert_eq!(
+        keys(&postgres),
+        keys(&sqlite),
+        "finance's keys, in finance's schema"
+    );
+    let verified = Command::new(BIN)
+        .args([
+            "audit",
+            "verify",
+            "--every-workspace",
+            "--database-url",
+            &postgres,
+        ])
+        .arg("--audit-signing-key")
+        .arg(&key)
+        .output()
+        .unwrap();
+    assert!(verified.status.success(), "{verified:?}");
+    assert!(text(&verified.stdout).contains("workspace finance:"));
+}

@@ -1,0 +1,60 @@
+//! `skillgate workspace create|list`: the workspaces of a deployment (issue #55). Each is
+//! a database of its own beside the platform's; the other one-shot commands work in one
+//! with `--workspace NAME` (docs/reference.md, "Workspaces").
+
+use anyhow::Context as _;
+use clap::Subcommand;
+use skillgate_core::admin::AdminService;
+use skillgate_core::store::Store;
+use skillgate_core::store::workspaces::DEFAULT_WORKSPACE;
+
+use crate::cmd::local_actor;
+
+#[derive(Debug, Subcommand)]
+pub enum WorkspaceCommand {
+    /// Create a workspace: its own catalog, keys, sessions and audit, empty at first.
+    Create {
+        /// Its name: lowercase letters, digits and single dashes, at most 40 characters.
+        name: String,
+        /// What people call it (default: the name).
+        #[arg(long)]
+        title: Option<String>,
+    },
+    /// List the workspaces, `default` first.
+    List,
+}
+
+pub async fn run(database_url: &str, command: WorkspaceCommand) -> anyhow::Result<()> {
+    let platform = Store::open(database_url).await?;
+    match command {
+        WorkspaceCommand::Create { name, title } => {
+            let admin = AdminService::open(platform.clone()).await?;
+            let title = title.unwrap_or_else(|| name.clone());
+            let (record, workspace) = admin
+                .create_workspace(&local_actor(), &name, &title)
+                .await
+                .with_context(|| format!("creating workspace `{name}`"))?;
+            workspace.close().await;
+            println!(
+                "created workspace {} ({}); work in it with --workspace {}",
+                record.slug, record.title, record.slug
+            );
+        }
+        WorkspaceCommand::List => {
+            println!("{DEFAULT_WORKSPACE}\t(the platform database)");
+            for record in platform.list_workspaces().await? {
+                let state = match record.archived_at {
+                    Some(at) => format!("archived {}", at.to_rfc3339()),
+                    None => format!(
+                        "created {} by {}",
+                        record.created_at.to_rfc3339(),
+                        record.created_by
+                    ),
+                };
+                println!("{}\t{}\t{state}", record.slug, record.title);
+            }
+        }
+    }
+    platform.close().await;
+    Ok(())
+}
