@@ -1,9 +1,11 @@
 //! Agent keys: the bearer credentials of the MCP endpoint, each mapped to one scope.
 //!
 //! A key is `sgk_` and 43 base62 characters encoding 32 bytes from the operating system's
-//! random source. It is shown once, at creation; the store keeps only its SHA-256. Because
-//! the key has 256 bits of entropy, looking its hash up in the database is a safe
-//! comparison: no timing difference can help guess a key whose hash is unknown.
+//! random source; a key of a workspace other than `default` ends in `.` and the workspace's
+//! name (`sgk_….finance`), which tells `/mcp` whose database to look it up in. It is shown
+//! once, at creation; the store keeps only its SHA-256 (of the whole key, workspace
+//! included). Because the key has 256 bits of entropy, looking its hash up in the database
+//! is a safe comparison: no timing difference can help guess a key whose hash is unknown.
 
 use std::fmt;
 
@@ -15,6 +17,7 @@ use sha2::{Digest, Sha256};
 use crate::slug::Slug;
 use crate::store::Tx;
 use crate::store::keys::AgentKeyRow;
+use crate::store::workspaces::DEFAULT_WORKSPACE;
 use crate::store::{Store, StoreError};
 
 pub const KEY_PREFIX: &str = "sgk_";
@@ -27,6 +30,18 @@ pub const DISPLAY_PREFIX_LEN: usize = 12;
 /// for all but one request a minute per key.
 pub const LAST_USED_INTERVAL: Duration = Duration::seconds(60);
 pub const MAX_NAME_LEN: usize = 64;
+/// Between a key and the workspace it belongs to; base62 has no `.`, slugs have none.
+pub const WORKSPACE_SEPARATOR: char = '.';
+
+/// The workspace a presented bearer key names; `None` for a key of the `default` workspace,
+/// and for anything that is not an agent key. Only routing: the workspace's own store then
+/// checks the whole key.
+pub fn workspace_of_key(presented: &str) -> Option<&str> {
+    if !presented.starts_with(KEY_PREFIX) {
+        return None;
+    }
+    presented.get(KEY_LEN..)?.strip_prefix(WORKSPACE_SEPARATOR)
+}
 
 pub use crate::store::keys::AgentKeyInfo;
 
@@ -45,6 +60,17 @@ pub struct PreparedKey {
 impl PreparedKey {
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// Binds the key to `workspace`, the one it is stored in: for any workspace but
+    /// `default` the key ends in `.` and the workspace's name.
+    pub fn for_workspace(mut self, workspace: &str) -> Self {
+        if workspace != DEFAULT_WORKSPACE {
+            let key = format!("{}{WORKSPACE_SEPARATOR}{workspace}", self.key.expose());
+            self.key_hash = hash_key(&key);
+            self.key = NewAgentKey(key);
+        }
+        self
     }
 
     /// Stores the key on `conn`; a taken name is a [`StoreError::Conflict`].
@@ -196,7 +222,8 @@ impl AgentKeys {
         expires_at: Option<DateTime<Utc>>,
         created_by: Option<&str>,
     ) -> Result<(AgentKeyInfo, NewAgentKey), KeyError> {
-        let prepared = Self::prepare(name, scope, known_scopes, expires_at, created_by)?;
+        let prepared = Self::prepare(name, scope, known_scopes, expires_at, created_by)?
+            .for_workspace(self.store.workspace_slug());
         let inserted = self
             .store
             .with_conn(|tx| Box::pin(prepared.insert_on(tx)))
@@ -246,8 +273,15 @@ impl AgentKeys {
         presented: &str,
         now: DateTime<Utc>,
     ) -> Result<AgentKeyInfo, KeyError> {
-        // Malformed input never reaches the database.
-        if presented.len() != KEY_LEN || !presented.starts_with(KEY_PREFIX) {
+        // Malformed input, or a key of another workspace, never reaches the database.
+        let key = if self.store.is_platform() {
+            Some(presented)
+        } else {
+            presented
+                .strip_suffix(self.store.workspace_slug())
+                .and_then(|key| key.strip_suffix(WORKSPACE_SEPARATOR))
+        };
+        if key.is_none_or(|key| key.len() != KEY_LEN || !key.starts_with(KEY_PREFIX)) {
             return Err(KeyError::Invalid);
         }
         let Some(mut info) = self
@@ -319,6 +353,33 @@ mod tests {
         keys.create(name, &slug("support"), &scopes(), None, Some("alice"))
             .await
             .unwrap()
+    }
+
+    #[test]
+    fn a_key_names_its_workspace_after_a_dot_and_a_default_key_names_none() {
+        let key = generate_key();
+        assert_eq!(workspace_of_key(&key), None);
+        assert_eq!(workspace_of_key(&format!("{key}.finance")), Some("finance"));
+        assert_eq!(workspace_of_key(&format!("{key}finance")), None);
+        assert_eq!(workspace_of_key("sgk_short.finance"), None);
+        assert_eq!(
+            workspace_of_key(&format!("atk_{}.finance", &key[4..])),
+            None
+        );
+    }
+
+    #[tokio::test]
+    async fn a_key_made_for_a_workspace_ends_in_its_name_and_is_hashed_whole() {
+        let prepared = AgentKeys::prepare("bot", &slug("support"), &scopes(), None, None)
+            .unwrap()
+            .for_workspace("finance");
+        let key = prepared.key.expose().to_owned();
+        assert!(key.ends_with(".finance") && key.len() == KEY_LEN + ".finance".len());
+        assert_eq!(prepared.key_hash, hash_key(&key));
+        let unchanged = AgentKeys::prepare("bot", &slug("support"), &scopes(), None, None)
+            .unwrap()
+            .for_workspace(DEFAULT_WORKSPACE);
+        assert_eq!(unchanged.key.expose().len(), KEY_LEN);
     }
 
     #[test]

@@ -183,9 +183,12 @@ async fn measure_one(size: usize, upstream_url: &str) -> anyhow::Result<Row> {
     );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let bind = listener.local_addr()?;
+    let served = mcp::workspaces::Served {
+        keys: AgentKeys::new(store.clone()),
+        gateway: Arc::new(gateway),
+    };
     let router = mcp::router(
-        gateway,
-        AgentKeys::new(store.clone()),
+        Arc::new(mcp::workspaces::Workspaces::default_only(served)),
         mcp::McpOptions {
             bind,
             anonymous_scope: None,

@@ -36,7 +36,8 @@ impl AdminService {
             .iter()
             .map(|s| s.slug.clone())
             .collect();
-        let prepared = AgentKeys::prepare(name, scope, &known, expires_at, Some(actor))?;
+        let prepared = AgentKeys::prepare(name, scope, &known, expires_at, Some(actor))?
+            .for_workspace(self.store().workspace_slug());
         let target = target("agent_key", prepared.name());
         let taken = name.to_owned();
         self.save_record(actor, "agent_key.create", target, move |conn| {

@@ -153,6 +153,7 @@ impl AdminService {
         let document = file.document().clone();
         let prune = options.prune;
         let by = actor.clone();
+        let workspace = self.store().workspace_slug().to_owned();
         let outcome: Option<Outcome> = self
             .audit
             .commit(move |conn| {
@@ -168,7 +169,8 @@ impl AdminService {
                     if plan.is_empty() {
                         return Ok(None);
                     }
-                    let (events, created) = execute_on(conn, &plan, &desired, &by, now).await?;
+                    let (events, created) =
+                        execute_on(conn, &plan, &desired, &by, &workspace, now).await?;
                     Ok(Some((Ok((plan, created)), events)))
                 })
             })
@@ -207,6 +209,7 @@ async fn execute_on(
     plan: &Plan,
     desired: &Desired,
     actor: &str,
+    workspace: &str,
     now: DateTime<Utc>,
 ) -> Result<(Vec<NewEvent>, Vec<CreatedKey>), StoreError> {
     let known_scopes: Vec<_> = desired
@@ -240,7 +243,8 @@ async fn execute_on(
             } => {
                 let prepared =
                     AgentKeys::prepare(name, scope, &known_scopes, *expires_at, Some(actor))
-                        .map_err(|e| StoreError::Conflict(e.to_string()))?;
+                        .map_err(|e| StoreError::Conflict(e.to_string()))?
+                        .for_workspace(workspace);
                 let (info, key) = prepared.insert_on(&mut *conn).await?;
                 after = json!({
                     "scope": info.scope, "prefix": info.prefix, "expires_at": time(info.expires_at)

@@ -11,18 +11,18 @@
 use std::sync::Arc;
 
 use axum::extract::rejection::JsonRejection;
-use axum::extract::{Extension, Path, State};
+use axum::extract::{Extension, Path};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
 use http::{HeaderValue, StatusCode, header};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use skillgate_core::gateway::{Gateway, GatewayError, ToolReply};
-use skillgate_core::keys::AgentKeys;
+use skillgate_core::gateway::{GatewayError, ToolReply};
 use skillgate_core::metrics::Metrics;
 
 use crate::mcp::auth::{ANONYMOUS_KEY_ID, AgentCaller, admit};
+use crate::mcp::workspaces::{CallerGateway, Workspaces};
 use crate::mcp::{McpOptions, admission};
 
 /// The role a key's scope must include to propose revisions.
@@ -32,11 +32,6 @@ const PROPOSE_TOOL: &str = "propose_skill_revision";
 /// The connection label of sessions the API starts, so an MCP client's fallback to "the
 /// newest session of my connection" never picks one of them up.
 const API_CONNECTION: &str = "http-api";
-
-#[derive(Clone)]
-struct ApiState {
-    gateway: Gateway,
-}
 
 /// Errors at the `/api/v1` boundary, answered as `{"error", "message"}`.
 #[derive(Debug, thiserror::Error)]
@@ -136,8 +131,8 @@ fn curator_refusal(structured: &Value) -> ApiError {
 
 #[tracing::instrument(skip_all, fields(key = %caller.key_name))]
 async fn propose(
-    State(state): State<ApiState>,
     Extension(caller): Extension<AgentCaller>,
+    Extension(CallerGateway(gateway)): Extension<CallerGateway>,
     Path(skill): Path<String>,
     body: Result<Json<ProposalBody>, JsonRejection>,
 ) -> Result<Response, ApiError> {
@@ -146,7 +141,6 @@ async fn propose(
         return Err(ApiError::Unauthorized);
     }
     let Json(body) = body.map_err(|e| ApiError::Unprocessable(e.body_text()))?;
-    let gateway = &state.gateway;
     let agent = caller.identity(Some(API_CONNECTION.to_owned()));
 
     let started = gateway
@@ -204,21 +198,15 @@ async fn propose(
 }
 
 /// The `/api/v1` routes, ready to merge into the server's router.
-pub fn router(
-    gateway: Gateway,
-    keys: AgentKeys,
-    options: &McpOptions,
-    metrics: Arc<Metrics>,
-) -> Router {
+pub fn router(workspaces: Arc<Workspaces>, options: &McpOptions, metrics: Arc<Metrics>) -> Router {
     Router::new()
         .route("/api/v1/skills/{skill}/candidates", post(propose))
-        .with_state(ApiState { gateway })
         .route_layer(tower_http::limit::RequestBodyLimitLayer::new(
             options.max_body_bytes,
         ))
         .route_layer(axum::middleware::from_fn_with_state(
             // OAuth access tokens are bound to /mcp (RFC 8707): refused here.
-            admission(keys, None, options, metrics),
+            admission(workspaces, None, options, metrics),
             admit,
         ))
 }

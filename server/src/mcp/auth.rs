@@ -16,10 +16,12 @@ use chrono::Utc;
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 use serde_json::json;
 use skillgate_core::gateway::AgentIdentity;
-use skillgate_core::keys::{AgentKeys, KeyError};
+use skillgate_core::keys::{KeyError, workspace_of_key};
 use skillgate_core::metrics::{Metrics, Phase};
 use skillgate_core::oauth::{ACCESS_TOKEN_PREFIX, OAuthService};
 use skillgate_core::slug::Slug;
+
+use super::workspaces::{CallerGateway, Workspaces};
 
 /// The key id of agents admitted without a key into the anonymous scope.
 pub const ANONYMOUS_KEY_ID: i64 = 0;
@@ -47,7 +49,8 @@ impl AgentCaller {
 /// Who may reach the endpoint, from [`super::McpOptions`].
 #[derive(Debug, Clone)]
 pub struct Admission {
-    pub keys: AgentKeys,
+    /// Where a key is checked: the workspace it names (`default` when it names none).
+    pub workspaces: Arc<Workspaces>,
     pub loopback_bind: bool,
     pub allowed_origins: Vec<String>,
     pub anonymous_scope: Option<Slug>,
@@ -180,9 +183,10 @@ pub async fn admit(
     next: Next,
 ) -> Response {
     match check(&admission, request.headers(), request.uri()).await {
-        Ok(caller) => {
+        Ok((caller, gateway)) => {
             tracing::debug!(key = %caller.key_name, scope = %caller.scope, "admitted");
             request.extensions_mut().insert(caller);
+            request.extensions_mut().insert(gateway);
             let started = std::time::Instant::now();
             let response = next.run(request).await;
             admission.metrics.observe_request(started.elapsed());
@@ -206,12 +210,13 @@ fn status_word(status: StatusCode) -> &'static str {
     }
 }
 
-/// The caller a request is admitted as, or the refusal to answer with.
+/// The caller a request is admitted as and the gateway of its workspace, or the refusal to
+/// answer with.
 async fn check(
     admission: &Admission,
     headers: &HeaderMap,
     uri: &http::Uri,
-) -> Result<AgentCaller, Response> {
+) -> Result<(AgentCaller, CallerGateway), Response> {
     if admission.loopback_bind && !host_is_loopback(headers, uri) {
         tracing::warn!("refused /mcp request with a non-loopback Host (DNS rebinding?)");
         return Err(refuse(
@@ -233,6 +238,8 @@ async fn check(
             ));
         }
     }
+    // Anonymous callers and OAuth access tokens are the default workspace's.
+    let default = || CallerGateway(admission.workspaces.default_workspace().gateway.clone());
     let caller = match headers.get(header::AUTHORIZATION) {
         None => match &admission.anonymous_scope {
             Some(scope) => AgentCaller {
@@ -255,17 +262,41 @@ async fn check(
                 .as_ref()
                 .filter(|_| token.starts_with(ACCESS_TOKEN_PREFIX))
             {
-                return oauth_caller(admission, oauth, token).await;
+                return Ok((oauth_caller(admission, oauth, token).await?, default()));
             }
             let started = std::time::Instant::now();
-            let checked = admission.keys.authenticate(token, Utc::now()).await;
+            // The default workspace's keys, most of them, are checked without a lookup.
+            let opened;
+            let served = match workspace_of_key(token) {
+                None => admission.workspaces.default_workspace(),
+                Some(name) => match admission.workspaces.get(name).await {
+                    Ok(Some(served)) => {
+                        opened = served;
+                        &opened
+                    }
+                    Ok(None) => {
+                        tracing::info!(
+                            "refused /mcp request with a key of no workspace served here"
+                        );
+                        return Err(admission.unauthorized(true));
+                    }
+                    Err(error) => {
+                        tracing::error!(%error, "cannot open the workspace a key names");
+                        return Err(unavailable("agent keys"));
+                    }
+                },
+            };
+            let checked = served.keys.authenticate(token, Utc::now()).await;
             admission.metrics.observe(Phase::Auth, started.elapsed());
             match checked {
-                Ok(info) => AgentCaller {
-                    key_id: info.id,
-                    key_name: info.name,
-                    scope: info.scope,
-                },
+                Ok(info) => {
+                    let caller = AgentCaller {
+                        key_id: info.id,
+                        key_name: info.name,
+                        scope: info.scope,
+                    };
+                    return Ok((caller, CallerGateway(served.gateway.clone())));
+                }
                 Err(KeyError::Store(error)) => {
                     tracing::error!(%error, "cannot check an agent key");
                     return Err(unavailable("agent keys"));
@@ -277,7 +308,7 @@ async fn check(
             }
         }
     };
-    Ok(caller)
+    Ok((caller, default()))
 }
 
 /// The caller an OAuth access token is admitted as: its grant's credential row, named
@@ -314,13 +345,20 @@ mod tests {
     use axum::extract::Extension;
     use axum::routing::post;
     use http::Request;
+    use skillgate_core::audit::AuditLog;
+    use skillgate_core::gateway::{Gateway, GatewayOptions};
+    use skillgate_core::keys::AgentKeys;
+    use skillgate_core::policy::CatalogHandle;
     use skillgate_core::store::Store;
+    use skillgate_core::upstream::UpstreamPool;
     use tower::ServiceExt as _;
 
+    use super::super::workspaces::Served;
     use super::*;
 
     struct Fixture {
         keys: AgentKeys,
+        gateway: Arc<Gateway>,
         store: Store,
         key: String,
     }
@@ -328,6 +366,13 @@ mod tests {
     async fn fixture() -> Fixture {
         let store = Store::open("sqlite::memory:").await.unwrap();
         let keys = AgentKeys::new(store.clone());
+        let gateway = Arc::new(Gateway::new(
+            store.clone(),
+            Arc::new(CatalogHandle::new(store.compiled_catalog().await.unwrap())),
+            AuditLog::new(store.clone()),
+            Arc::new(UpstreamPool::default()),
+            GatewayOptions::default(),
+        ));
         let support = Slug::parse("support").unwrap();
         let (_, key) = keys
             .create("bot", &support, std::slice::from_ref(&support), None, None)
@@ -335,15 +380,19 @@ mod tests {
             .unwrap();
         Fixture {
             keys,
+            gateway,
             store,
             key: key.expose().to_owned(),
         }
     }
 
-    fn admission(keys: &AgentKeys, loopback_bind: bool) -> Admission {
+    fn admission(f: &Fixture, loopback_bind: bool) -> Admission {
         Admission {
             metrics: Arc::new(Metrics::new()),
-            keys: keys.clone(),
+            workspaces: Arc::new(Workspaces::default_only(Served {
+                keys: f.keys.clone(),
+                gateway: f.gateway.clone(),
+            })),
             loopback_bind,
             allowed_origins: vec!["https://console.example.com".into()],
             anonymous_scope: None,
@@ -391,11 +440,8 @@ mod tests {
         let f = fixture().await;
         let bearer = format!("Bearer {}", f.key);
         for host in ["127.0.0.1:3000", "localhost", "LOCALHOST:1", "[::1]:8080"] {
-            let (status, _, body) = send(
-                app(admission(&f.keys, true)),
-                request(host, Some(&bearer), None),
-            )
-            .await;
+            let (status, _, body) =
+                send(app(admission(&f, true)), request(host, Some(&bearer), None)).await;
             assert_eq!(status, StatusCode::OK, "{host}");
             assert!(body.ends_with(":bot:support"), "{body}");
         }
@@ -412,11 +458,8 @@ mod tests {
             Some(basic.as_str()),
             Some(unknown.as_str()),
         ] {
-            let (status, headers, body) = send(
-                app(admission(&f.keys, true)),
-                request("127.0.0.1:1", auth, None),
-            )
-            .await;
+            let (status, headers, body) =
+                send(app(admission(&f, true)), request("127.0.0.1:1", auth, None)).await;
             assert_eq!(status, StatusCode::UNAUTHORIZED, "{auth:?}");
             // A credential that was presented and refused is `invalid_token` (RFC 6750).
             let challenge = match auth {
@@ -429,7 +472,7 @@ mod tests {
         f.keys.revoke("bot").await.unwrap();
         let bearer = format!("Bearer {}", f.key);
         let (status, _, _) = send(
-            app(admission(&f.keys, true)),
+            app(admission(&f, true)),
             request("127.0.0.1:1", Some(&bearer), None),
         )
         .await;
@@ -445,15 +488,12 @@ mod tests {
             "127.0.0.1.nip.io:3000",
             "localhost.evil:80",
         ] {
-            let (status, _, _) = send(
-                app(admission(&f.keys, true)),
-                request(host, Some(&bearer), None),
-            )
-            .await;
+            let (status, _, _) =
+                send(app(admission(&f, true)), request(host, Some(&bearer), None)).await;
             assert_eq!(status, StatusCode::FORBIDDEN, "{host}");
         }
         let (status, _, _) = send(
-            app(admission(&f.keys, false)),
+            app(admission(&f, false)),
             request("gateway.example.com", Some(&bearer), None),
         )
         .await;
@@ -481,7 +521,7 @@ mod tests {
                 "gw.example.com"
             };
             let (status, _, _) = send(
-                app(admission(&f.keys, loopback)),
+                app(admission(&f, loopback)),
                 request(host, Some(&bearer), Some(origin)),
             )
             .await;
@@ -492,7 +532,7 @@ mod tests {
     #[tokio::test]
     async fn without_a_key_an_anonymous_scope_admits_as_key_zero_but_a_bad_key_is_still_refused() {
         let f = fixture().await;
-        let mut anonymous = admission(&f.keys, true);
+        let mut anonymous = admission(&f, true);
         anonymous.anonymous_scope = Some(Slug::parse("support").unwrap());
         let (status, _, body) = send(
             app(anonymous.clone()),
@@ -519,7 +559,7 @@ mod tests {
             .unwrap();
         let bearer = format!("Bearer {}", f.key);
         let (status, headers, body) = send(
-            app(admission(&f.keys, true)),
+            app(admission(&f, true)),
             request("127.0.0.1:3000", Some(&bearer), None),
         )
         .await;

@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::body::Bytes;
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use http::{HeaderValue, Method, StatusCode, header};
@@ -40,6 +40,7 @@ use super::auth::AgentCaller;
 use super::connection::{MCP_SESSION_ID, unreadable_body};
 use super::refusals;
 use super::tasks::{self as shared, stamp};
+use super::workspaces::CallerGateway;
 
 /// The revision whose core tasks this layer speaks.
 pub const REVISION: &str = "2025-11-25";
@@ -90,7 +91,7 @@ struct Params {
     cursor: Option<Value>,
 }
 
-pub async fn serve(State(gateway): State<Gateway>, request: Request, next: Next) -> Response {
+pub async fn serve(request: Request, next: Next) -> Response {
     let version = request
         .headers()
         .get(PROTOCOL_HEADER)
@@ -124,13 +125,14 @@ pub async fn serve(State(gateway): State<Gateway>, request: Request, next: Next)
     };
     let params = params.unwrap_or_default();
     let caller = parts.extensions.get::<AgentCaller>().cloned();
-    let agent = caller.map(|caller| {
+    let gateway = parts.extensions.get::<CallerGateway>().cloned();
+    let agent = caller.zip(gateway).map(|(caller, CallerGateway(gateway))| {
         let connection = parts
             .headers
             .get(MCP_SESSION_ID)
             .and_then(|value| value.to_str().ok())
             .map(str::to_owned);
-        caller.identity(connection)
+        (caller.identity(connection), gateway)
     });
     match (ours, method.as_str(), agent) {
         // Whichever revision it then negotiates: the answer says.
@@ -146,7 +148,7 @@ pub async fn serve(State(gateway): State<Gateway>, request: Request, next: Next)
                 .await;
             amend(response, mark_call_tool).await
         }
-        (true, "tools/call", Some(agent)) if params.task.is_some() => {
+        (true, "tools/call", Some((agent, gateway))) if params.task.is_some() => {
             if let Err(refused) = check_task_call(&params) {
                 refusals::take(Some(&parts));
                 return refuse_call(&gateway, &agent, &params, id, refused).await;
@@ -168,7 +170,7 @@ pub async fn serve(State(gateway): State<Gateway>, request: Request, next: Next)
                 None => response,
             }
         }
-        (true, "tasks/get", Some(agent)) => {
+        (true, "tasks/get", Some((agent, gateway))) => {
             let answer_of = match task_id(&params) {
                 Ok(task) => settle(&gateway, &agent, task)
                     .await
@@ -178,15 +180,17 @@ pub async fn serve(State(gateway): State<Gateway>, request: Request, next: Next)
             };
             answer(id, answer_of)
         }
-        (true, "tasks/result", Some(agent)) => {
+        (true, "tasks/result", Some((agent, gateway))) => {
             let answer_of = match task_id(&params) {
                 Ok(task) => wait_for_result(&gateway, &agent, task).await,
                 Err(refused) => Err(refused),
             };
             answer(id, answer_of)
         }
-        (true, "tasks/list", Some(agent)) => answer(id, list(&gateway, &agent, &params).await),
-        (true, "tasks/cancel", Some(agent)) => {
+        (true, "tasks/list", Some((agent, gateway))) => {
+            answer(id, list(&gateway, &agent, &params).await)
+        }
+        (true, "tasks/cancel", Some((agent, gateway))) => {
             let answer_of = match task_id(&params) {
                 Ok(task) => cancel(&gateway, &agent, task).await,
                 Err(refused) => Err(refused),

@@ -1,6 +1,7 @@
 //! The MCP server handler: four platform tools, each a call into the gateway.
 
 use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 
 use futures::FutureExt as _;
 use rmcp::model::{
@@ -26,6 +27,7 @@ use super::connection::MCP_SESSION_ID;
 use super::core_tasks::AsTask;
 use super::tools::{self, ParseError, PlatformCall};
 use super::trace::RequestSpan;
+use super::workspaces::CallerGateway;
 use super::{failures, refusals, skills, tasks};
 
 const INSTRUCTIONS: &str = "Skillgate governs which tools you may use. Call init_skilder first: \
@@ -33,61 +35,53 @@ it returns a session_id and the roles your key may learn. Learn the role your ta
 learn (path /roles/<role>) to read its instructions and unlock its tools, then run them with \
 call_tool. Denials explain why and what is available.";
 
-/// Made afresh for every request (`/mcp` is stateless); all state is in the gateway.
-#[derive(Clone)]
-pub struct McpHandler {
-    gateway: Gateway,
-}
+/// Made afresh for every request (`/mcp` is stateless) and holding nothing: the request
+/// carries the gateway of its workspace ([`CallerGateway`], put there by admission), which
+/// holds all state.
+#[derive(Clone, Copy, Default)]
+pub struct McpHandler;
 
-impl McpHandler {
-    pub fn new(gateway: Gateway) -> Self {
-        Self { gateway }
-    }
-
-    async fn dispatch(
-        &self,
-        agent: &AgentIdentity,
-        call: PlatformCall,
-    ) -> Result<ToolReply, GatewayError> {
-        fault::inject(&call);
-        match call {
-            PlatformCall::Init { task_summary } => self.gateway.init(agent, task_summary).await,
-            PlatformCall::Learn { path, session_id } => {
-                self.gateway.learn(agent, session_id, &path).await
-            }
-            PlatformCall::Call {
-                tool,
-                arguments,
-                session_id,
-            } => self.gateway.call(agent, session_id, &tool, arguments).await,
-            PlatformCall::Resume {
-                hold_id,
-                tool,
-                arguments,
-                poll,
-                session_id,
-            } => {
-                self.gateway
-                    .resume(
-                        agent,
-                        session_id,
-                        &hold_id,
-                        tool.as_deref(),
-                        arguments,
-                        poll,
-                    )
-                    .await
-            }
-            PlatformCall::Feedback {
-                skill,
-                rating,
-                comment,
-                session_id,
-            } => {
-                self.gateway
-                    .feedback(agent, session_id, &skill, rating, comment)
-                    .await
-            }
+async fn dispatch(
+    gateway: &Gateway,
+    agent: &AgentIdentity,
+    call: PlatformCall,
+) -> Result<ToolReply, GatewayError> {
+    fault::inject(&call);
+    match call {
+        PlatformCall::Init { task_summary } => gateway.init(agent, task_summary).await,
+        PlatformCall::Learn { path, session_id } => gateway.learn(agent, session_id, &path).await,
+        PlatformCall::Call {
+            tool,
+            arguments,
+            session_id,
+        } => gateway.call(agent, session_id, &tool, arguments).await,
+        PlatformCall::Resume {
+            hold_id,
+            tool,
+            arguments,
+            poll,
+            session_id,
+        } => {
+            gateway
+                .resume(
+                    agent,
+                    session_id,
+                    &hold_id,
+                    tool.as_deref(),
+                    arguments,
+                    poll,
+                )
+                .await
+        }
+        PlatformCall::Feedback {
+            skill,
+            rating,
+            comment,
+            session_id,
+        } => {
+            gateway
+                .feedback(agent, session_id, &skill, rating, comment)
+                .await
         }
     }
 }
@@ -113,11 +107,18 @@ mod fault {
     pub fn inject(_call: &PlatformCall) {}
 }
 
-/// The caller admitted by the auth middleware, and the label of its MCP connection.
-fn identity(context: &RequestContext<RoleServer>) -> Result<AgentIdentity, McpError> {
+/// The caller admitted by the auth middleware with the label of its MCP connection, and
+/// the gateway of its workspace.
+fn admitted(
+    context: &RequestContext<RoleServer>,
+) -> Result<(AgentIdentity, Arc<Gateway>), McpError> {
     let parts = context.extensions.get::<http::request::Parts>();
-    let caller = parts.and_then(|parts| parts.extensions.get::<AgentCaller>());
-    let Some((parts, caller)) = parts.zip(caller) else {
+    let admitted = parts.and_then(|parts| {
+        let caller = parts.extensions.get::<AgentCaller>()?;
+        let gateway = parts.extensions.get::<CallerGateway>()?;
+        Some((parts, caller, gateway))
+    });
+    let Some((parts, caller, CallerGateway(gateway))) = admitted else {
         // Only reachable if the handler were served without the auth middleware.
         tracing::error!("an MCP request reached the handler without an admitted caller");
         return Err(McpError::internal_error("internal error", None));
@@ -127,7 +128,7 @@ fn identity(context: &RequestContext<RoleServer>) -> Result<AgentIdentity, McpEr
         .get(MCP_SESSION_ID)
         .and_then(|value| value.to_str().ok())
         .map(str::to_owned);
-    Ok(caller.identity(connection))
+    Ok((caller.identity(connection), gateway.clone()))
 }
 
 /// The trace span of one platform tool's execution (GenAI `execute_tool`), a child of the
@@ -253,7 +254,7 @@ impl ServerHandler for McpHandler {
         refusals::take(parts);
         // A 2025-11-25 client asked for a task: whatever the call answers becomes one.
         let core_task = parts.and_then(|p| p.extensions.get::<AsTask>()).cloned();
-        let agent = identity(&context)?;
+        let (agent, gateway) = admitted(&context)?;
         let span = tracing::Span::current();
         span.record("key", agent.key_name.as_str());
         let call = match PlatformCall::parse(&request.name, request.arguments) {
@@ -262,7 +263,7 @@ impl ServerHandler for McpHandler {
                 // Refused before any platform tool ran: audited under the caller all the same.
                 let message = error.to_string();
                 tracing::info!(%message, "refused platform tool call");
-                self.gateway
+                gateway
                     .record_refusal(
                         &agent,
                         &request.name,
@@ -281,7 +282,7 @@ impl ServerHandler for McpHandler {
                         let refused = tools::invalid_arguments(&message);
                         match core_task {
                             Some(slot) => {
-                                let task = self.gateway.finished_task(&agent, refused).await;
+                                let task = gateway.finished_task(&agent, refused).await;
                                 offer(&slot, task)
                             }
                             None => Ok(refused.into()),
@@ -308,7 +309,7 @@ impl ServerHandler for McpHandler {
         // A panic anywhere below must not take the request down silently (the client would
         // wait for an answer that never comes, and the decision would go unaudited): it is
         // answered as an internal error, audited and counted, and the server keeps serving.
-        let dispatched = AssertUnwindSafe(self.dispatch(&agent, call))
+        let dispatched = AssertUnwindSafe(dispatch(&gateway, &agent, call))
             .catch_unwind()
             .instrument(traced.clone())
             .await;
@@ -325,8 +326,7 @@ impl ServerHandler for McpHandler {
                     .or_else(|| panic.downcast_ref::<String>().cloned())
                     .unwrap_or_default();
                 tracing::error!(panic = %message, %tool, "an MCP request handler panicked");
-                if let Err(error) = self
-                    .gateway
+                if let Err(error) = gateway
                     .record_internal_error(&agent, &tool, named_session.as_deref())
                     .await
                 {
@@ -337,12 +337,11 @@ impl ServerHandler for McpHandler {
         };
         record_reply(&traced, &reply, named_session.as_deref());
         if let Some(slot) = core_task {
-            let task = self.gateway.task_for_call(&agent, reply).await;
+            let task = gateway.task_for_call(&agent, reply).await;
             return offer(&slot, task);
         }
         if as_task {
-            let offered = self
-                .gateway
+            let offered = gateway
                 .task_for_reply(&agent, &reply)
                 .await
                 .map_err(|error| {
@@ -363,9 +362,9 @@ impl ServerHandler for McpHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, McpError> {
         refusals::take(context.extensions.get::<http::request::Parts>());
-        let agent = identity(&context)?;
+        let (agent, gateway) = admitted(&context)?;
         tracing::Span::current().record("key", agent.key_name.as_str());
-        match tasks::settle(&self.gateway, &agent, &request.task_id).await? {
+        match tasks::settle(&gateway, &agent, &request.task_id).await? {
             Some(task) => Ok(GetTaskResult::new(tasks::detailed(&task))),
             None => Err(tasks::not_found(&request.task_id)),
         }
@@ -378,11 +377,11 @@ impl ServerHandler for McpHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         refusals::take(context.extensions.get::<http::request::Parts>());
-        let agent = identity(&context)?;
+        let (agent, gateway) = admitted(&context)?;
         tracing::Span::current().record("key", agent.key_name.as_str());
         // A task that already ended acknowledges as one just cancelled: the extension
         // makes cancel idempotent, and the next tasks/get says how it ended.
-        match self.gateway.cancel_task(&agent, &request.task_id).await {
+        match gateway.cancel_task(&agent, &request.task_id).await {
             Ok(Cancelled::Now(_) | Cancelled::AlreadyFinished(_)) => Ok(()),
             Ok(Cancelled::NotFound) => Err(tasks::not_found(&request.task_id)),
             Err(error) => Err(tasks::failure_of(error)),
@@ -396,10 +395,10 @@ impl ServerHandler for McpHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         refusals::take(context.extensions.get::<http::request::Parts>());
-        let agent = identity(&context)?;
+        let (agent, gateway) = admitted(&context)?;
         tracing::Span::current().record("key", agent.key_name.as_str());
         // Only whether the task exists: an update never settles it (nothing runs).
-        match self.gateway.has_task(&agent, &request.task_id).await {
+        match gateway.has_task(&agent, &request.task_id).await {
             Ok(true) => Err(tasks::no_input(&request.task_id)),
             Ok(false) => Err(tasks::not_found(&request.task_id)),
             Err(error) => Err(tasks::failure_of(error)),
@@ -411,9 +410,9 @@ impl ServerHandler for McpHandler {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListSkillsResult, McpError> {
-        let agent = identity(&context)?;
+        let (agent, gateway) = admitted(&context)?;
         let cursor = request.and_then(|r| r.cursor);
-        skills::list_skills(&self.gateway.skills_for(&agent), cursor.as_ref())
+        skills::list_skills(&gateway.skills_for(&agent), cursor.as_ref())
     }
 
     #[tracing::instrument(skip_all, fields(key = tracing::field::Empty))]
@@ -423,13 +422,13 @@ impl ServerHandler for McpHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<GetSkillResult, McpError> {
         refusals::take(context.extensions.get::<http::request::Parts>());
-        let agent = identity(&context)?;
+        let (agent, gateway) = admitted(&context)?;
         tracing::Span::current().record("key", agent.key_name.as_str());
-        let found = self.gateway.skill_for(&agent, &request.uri);
+        let found = gateway.skill_for(&agent, &request.uri);
         match found.filter(|s| s.uri() == request.uri) {
             Some(found) => Ok(skills::get_skill(&found)),
             None => {
-                self.gateway
+                gateway
                     .refuse_skill(&agent, &request.uri, SkillMethod::Get)
                     .await
                     .map_err(skills_failure)?;
@@ -443,9 +442,9 @@ impl ServerHandler for McpHandler {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
-        let agent = identity(&context)?;
+        let (agent, gateway) = admitted(&context)?;
         let cursor = request.and_then(|r| r.cursor);
-        skills::list_resources(&self.gateway.skills_for(&agent), cursor.as_ref())
+        skills::list_resources(&gateway.skills_for(&agent), cursor.as_ref())
     }
 
     #[tracing::instrument(skip_all, fields(key = tracing::field::Empty))]
@@ -455,10 +454,9 @@ impl ServerHandler for McpHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
         refusals::take(context.extensions.get::<http::request::Parts>());
-        let agent = identity(&context)?;
+        let (agent, gateway) = admitted(&context)?;
         tracing::Span::current().record("key", agent.key_name.as_str());
-        match self
-            .gateway
+        match gateway
             .read_skill_file(&agent, &request.uri)
             .await
             .map_err(skills_failure)?
@@ -475,9 +473,9 @@ impl ServerHandler for McpHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceDirectoryResult, McpError> {
         refusals::take(context.extensions.get::<http::request::Parts>());
-        let agent = identity(&context)?;
+        let (agent, gateway) = admitted(&context)?;
         tracing::Span::current().record("key", agent.key_name.as_str());
-        if let Some(skill) = self.gateway.skill_for(&agent, &request.uri) {
+        if let Some(skill) = gateway.skill_for(&agent, &request.uri) {
             let directories = served::directories(std::slice::from_ref(&skill));
             if let Some(children) = directories.get(request.uri.trim_end_matches('/')) {
                 return skills::read_directory(children, request.cursor.as_ref());
@@ -490,7 +488,7 @@ impl ServerHandler for McpHandler {
                 ));
             }
         }
-        self.gateway
+        gateway
             .refuse_skill(&agent, &request.uri, SkillMethod::DirectoryRead)
             .await
             .map_err(skills_failure)?;

@@ -12,6 +12,7 @@ mod skills;
 mod tasks;
 mod tools;
 mod trace;
+pub mod workspaces;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -19,13 +20,12 @@ use std::sync::Arc;
 use axum::Router;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use skillgate_core::gateway::Gateway;
-use skillgate_core::keys::AgentKeys;
 use skillgate_core::metrics::Metrics;
 use skillgate_core::slug::Slug;
 use tower_http::limit::RequestBodyLimitLayer;
 
 use self::handler::McpHandler;
+use self::workspaces::Workspaces;
 
 pub const MCP_PATH: &str = "/mcp";
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -91,32 +91,26 @@ fn is_origin(text: &str) -> bool {
 /// requests rmcp refuses before the handler runs; innermost, [`core_tasks`] speaks the
 /// 2025-11-25 tasks wire, which rmcp does not. rmcp runs without sessions (no worker per client) and answers plain JSON where
 /// it can; [`connection`] gives clients the connection label the gateway's fallback needs.
-pub fn router(gateway: Gateway, keys: AgentKeys, options: McpOptions) -> Router {
-    let gateway_metrics = gateway.metrics().clone();
-    let refusals_gateway = gateway.clone();
-    let tasks_gateway = gateway.clone();
+pub fn router(workspaces: Arc<Workspaces>, options: McpOptions) -> Router {
+    let gateway_metrics = workspaces.default_workspace().gateway.metrics().clone();
     let config = StreamableHttpServerConfig::default()
         .disable_allowed_hosts()
         .disable_allowed_origins()
         .with_legacy_session_mode(false)
         .with_json_response(true)
         .with_max_request_body_bytes(options.max_body_bytes);
+    // The handler holds nothing: each request carries its workspace's gateway, put there
+    // by admission.
     let mcp = StreamableHttpService::new(
-        move || Ok(McpHandler::new(gateway.clone())),
+        || Ok(McpHandler),
         Arc::new(NeverSessionManager::default()),
         config,
     );
-    let admission = admission(keys, options.oauth.clone(), &options, gateway_metrics);
+    let admission = admission(workspaces, options.oauth.clone(), &options, gateway_metrics);
     Router::new()
         .route_service(MCP_PATH, mcp)
-        .route_layer(axum::middleware::from_fn_with_state(
-            tasks_gateway,
-            core_tasks::serve,
-        ))
-        .route_layer(axum::middleware::from_fn_with_state(
-            refusals_gateway,
-            refusals::audit,
-        ))
+        .route_layer(axum::middleware::from_fn(core_tasks::serve))
+        .route_layer(axum::middleware::from_fn(refusals::audit))
         .route_layer(axum::middleware::from_fn(trace::request_span))
         .route_layer(axum::middleware::from_fn_with_state(
             options.max_body_bytes,
@@ -128,14 +122,14 @@ pub fn router(gateway: Gateway, keys: AgentKeys, options: McpOptions) -> Router 
 
 /// The admission checks of `/mcp` (Host, Origin, agent key), shared with `/api/v1`.
 pub(crate) fn admission(
-    keys: AgentKeys,
+    workspaces: Arc<Workspaces>,
     oauth: Option<skillgate_core::oauth::OAuthService>,
     options: &McpOptions,
     metrics: Arc<Metrics>,
 ) -> Arc<auth::Admission> {
     Arc::new(auth::Admission {
         metrics,
-        keys,
+        workspaces,
         loopback_bind: options.bind.ip().is_loopback(),
         allowed_origins: options.allowed_origins.clone(),
         anonymous_scope: options.anonymous_scope.clone(),

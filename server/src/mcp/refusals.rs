@@ -21,19 +21,19 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use axum::body::Body;
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use http::{Method, StatusCode};
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::Value;
-use skillgate_core::gateway::Gateway;
 use skillgate_core::gateway::skills::SkillMethod;
 use skillgate_core::policy::DenyCode;
 
 use super::auth::AgentCaller;
 use super::connection::{MCP_SESSION_ID, unreadable_body};
+use super::workspaces::CallerGateway;
 
 /// Put on a governed request by [`audit`]; the handler calls [`Self::take`] when it takes
 /// the request, which from then on audits its own outcome.
@@ -78,7 +78,7 @@ enum Asking {
     Skill(SkillMethod),
 }
 
-pub async fn audit(State(gateway): State<Gateway>, request: Request, next: Next) -> Response {
+pub async fn audit(request: Request, next: Next) -> Response {
     if request.method() != Method::POST {
         return next.run(request).await;
     }
@@ -89,7 +89,10 @@ pub async fn audit(State(gateway): State<Gateway>, request: Request, next: Next)
         Err(error) => return unreadable_body(error),
     };
     let caller = parts.extensions.get::<AgentCaller>().cloned();
-    let (Some(found), Some(caller)) = (governed_message(&bytes), caller) else {
+    let gateway = parts.extensions.get::<CallerGateway>().cloned();
+    let (Some(found), Some((caller, CallerGateway(gateway)))) =
+        (governed_message(&bytes), caller.zip(gateway))
+    else {
         return next
             .run(Request::from_parts(parts, Body::from(bytes)))
             .await;

@@ -7,6 +7,7 @@ use crate::common;
 use std::process::Output;
 
 use serde_json::Value;
+use sha2::{Digest as _, Sha256};
 
 use common::Server;
 
@@ -149,4 +150,148 @@ fn an_unknown_workspace_or_one_given_to_a_deployment_wide_command_is_refused() {
         1,
         "nothing was created"
     );
+}
+
+/// Makes workspace `finance` on `server`'s database, with the demo catalog whose tier-1
+/// role says "Finance front line" instead of "Front-line customer support", and returns a
+/// key of finance's `support` scope.
+fn finance_with_key(server: &Server) -> String {
+    succeeded(server.cli(&["workspace", "create", "finance"]));
+    let exported = succeeded(server.cli(&["catalog", "export"]));
+    let edited = exported.replacen("Front-line customer support", "Finance front line", 1);
+    assert_ne!(
+        edited, exported,
+        "the demo catalog names its tier-1 role so"
+    );
+    let file = server.dir().join("finance.yaml");
+    std::fs::write(&file, edited).unwrap();
+    succeeded(server.cli(&[
+        "--workspace",
+        "finance",
+        "catalog",
+        "apply",
+        file.to_str().unwrap(),
+    ]));
+    let created = succeeded(server.cli(&[
+        "--workspace",
+        "finance",
+        "key",
+        "create",
+        "--name",
+        "finance-agent",
+        "--scope",
+        "support",
+    ]));
+    let key = created
+        .lines()
+        .find_map(|line| line.strip_prefix("agent key for scope support: "))
+        .unwrap_or_else(|| panic!("no key in {created}"))
+        .trim()
+        .to_owned();
+    assert!(
+        key.ends_with(".finance"),
+        "a finance key names finance: {key}"
+    );
+    key
+}
+
+/// The ids of the governance sessions started in `workspace`'s chain.
+fn sessions_started(server: &Server, workspace: &str) -> Vec<String> {
+    events(server, workspace)
+        .iter()
+        .filter(|e| e["kind"] == "session_started")
+        .filter_map(|e| e["session_id"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[tokio::test]
+async fn an_agent_of_a_workspace_is_served_that_workspaces_catalog_and_nothing_of_another() {
+    let server = Server::start();
+    let finance_key = finance_with_key(&server);
+
+    // The workspace's agent learns and calls through the workspace's own catalog, on a
+    // server that was running before the workspace existed.
+    let finance = server.connect(&finance_key).await;
+    let (finance_session, started) = common::init(&finance).await;
+    assert!(
+        started.text.contains("Finance front line"),
+        "{}",
+        started.text
+    );
+    common::may_refund_o5005(&finance, &finance_session).await;
+    let default = server.connect(&server.support_key).await;
+    let (default_session, started) = common::init(&default).await;
+    assert!(
+        !started.text.contains("Finance front line"),
+        "the default workspace's agent sees its own catalog: {}",
+        started.text
+    );
+
+    // Naming another workspace's session finds nothing, and says no more than that.
+    let crossed = common::learn(&finance, &default_session, "/roles/tier-1-support").await;
+    assert!(crossed.is_error, "{}", crossed.text);
+    assert_eq!(crossed.code(), "ACCESS_DENIED", "{}", crossed.text);
+    let own_unknown = common::learn(&finance, "no-such-session", "/roles/tier-1-support").await;
+    assert_eq!(
+        crossed.text.replace(&default_session, "ID"),
+        own_unknown.text.replace("no-such-session", "ID"),
+        "another workspace's session reads exactly as one that does not exist"
+    );
+
+    // Each workspace's chain holds its own sessions; the refusal is finance's.
+    let finance_sessions = sessions_started(&server, "finance");
+    let default_sessions = sessions_started(&server, "default");
+    assert!(finance_sessions.contains(&finance_session));
+    assert!(!finance_sessions.contains(&default_session));
+    assert!(default_sessions.contains(&default_session));
+    assert!(!default_sessions.contains(&finance_session));
+    let finance_events = events(&server, "finance");
+    // A session that is not the caller's is recorded as the digest of the id it named.
+    let named = hex::encode(Sha256::digest(default_session.as_bytes()));
+    assert!(
+        finance_events.iter().any(|e| e["kind"] == "learn_denied"
+            && e["payload"]["named_session_digest"] == named.as_str()),
+        "the refused learn is audited in the caller's workspace"
+    );
+    assert!(
+        !events(&server, "default")
+            .iter()
+            .any(|e| e["kind"] == "learn_denied"),
+        "and nothing of it in the default workspace's"
+    );
+    succeeded(server.cli(&["audit", "verify", "--every-workspace"]));
+}
+
+#[tokio::test]
+async fn a_key_is_refused_when_the_workspace_it_names_is_not_the_one_that_issued_it() {
+    let server = Server::start();
+    let finance_key = finance_with_key(&server);
+    let client = reqwest::Client::new();
+    let status = |key: String| {
+        let client = client.clone();
+        let url = server.mcp_url();
+        async move {
+            client
+                .post(url)
+                .bearer_auth(key)
+                .header("content-type", "application/json")
+                .header("accept", "application/json, text/event-stream")
+                .body(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#)
+                .send()
+                .await
+                .unwrap()
+                .status()
+        }
+    };
+    let secret = finance_key.trim_end_matches(".finance");
+    assert_eq!(status(finance_key.clone()).await, 200);
+    for forged in [
+        secret.to_owned(),
+        format!("{secret}.default"),
+        format!("{secret}.nope"),
+        format!("{secret}.Finance"),
+        format!("{}.finance", server.support_key),
+    ] {
+        assert_eq!(status(forged.clone()).await, 401, "{forged}");
+    }
 }

@@ -8,7 +8,7 @@ pub mod telemetry;
 mod unread_body;
 pub mod upstream_sync;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -28,7 +28,7 @@ use skillgate_core::policy::CatalogHandle;
 use skillgate_core::revisions::Revisions;
 use skillgate_core::revisions::curator::{CURATION_UPSTREAM, in_process_config};
 use skillgate_core::slug::Slug;
-use skillgate_core::store::Store;
+use skillgate_core::store::{Store, StoreError};
 use skillgate_core::upstream::UpstreamPool;
 use skillgate_core::users::Users;
 use tower_sessions::cookie::SameSite;
@@ -40,23 +40,155 @@ use crate::cmd::{audit, key};
 use crate::http::console_guard::ConsoleGuard;
 use crate::http::{self, api, compliance, console_auth, oauth};
 use crate::mcp;
+use crate::mcp::workspaces::Served;
 use crate::state::AppState;
 
-/// What signs the audit chain's tip: periodically while serving, and once more at a clean
-/// shutdown, after the last request's events.
+/// What signs the audit chains' tips: periodically while serving, and once more at a clean
+/// shutdown, after the last request's events: the platform's chain and every workspace's
+/// this process served.
 pub struct AuditCheckpoints {
-    store: Store,
+    stores: Arc<Mutex<Vec<Store>>>,
     signer: Arc<CheckpointSigner>,
 }
 
 impl AuditCheckpoints {
     pub async fn sign_final(&self) {
-        if let Err(error) =
-            checkpoint::checkpoint_tip(&self.store, &self.signer, chrono::Utc::now()).await
-        {
-            tracing::error!(%error, "cannot sign the final audit checkpoint");
+        let stores = self
+            .stores
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        for store in stores {
+            if let Err(error) =
+                checkpoint::checkpoint_tip(&store, &self.signer, chrono::Utc::now()).await
+            {
+                tracing::error!(%error, workspace = store.workspace_slug(), "cannot sign the final audit checkpoint");
+            }
         }
     }
+}
+
+/// What the services of every workspace share.
+#[derive(Clone)]
+struct Shared {
+    signer: Arc<CheckpointSigner>,
+    metrics: Arc<Metrics>,
+    checkpoint_interval: Duration,
+    catalog_poll: Duration,
+    /// The store of every workspace served, for the final checkpoints.
+    served: Arc<Mutex<Vec<Store>>>,
+}
+
+/// A workspace's authoring side: its store, its one audit writer, its live catalog and the
+/// one door for its admin changes.
+struct Authoring {
+    store: Store,
+    audit: AuditLog,
+    catalog: Arc<CatalogHandle>,
+    admin: Arc<AdminService>,
+}
+
+impl Authoring {
+    async fn open(store: Store, catalog_file: Option<&std::path::Path>) -> anyhow::Result<Self> {
+        let audit = AuditLog::new(store.clone());
+        let catalog = Arc::new(CatalogHandle::new(store.compiled_catalog().await?));
+        let mut admin = AdminService::new(store.clone(), audit.clone(), catalog.clone());
+        if let Some(file) = catalog_file {
+            admin = admin.managed_by(file.display().to_string());
+        }
+        Ok(Self {
+            store,
+            audit,
+            catalog,
+            admin: Arc::new(admin),
+        })
+    }
+}
+
+/// Everything that serves one workspace, its background work running: checkpoints and
+/// retention of its chain, its upstreams' connections and sync, its holds' expiry, and
+/// following catalog changes made by other processes.
+struct WorkspaceServices {
+    console_upstreams: Arc<upstream_sync::ConsoleUpstreams>,
+    revisions: Revisions,
+    holds: Holds,
+    gateway: Gateway,
+}
+
+impl WorkspaceServices {
+    async fn start(authoring: &Authoring, shared: &Shared) -> anyhow::Result<Self> {
+        let Authoring {
+            store,
+            audit,
+            catalog,
+            admin,
+        } = authoring;
+        shared
+            .served
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(store.clone());
+        tokio::spawn(checkpoint::checkpoint_every(
+            store.clone(),
+            shared.signer.clone(),
+            shared.checkpoint_interval,
+        ));
+        compliance::spawn_retention(store.clone(), shared.signer.clone());
+        let upstreams = Arc::new(
+            UpstreamPool::default().with_identity_hook(upstream_sync::identity_hook(admin.clone())),
+        );
+        upstream_sync::register_upstreams(
+            &upstreams,
+            &store.list_upstreams().await?,
+            &store.upstream_credentials().await?,
+        );
+        upstream_sync::spawn_sync(admin.clone(), upstreams.clone());
+        let console_upstreams = Arc::new(upstream_sync::ConsoleUpstreams {
+            service: admin.clone(),
+            pool: upstreams.clone(),
+            last: Default::default(),
+        });
+        let revisions = Revisions::new(admin.clone());
+        let holds = Holds::new(store.clone(), audit.clone(), catalog.clone());
+        spawn_hold_expiry(holds.clone());
+        upstreams.upsert(CURATION_UPSTREAM, in_process_config(revisions.clone()));
+        upstream_sync::spawn_catalog_follow(admin.clone(), upstreams.clone(), shared.catalog_poll);
+        let gateway = Gateway::new(
+            store.clone(),
+            catalog.clone(),
+            audit.clone(),
+            upstreams,
+            GatewayOptions::default(),
+        )
+        .with_metrics(shared.metrics.clone());
+        Ok(Self {
+            console_upstreams,
+            revisions,
+            holds,
+            gateway,
+        })
+    }
+}
+
+/// Opens a workspace other than `default` on its first request: its database, then its
+/// services as `default`'s run (without a catalog file: `--catalog` is the default's).
+fn workspace_opener(platform: Store, shared: Shared) -> mcp::workspaces::Opener {
+    Arc::new(move |slug| {
+        let (platform, shared) = (platform.clone(), shared.clone());
+        Box::pin(async move {
+            let store = match platform.workspace(&slug).await {
+                Ok(store) => store,
+                Err(StoreError::NotFound(_)) => return Ok(None),
+                Err(error) => return Err(error.into()),
+            };
+            let authoring = Authoring::open(store, None).await?;
+            let services = WorkspaceServices::start(&authoring, &shared).await?;
+            Ok(Some(Served {
+                keys: AgentKeys::new(authoring.store.clone()),
+                gateway: Arc::new(services.gateway),
+            }))
+        })
+    })
 }
 
 /// Opens the database, creates the first admin if there is none, and builds the router.
@@ -70,14 +202,10 @@ pub async fn build(
     // write lock.
     let metrics = Arc::new(Metrics::new().with_write_lock(store.write_lock_times()));
     let users = Users::new(store.clone()).with_metrics(metrics.clone());
-    // The process's one audit writer, and the one door every admin change goes through.
-    let audit = AuditLog::new(store.clone());
-    let catalog = Arc::new(CatalogHandle::new(store.compiled_catalog().await?));
-    let mut admin = AdminService::new(store.clone(), audit.clone(), catalog.clone());
-    if let Some(file) = &args.catalog {
-        admin = admin.managed_by(file.display().to_string());
-    }
-    let authoring = Arc::new(admin);
+    // The default workspace's one audit writer, and the one door every admin change goes
+    // through.
+    let default = Authoring::open(store.clone(), args.catalog.as_deref()).await?;
+    let (catalog, authoring) = (default.catalog.clone(), default.admin.clone());
     if let Some(password) = authoring.bootstrap_admin().await? {
         println!("Created the console user `admin` (first start of an empty database).");
         println!("  password: {}", password.expose());
@@ -145,30 +273,23 @@ pub async fn build(
         audit::MissingKey::Create,
     )?);
     let trusted_keys = signer.trusted();
-    tokio::spawn(checkpoint::checkpoint_every(
-        store.clone(),
-        signer.clone(),
-        Duration::from_secs(args.audit_checkpoint_interval),
-    ));
+    let shared = Shared {
+        signer: signer.clone(),
+        metrics: metrics.clone(),
+        checkpoint_interval: Duration::from_secs(args.audit_checkpoint_interval),
+        catalog_poll: Duration::from_millis(args.catalog_poll_ms),
+        served: Arc::default(),
+    };
     let checkpoints = AuditCheckpoints {
-        store: store.clone(),
+        stores: shared.served.clone(),
         signer: signer.clone(),
     };
-    compliance::spawn_retention(store.clone(), signer.clone());
-    let upstreams = Arc::new(
-        UpstreamPool::default().with_identity_hook(upstream_sync::identity_hook(authoring.clone())),
-    );
-    upstream_sync::register_upstreams(
-        &upstreams,
-        &store.list_upstreams().await?,
-        &store.upstream_credentials().await?,
-    );
-    upstream_sync::spawn_sync(authoring.clone(), upstreams.clone());
-    let console_upstreams = Arc::new(upstream_sync::ConsoleUpstreams {
-        service: authoring.clone(),
-        pool: upstreams.clone(),
-        last: Default::default(),
-    });
+    let WorkspaceServices {
+        console_upstreams,
+        revisions,
+        holds,
+        gateway,
+    } = WorkspaceServices::start(&default, &shared).await?;
     if let Some((source, started)) = catalog_file {
         catalog_watch::watch(
             authoring.clone(),
@@ -178,23 +299,6 @@ pub async fn build(
             mcp_url,
         )?;
     }
-    let revisions = Revisions::new(authoring.clone());
-    let holds = Holds::new(store.clone(), audit.clone(), catalog.clone());
-    spawn_hold_expiry(holds.clone());
-    upstreams.upsert(CURATION_UPSTREAM, in_process_config(revisions.clone()));
-    upstream_sync::spawn_catalog_follow(
-        authoring.clone(),
-        upstreams.clone(),
-        Duration::from_millis(args.catalog_poll_ms),
-    );
-    let gateway = Gateway::new(
-        store.clone(),
-        catalog.clone(),
-        audit.clone(),
-        upstreams,
-        GatewayOptions::default(),
-    )
-    .with_metrics(metrics.clone());
     let anonymous_scope = args
         .anonymous_scope
         .as_deref()
@@ -215,12 +319,16 @@ pub async fn build(
         oauth: args.oauth.then(|| oauth.clone()),
     };
     mcp_options.validate()?;
-    let api_router = api::router(
-        gateway.clone(),
-        AgentKeys::new(store.clone()),
-        &mcp_options,
-        metrics.clone(),
-    );
+    // Agents of the default workspace are served by `gateway`; those of the others by
+    // their own, opened on their first request.
+    let workspaces = Arc::new(mcp::workspaces::Workspaces::with_opener(
+        Served {
+            keys: AgentKeys::new(store.clone()),
+            gateway: Arc::new(gateway.clone()),
+        },
+        workspace_opener(store.clone(), shared),
+    ));
+    let api_router = api::router(workspaces.clone(), &mcp_options, metrics.clone());
     // The Connect page's try-it drives this same gateway as a console user.
     let connect = skillgate_app::connect::api::ssr::ConnectContext {
         gateway: gateway.clone(),
@@ -228,7 +336,7 @@ pub async fn build(
         bind: args.bind,
         oauth: args.oauth,
     };
-    let mcp_router = mcp::router(gateway, AgentKeys::new(store.clone()), mcp_options);
+    let mcp_router = mcp::router(workspaces, mcp_options);
 
     let leptos_options = LeptosOptions::builder()
         .output_name("skillgate")
