@@ -220,6 +220,7 @@ bench: deps-postgres
 	$(TARGET_DIR)/release/skillgate-dev cluster
 	$(TARGET_DIR)/release/skillgate-dev context-cost
 	$(TARGET_DIR)/release/skillgate-dev memory --sessions 100000 --time-limit 900
+	$(TARGET_DIR)/release/skillgate-dev workspaces --workspaces 20
 	$(TARGET_DIR)/release/skillgate-dev crowd
 	python3 tools/bench/catalog_as_code.py $(TARGET_DIR)/release/skillgate
 

@@ -16,6 +16,7 @@ mod pg_stats;
 pub mod seed_audit;
 mod seed_catalog;
 mod walk;
+mod workspaces;
 
 use clap::Subcommand;
 
@@ -37,6 +38,8 @@ pub enum DevCommand {
     SeedAudit(seed_audit::SeedAuditArgs),
     /// The whole audit walk in one piece and in ranges at once, alternated.
     Walk(walk::WalkArgs),
+    /// What each workspace a gateway serves costs it: memory, threads, files, first request.
+    Workspaces(workspaces::WorkspacesArgs),
 }
 
 pub async fn run(command: DevCommand) -> anyhow::Result<()> {
@@ -49,5 +52,6 @@ pub async fn run(command: DevCommand) -> anyhow::Result<()> {
         DevCommand::SeedCatalog(args) => seed_catalog::run(args).await,
         DevCommand::SeedAudit(args) => seed_audit::run(args).await,
         DevCommand::Walk(args) => walk::run(args).await,
+        DevCommand::Workspaces(args) => workspaces::run(args).await,
     }
 }

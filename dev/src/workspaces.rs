@@ -1,0 +1,199 @@
+//! `skillgate-dev workspaces`: what each workspace a gateway serves costs it (issue #55).
+//!
+//! A workspace is a database of its own, and a server opens its services (pools, audit
+//! writer, upstream connections, background tasks) on the workspace's first request. This
+//! probe makes `--workspaces` workspaces with the demo catalog and a key each, then has one
+//! agent per workspace start a governance session and learn a role, one workspace after
+//! another. It reports the gateway's memory, threads and open files per workspace opened,
+//! and the first agent's time (the workspace opened on the way) against a second and a
+//! third agent's in the same workspace and a default workspace's agent, in the same run.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use clap::Args;
+use serde_json::json;
+
+use super::harness::{self, Stack};
+
+#[derive(Debug, Args)]
+pub struct WorkspacesArgs {
+    /// Workspaces to make and open (besides `default`).
+    #[arg(long, default_value_t = 20)]
+    pub workspaces: usize,
+    #[arg(long, default_value = "tier-1-support")]
+    pub role: String,
+    /// Print JSON instead of a Markdown table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The gateway process as /proc shows it.
+#[derive(Debug, Clone, Copy)]
+struct Footprint {
+    rss_kib: u64,
+    threads: u64,
+    fds: u64,
+}
+
+fn footprint(pid: u32) -> anyhow::Result<Footprint> {
+    let (rss_kib, _) = harness::memory_kib(pid)?;
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .with_context(|| format!("reading /proc/{pid}/status"))?;
+    let threads = status
+        .lines()
+        .find_map(|line| line.strip_prefix("Threads:"))
+        .and_then(|n| n.trim().parse().ok())
+        .context("/proc status has no Threads line")?;
+    let fds = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .with_context(|| format!("listing /proc/{pid}/fd"))?
+        .count();
+    Ok(Footprint {
+        rss_kib,
+        threads,
+        fds: u64::try_from(fds)?,
+    })
+}
+
+/// `skillgate ARGS --database-url URL`, which must succeed; its stdout.
+fn skillgate(database_url: &str, args: &[&str]) -> anyhow::Result<String> {
+    let output = std::process::Command::new(harness::product_binary()?)
+        .args(args)
+        .args(["--database-url", database_url])
+        .output()
+        .with_context(|| format!("running skillgate {}", args.join(" ")))?;
+    if !output.status.success() {
+        bail!(
+            "skillgate {} failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// Makes workspace `name` with the catalog in `file` and returns a key of its `support`
+/// scope.
+fn make_workspace(database_url: &str, name: &str, file: &Path) -> anyhow::Result<String> {
+    skillgate(database_url, &["workspace", "create", name])?;
+    let file = file.to_string_lossy();
+    skillgate(
+        database_url,
+        &["--workspace", name, "catalog", "apply", file.as_ref()],
+    )?;
+    let created = skillgate(
+        database_url,
+        &[
+            "--workspace",
+            name,
+            "key",
+            "create",
+            "--name",
+            "bench",
+            "--scope",
+            "support",
+        ],
+    )?;
+    created
+        .lines()
+        .find_map(|line| line.strip_prefix("agent key for scope support: "))
+        .map(|key| key.trim().to_owned())
+        .with_context(|| format!("no key in {created}"))
+}
+
+/// One agent: a new MCP session that starts a governance session and learns `role`.
+async fn one_agent(url: &str, key: &str, role: &str) -> anyhow::Result<Duration> {
+    let started = Instant::now();
+    let client = harness::connect(url, Some(key)).await?;
+    harness::init_and_learn(&client, role).await?;
+    let took = started.elapsed();
+    let _ = client.cancel().await;
+    Ok(took)
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    match values.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => values[n / 2],
+        n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
+    }
+}
+
+pub async fn run(args: WorkspacesArgs) -> anyhow::Result<()> {
+    anyhow::ensure!(args.workspaces > 0, "--workspaces must be at least 1");
+    // Each workspace's catalog is the default's, so it names the same demo upstream over
+    // HTTP: every workspace opens its own connections to it.
+    let stack = Stack::start().await?;
+    let database_url = format!("sqlite://{}", stack.dir().join("bench.db").display());
+    let pid = stack.gateway.pid().context("the gateway has exited")?;
+    let file = stack.dir().join("catalog.yaml");
+    std::fs::write(&file, skillgate(&database_url, &["catalog", "export"])?)?;
+    let mut keys = Vec::with_capacity(args.workspaces);
+    for i in 1..=args.workspaces {
+        keys.push(make_workspace(&database_url, &format!("ws-{i}"), &file)?);
+    }
+
+    // The default workspace warm first: the baseline holds one workspace in use.
+    one_agent(&stack.gateway_url, &stack.key, &args.role).await?;
+    let warm_default: Vec<f64> = {
+        let mut times = Vec::new();
+        for _ in 0..5 {
+            times.push(one_agent(&stack.gateway_url, &stack.key, &args.role).await?);
+        }
+        times.iter().map(Duration::as_secs_f64).collect()
+    };
+    let before = footprint(pid)?;
+    let (mut first, mut second, mut third) = (Vec::new(), Vec::new(), Vec::new());
+    for key in &keys {
+        for times in [&mut first, &mut second, &mut third] {
+            times.push(
+                one_agent(&stack.gateway_url, key, &args.role)
+                    .await?
+                    .as_secs_f64(),
+            );
+        }
+    }
+    let after = footprint(pid)?;
+    let n = args.workspaces as f64;
+    let per = |after: u64, before: u64| (after as f64 - before as f64) / n;
+    let ms = |seconds: f64| seconds * 1000.0;
+    let report = json!({
+        "workspaces": args.workspaces,
+        "rss_before_mib": before.rss_kib as f64 / 1024.0,
+        "rss_after_mib": after.rss_kib as f64 / 1024.0,
+        "rss_per_workspace_kib": per(after.rss_kib, before.rss_kib),
+        "threads_before": before.threads,
+        "threads_per_workspace": per(after.threads, before.threads),
+        "fds_before": before.fds,
+        "fds_per_workspace": per(after.fds, before.fds),
+        "default_agent_ms_p50": ms(median(warm_default)),
+        "first_agent_ms_p50": ms(median(first.clone())),
+        "first_agent_ms_max": ms(first.iter().copied().fold(0.0, f64::max)),
+        "second_agent_ms_p50": ms(median(second)),
+        "third_agent_ms_p50": ms(median(third)),
+    });
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(());
+    }
+    let f = |key: &str| report[key].as_f64().unwrap_or(f64::NAN);
+    println!(
+        "| workspaces opened | RSS before → after | RSS per workspace | threads per workspace | files per workspace | agent of default (p50) | first agent of a workspace (p50 / max) | second agent (p50) | third agent (p50) |\n\
+         | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n\
+         | {} | {:.1} → {:.1} MiB | {:.0} KiB | {:.1} | {:.1} | {:.1} ms | {:.1} / {:.1} ms | {:.1} ms | {:.1} ms |",
+        args.workspaces,
+        f("rss_before_mib"),
+        f("rss_after_mib"),
+        f("rss_per_workspace_kib"),
+        f("threads_per_workspace"),
+        f("fds_per_workspace"),
+        f("default_agent_ms_p50"),
+        f("first_agent_ms_p50"),
+        f("first_agent_ms_max"),
+        f("second_agent_ms_p50"),
+        f("third_agent_ms_p50"),
+    );
+    Ok(())
+}
