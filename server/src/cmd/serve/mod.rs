@@ -123,6 +123,10 @@ impl WorkspaceServices {
             catalog,
             admin,
         } = authoring;
+        // What can fail comes first: a workspace whose opening failed is opened again on its
+        // next request, and must not have left background work running.
+        let registered = store.list_upstreams().await?;
+        let credentials = store.upstream_credentials().await?;
         shared
             .served
             .lock()
@@ -137,11 +141,7 @@ impl WorkspaceServices {
         let upstreams = Arc::new(
             UpstreamPool::default().with_identity_hook(upstream_sync::identity_hook(admin.clone())),
         );
-        upstream_sync::register_upstreams(
-            &upstreams,
-            &store.list_upstreams().await?,
-            &store.upstream_credentials().await?,
-        );
+        upstream_sync::register_upstreams(&upstreams, &registered, &credentials);
         upstream_sync::spawn_sync(admin.clone(), upstreams.clone());
         let console_upstreams = Arc::new(upstream_sync::ConsoleUpstreams {
             service: admin.clone(),
