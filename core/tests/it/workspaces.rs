@@ -62,6 +62,12 @@ async fn admin_changes(store: &Store) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The names of the roles of `store`'s catalog.
+async fn role_names(store: &Store) -> Vec<String> {
+    let catalog = store.load_catalog().await.unwrap();
+    catalog.roles.iter().map(|r| r.slug.to_string()).collect()
+}
+
 fn role(name: &str, title: &str) -> Role {
     Role {
         slug: slug(name),
@@ -97,24 +103,9 @@ async fn a_new_workspace_starts_empty_and_may_reuse_another_workspaces_names() {
         .await
         .unwrap();
 
-    let default_roles: Vec<String> = platform
-        .store
-        .load_catalog()
-        .await
-        .unwrap()
-        .roles
-        .iter()
-        .map(|r| r.slug.to_string())
-        .collect();
+    let default_roles = role_names(&platform.store).await;
     let reopened = platform.store.workspace(&slug("finance")).await.unwrap();
-    let finance_roles: Vec<String> = reopened
-        .load_catalog()
-        .await
-        .unwrap()
-        .roles
-        .iter()
-        .map(|r| r.slug.to_string())
-        .collect();
+    let finance_roles = role_names(&reopened).await;
     assert!(default_roles.contains(&"tier-1-support".to_owned()));
     assert!(finance_roles.contains(&"tier-1-support".to_owned()));
     assert!(finance_roles.contains(&"refunds-eu".to_owned()));
