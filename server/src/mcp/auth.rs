@@ -1,6 +1,8 @@
 //! Admission to `/mcp`, checked on every request in this order: the `Host` header
 //! (DNS rebinding, loopback binds only), the `Origin` header, then the bearer credential:
-//! an agent key, or an OAuth access token of Skillgate's own authorization server.
+//! an agent key, checked in the workspace it names ([`super::workspaces`]), or an OAuth
+//! access token of Skillgate's own authorization server. An admitted request carries its
+//! caller and its workspace's gateway.
 //!
 //! Every request re-authenticates, so a revoked key or grant stops working at once, open
 //! MCP sessions included. A 401 names the protected resource metadata (RFC 9728) when the
