@@ -132,8 +132,9 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
 }
 
 /// Where a one-shot command works: the platform database (whose URL also places the audit
-/// signing key every workspace's chain is signed with) and one workspace in it.
-#[derive(Debug, Clone)]
+/// signing key every workspace's chain is signed with) and one workspace in it. Not
+/// `Debug`: a PostgreSQL URL may hold a password.
+#[derive(Clone)]
 pub struct Target {
     pub database_url: String,
     pub workspace: Slug,
