@@ -8,6 +8,7 @@ pub mod cli;
 pub mod key;
 pub mod migrate;
 pub mod serve;
+pub mod signing_key;
 pub mod skill;
 pub mod user;
 pub mod workspace;

@@ -36,7 +36,7 @@ use tower_sessions::session_store::ExpiredDeletion;
 use tower_sessions::{Expiry, SessionManagerLayer};
 
 use crate::cmd::cli::ServeArgs;
-use crate::cmd::{audit, key};
+use crate::cmd::{key, signing_key};
 use crate::http::console_guard::ConsoleGuard;
 use crate::http::{self, api, compliance, console_auth, oauth};
 use crate::mcp;
@@ -267,10 +267,10 @@ pub async fn build(
     let idle = console_auth::IdleTimeout::new(Duration::from_secs(args.console_idle_timeout));
     let origin_guard = ConsoleGuard::new(&args.public_origins)?;
 
-    let signer = Arc::new(audit::load_signer(
+    let signer = Arc::new(signing_key::load_signer(
         database_url,
         args.audit_signing_key.as_deref(),
-        audit::MissingKey::Create,
+        signing_key::MissingKey::Create,
     )?);
     let trusted_keys = signer.trusted();
     let shared = Shared {
