@@ -20,7 +20,7 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpSocket, TcpStream};
 use tokio::time::timeout;
 
-use super::harness::Stack;
+use super::harness::{self, Stack};
 
 #[derive(Debug, Args)]
 pub struct CrowdArgs {
@@ -115,11 +115,12 @@ pub async fn run(args: CrowdArgs) -> anyhow::Result<()> {
     ] {
         println!(
             "| {name} | {} | {} | {} | {} | {:.2} |",
-            ms(percentile(quiet, 0.5)),
-            ms(percentile(quiet, 0.99)),
-            ms(percentile(crowded, 0.5)),
-            ms(percentile(crowded, 0.99)),
-            percentile(crowded, 0.99).as_secs_f64() / percentile(quiet, 0.99).as_secs_f64(),
+            ms(harness::percentile(quiet, 0.5)),
+            ms(harness::percentile(quiet, 0.99)),
+            ms(harness::percentile(crowded, 0.5)),
+            ms(harness::percentile(crowded, 0.99)),
+            harness::percentile(crowded, 0.99).as_secs_f64()
+                / harness::percentile(quiet, 0.99).as_secs_f64(),
         );
     }
     println!(
@@ -132,12 +133,6 @@ pub async fn run(args: CrowdArgs) -> anyhow::Result<()> {
 
 fn ms(duration: Duration) -> String {
     format!("{:.2} ms", duration.as_secs_f64() * 1000.0)
-}
-
-fn percentile(samples: &[Duration], p: f64) -> Duration {
-    let mut sorted = samples.to_vec();
-    sorted.sort();
-    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
 async fn connect_from(ip: [u8; 4], port: u16) -> anyhow::Result<TcpStream> {

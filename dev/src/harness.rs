@@ -368,3 +368,17 @@ pub fn cpu_seconds(pid: u32) -> anyhow::Result<f64> {
     };
     Ok((ticks(11)? + ticks(12)?) / 100.0)
 }
+
+/// How many file descriptors a process has open, from /proc (Linux only).
+pub fn open_fds(pid: u32) -> anyhow::Result<usize> {
+    Ok(std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .with_context(|| format!("listing /proc/{pid}/fd"))?
+        .count())
+}
+
+/// The `p` quantile (0 to 1) of `samples` by nearest rank; `samples` must not be empty.
+pub fn percentile(samples: &[Duration], p: f64) -> Duration {
+    let mut sorted = samples.to_vec();
+    sorted.sort();
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}

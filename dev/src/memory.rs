@@ -159,7 +159,7 @@ async fn read_and_close(
     concurrency: usize,
 ) -> anyhow::Result<Measurement> {
     let (rss_kib, peak_kib) = harness::memory_kib(pid)?;
-    let gateway_fds = open_fds(pid)?;
+    let gateway_fds = harness::open_fds(pid)?;
     let mcp_sessions = clients.len();
     close_all(clients, concurrency).await;
     Ok(Measurement {
@@ -261,13 +261,6 @@ async fn close_all(clients: Vec<Client>, concurrency: usize) {
             let _ = client.cancel().await;
         })
         .await;
-}
-
-/// How many file descriptors a process has open, from /proc (Linux only).
-fn open_fds(pid: u32) -> anyhow::Result<usize> {
-    Ok(std::fs::read_dir(format!("/proc/{pid}/fd"))
-        .with_context(|| format!("listing /proc/{pid}/fd"))?
-        .count())
 }
 
 fn report(args: &MemoryArgs, m: &Measurement) -> anyhow::Result<()> {

@@ -46,13 +46,10 @@ fn footprint(pid: u32) -> anyhow::Result<Footprint> {
         .find_map(|line| line.strip_prefix("Threads:"))
         .and_then(|n| n.trim().parse().ok())
         .context("/proc status has no Threads line")?;
-    let fds = std::fs::read_dir(format!("/proc/{pid}/fd"))
-        .with_context(|| format!("listing /proc/{pid}/fd"))?
-        .count();
     Ok(Footprint {
         rss_kib,
         threads,
-        fds: u64::try_from(fds)?,
+        fds: u64::try_from(harness::open_fds(pid)?)?,
     })
 }
 
@@ -112,15 +109,6 @@ async fn one_agent(url: &str, key: &str, role: &str) -> anyhow::Result<Duration>
     Ok(took)
 }
 
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    match values.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => values[n / 2],
-        n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
-    }
-}
-
 pub async fn run(args: WorkspacesArgs) -> anyhow::Result<()> {
     anyhow::ensure!(args.workspaces > 0, "--workspaces must be at least 1");
     // Each workspace's catalog is the default's, so it names the same demo upstream over
@@ -137,28 +125,21 @@ pub async fn run(args: WorkspacesArgs) -> anyhow::Result<()> {
 
     // The default workspace warm first: the baseline holds one workspace in use.
     one_agent(&stack.gateway_url, &stack.key, &args.role).await?;
-    let warm_default: Vec<f64> = {
-        let mut times = Vec::new();
-        for _ in 0..5 {
-            times.push(one_agent(&stack.gateway_url, &stack.key, &args.role).await?);
-        }
-        times.iter().map(Duration::as_secs_f64).collect()
-    };
+    let mut warm_default = Vec::new();
+    for _ in 0..5 {
+        warm_default.push(one_agent(&stack.gateway_url, &stack.key, &args.role).await?);
+    }
     let before = footprint(pid)?;
     let (mut first, mut second, mut third) = (Vec::new(), Vec::new(), Vec::new());
     for key in &keys {
         for times in [&mut first, &mut second, &mut third] {
-            times.push(
-                one_agent(&stack.gateway_url, key, &args.role)
-                    .await?
-                    .as_secs_f64(),
-            );
+            times.push(one_agent(&stack.gateway_url, key, &args.role).await?);
         }
     }
     let after = footprint(pid)?;
     let n = args.workspaces as f64;
     let per = |after: u64, before: u64| (after as f64 - before as f64) / n;
-    let ms = |seconds: f64| seconds * 1000.0;
+    let ms = |times: &[Duration], p: f64| harness::percentile(times, p).as_secs_f64() * 1000.0;
     let report = json!({
         "workspaces": args.workspaces,
         "rss_before_mib": before.rss_kib as f64 / 1024.0,
@@ -168,11 +149,11 @@ pub async fn run(args: WorkspacesArgs) -> anyhow::Result<()> {
         "threads_per_workspace": per(after.threads, before.threads),
         "fds_before": before.fds,
         "fds_per_workspace": per(after.fds, before.fds),
-        "default_agent_ms_p50": ms(median(warm_default)),
-        "first_agent_ms_p50": ms(median(first.clone())),
-        "first_agent_ms_max": ms(first.iter().copied().fold(0.0, f64::max)),
-        "second_agent_ms_p50": ms(median(second)),
-        "third_agent_ms_p50": ms(median(third)),
+        "default_agent_ms_p50": ms(&warm_default, 0.5),
+        "first_agent_ms_p50": ms(&first, 0.5),
+        "first_agent_ms_max": ms(&first, 1.0),
+        "second_agent_ms_p50": ms(&second, 0.5),
+        "third_agent_ms_p50": ms(&third, 0.5),
     });
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
