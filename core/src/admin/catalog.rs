@@ -287,6 +287,7 @@ impl AdminService {
                 ),
             ));
         }
+        self.refuse_shared_upstream(upstream.name.as_str()).await?;
         let upstream = upstream.clone();
         let stored = self
             .store
@@ -363,6 +364,7 @@ impl AdminService {
         args: &[String],
     ) -> Result<(), AdminError> {
         self.authorable()?;
+        self.refuse_shared_tool(tool).await?;
         let before = self
             .live()
             .tool(tool)
@@ -398,6 +400,7 @@ impl AdminService {
         expected_offer: &str,
     ) -> Result<String, AdminError> {
         self.authorable()?;
+        self.refuse_shared_tool(tool).await?;
         // The policy and the other upstreams' tools as stored now, not as this replica
         // last compiled them.
         self.reload_if_moved().await?;

@@ -34,6 +34,11 @@ pub enum AdminError {
         "the catalog is managed as code in `{file}`: change it there (in git) and it is applied; the console is read-only for the catalog"
     )]
     ManagedAsCode { file: String },
+    /// The upstream is a copy the platform shared into this workspace: read-only here.
+    #[error(
+        "upstream `{upstream}` is shared into this workspace by workspace `{from}`: it is read-only here; change it there"
+    )]
+    SharedUpstream { upstream: String, from: String },
     #[error("the store failed: {0}")]
     Store(StoreError),
     #[error("the change was saved but could not be audited: {0}")]
@@ -55,7 +60,8 @@ impl AdminError {
             | Self::Conflict(_)
             | Self::NotFound(_)
             | Self::BadInput { .. }
-            | Self::ManagedAsCode { .. } => true,
+            | Self::ManagedAsCode { .. }
+            | Self::SharedUpstream { .. } => true,
             Self::Key(e) => !matches!(e, KeyError::Store(_)),
             Self::User(e) => e.is_user_error(),
             Self::Store(_) | Self::Audit(_) => false,
@@ -73,6 +79,7 @@ impl AdminError {
             Self::Conflict(_)
             | Self::NotFound(_)
             | Self::ManagedAsCode { .. }
+            | Self::SharedUpstream { .. }
             | Self::Store(_)
             | Self::Audit(_) => None,
         }

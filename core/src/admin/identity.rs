@@ -81,6 +81,7 @@ impl AdminService {
         expected: &str,
     ) -> Result<UpstreamIdentity, AdminError> {
         self.authorable()?;
+        self.refuse_shared_upstream(upstream).await?;
         let (name, expected) = (upstream.to_owned(), expected.to_owned());
         self.save(
             actor,

@@ -21,6 +21,7 @@ mod inspection;
 mod keys;
 mod oauth;
 mod settings;
+mod shares;
 mod sync;
 mod users;
 mod workspaces;
@@ -42,6 +43,7 @@ pub use catalog::CredentialUpdate;
 pub use error::AdminError;
 pub use inspection::{INSPECTION_TARGET, PolicyIssue, policy_issues};
 pub use oauth::{NewConsent, OAUTH_ACTOR};
+pub use shares::SharesProjected;
 pub use workspaces::{MAX_WORKSPACE_TITLE_CHARS, parse_workspace_slug, workspace_target};
 
 /// How many change-log entries an entity's history shows.

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use super::document::CatalogDocument;
 use super::plan::{Action, Change, Plan, Write, plan};
+use super::shared::shared_issues;
 use super::validate::{Desired, Issue, parse, resolve};
 use crate::admin::{AdminError, AdminService};
 use crate::audit::{AuditError, NewEvent};
@@ -142,11 +143,16 @@ impl AdminService {
             let state = super::export::state(self.store()).await?;
             let desired = resolve(&state, file.document(), options.prune, now)
                 .map_err(ApplyError::Invalid)?;
-            let mut dry = report(
-                plan(&state, &desired, options.prune, now),
-                false,
-                Vec::new(),
-            );
+            let planned = plan(&state, &desired, options.prune, now);
+            let checked = planned.clone();
+            let issues = self
+                .store()
+                .with_conn(move |tx| Box::pin(async move { shared_issues(tx, &checked).await }))
+                .await?;
+            if !issues.is_empty() {
+                return Err(ApplyError::Invalid(issues));
+            }
+            let mut dry = report(planned, false, Vec::new());
             dry.proposed = Some(desired.catalog);
             return Ok(dry);
         }
@@ -168,6 +174,10 @@ impl AdminService {
                     let plan = plan(&state, &desired, prune, now);
                     if plan.is_empty() {
                         return Ok(None);
+                    }
+                    let issues = shared_issues(conn, &plan).await?;
+                    if !issues.is_empty() {
+                        return Ok(Some((Err(issues), Vec::new())));
                     }
                     let (events, created) =
                         execute_on(conn, &plan, &desired, &by, &workspace, now).await?;

@@ -9,6 +9,7 @@ pub mod document;
 pub mod export;
 mod plan;
 mod shape;
+mod shared;
 mod validate;
 
 pub use apply::{ApplyError, ApplyOptions, ApplyReport, CatalogFile, CreatedKey};

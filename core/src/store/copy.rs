@@ -52,6 +52,7 @@ pub const COPIED_TABLES: &[&str] = &[
     "oauth_tokens",
     "compliance_settings",
     "workspaces",
+    "upstream_shares",
     "audit_events",
     "audit_anchors",
     "audit_checkpoints",
@@ -118,22 +119,22 @@ impl CopyReport {
 
 /// How a column's values are read and bound.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub(super) enum Kind {
     Integer,
     Text,
     Blob,
     Double,
 }
 
-#[derive(Debug, Clone)]
-struct Column {
-    name: String,
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Column {
+    pub(super) name: String,
     kind: Kind,
 }
 
-/// One value in transit.
-#[derive(Debug)]
-enum Cell {
+/// One value in transit. Not `Debug`: a row may hold an upstream's stored credentials.
+#[derive(Clone, PartialEq)]
+pub(super) enum Cell {
     Integer(Option<i64>),
     Text(Option<String>),
     Blob(Option<Vec<u8>>),
@@ -245,7 +246,7 @@ impl Store {
     }
 
     /// A read transaction that sees one snapshot of the database to its end.
-    async fn begin_snapshot(&self) -> Result<Transaction<'static, Any>, StoreError> {
+    pub(super) async fn begin_snapshot(&self) -> Result<Transaction<'static, Any>, StoreError> {
         Ok(match self.backend() {
             // A deferred transaction on a WAL file reads one snapshot from its first read.
             Backend::Sqlite => self.pool().begin_with("BEGIN").await?,
@@ -294,11 +295,7 @@ async fn copy_table(
         )));
     }
 
-    let list = columns
-        .iter()
-        .map(|c| quoted(&c.name))
-        .collect::<Vec<_>>()
-        .join(", ");
+    let list = column_list(&columns);
     let order = source_order(source_backend, source, table).await?;
     let select = format!("SELECT {list} FROM {}{order}", quoted(table));
     let per_batch = (BATCH_PARAMS / columns.len()).clamp(1, BATCH_ROWS);
@@ -325,6 +322,82 @@ async fn copy_table(
     drop(rows);
     copied += insert(table, &list, columns.len(), &mut batch, target).await?;
     Ok(copied)
+}
+
+/// Some rows of one table, read with the columns they were read as.
+#[derive(Clone, PartialEq)]
+pub(super) struct Rows {
+    pub(super) table: &'static str,
+    pub(super) columns: Vec<Column>,
+    pub(super) rows: Vec<Vec<Cell>>,
+}
+
+impl Rows {
+    /// Reads the rows of `table` whose `key` column is `value`, in key order, with every
+    /// column but those in `skip`: the rows of one entity, to be written into another
+    /// database of the same schema ([`Self::insert_into`]).
+    pub(super) async fn read(
+        backend: Backend,
+        conn: &mut AnyConnection,
+        table: &'static str,
+        key: &str,
+        value: &str,
+        skip: &[&str],
+    ) -> Result<Self, StoreError> {
+        let columns: Vec<Column> = columns(backend, conn, table)
+            .await?
+            .into_iter()
+            .filter(|c| !skip.contains(&c.name.as_str()))
+            .collect();
+        let list = column_list(&columns);
+        let order = source_order(backend, conn, table).await?;
+        let select = format!(
+            "SELECT {list} FROM {} WHERE {} = $1{order}",
+            quoted(table),
+            quoted(key)
+        );
+        let found = sqlx::query(&select)
+            .bind(value)
+            .fetch_all(&mut *conn)
+            .await?;
+        let mut rows = Vec::with_capacity(found.len());
+        for row in &found {
+            let mut cells = Vec::with_capacity(columns.len());
+            for (index, column) in columns.iter().enumerate() {
+                cells.push(Cell::read(row, index, column.kind).map_err(|error| {
+                    StoreError::Corrupt(format!("{table}.{}: {error}", column.name))
+                })?);
+            }
+            rows.push(cells);
+        }
+        Ok(Self {
+            table,
+            columns,
+            rows,
+        })
+    }
+
+    /// Inserts these rows into the same table of `conn`'s database.
+    pub(super) async fn insert_into(&self, conn: &mut AnyConnection) -> Result<u64, StoreError> {
+        let list = column_list(&self.columns);
+        let mut inserted = 0;
+        for chunk in self
+            .rows
+            .chunks((BATCH_PARAMS / self.columns.len().max(1)).clamp(1, BATCH_ROWS))
+        {
+            let mut batch = chunk.to_vec();
+            inserted += insert(self.table, &list, self.columns.len(), &mut batch, conn).await?;
+        }
+        Ok(inserted)
+    }
+}
+
+fn column_list(columns: &[Column]) -> String {
+    columns
+        .iter()
+        .map(|c| quoted(&c.name))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Inserts and empties `batch`; returns the rows inserted.

@@ -30,6 +30,7 @@ pub mod replay;
 pub mod reveals;
 pub mod revisions;
 pub mod sessions;
+pub mod shares;
 pub mod tasks;
 #[cfg(feature = "test-support")]
 pub mod testing;

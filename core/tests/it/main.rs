@@ -40,5 +40,6 @@ mod upstream_common;
 mod upstream_http;
 mod upstream_https;
 mod upstream_identity;
+mod upstream_shares;
 mod whatif;
 mod workspaces;

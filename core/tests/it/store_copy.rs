@@ -213,6 +213,13 @@ async fn source() -> Source {
     .await;
     exec(
         pool,
+        "INSERT INTO upstream_shares (upstream, workspace, shared_by, shared_at) \
+         VALUES ('demo', 'finance', 'admin', $1)",
+        &[at],
+    )
+    .await;
+    exec(
+        pool,
         "INSERT INTO inspection_policy (id, policy, updated_at) \
          VALUES (1, '{\"rules\":[{\"inspector\":\"injection\",\"action\":\"block\"}]}', $1)",
         &[at],

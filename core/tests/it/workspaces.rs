@@ -338,6 +338,9 @@ async fn a_deployment_from_before_workspaces_becomes_the_default_workspace_uncha
     // The schema as it was before migration 0025, with this deployment's data.
     let pool = testing::raw_pool(&platform.url).await;
     for statement in [
+        "DROP TABLE upstream_shares",
+        "ALTER TABLE upstreams DROP COLUMN shared_from",
+        "DELETE FROM _sqlx_migrations WHERE version = 26",
         "DROP TABLE workspaces",
         "DROP TABLE this_workspace",
         "DELETE FROM _sqlx_migrations WHERE version = 25",

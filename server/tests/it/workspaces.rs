@@ -295,3 +295,96 @@ async fn a_key_is_refused_when_the_workspace_it_names_is_not_the_one_that_issued
         assert_eq!(status(forged.clone()).await, 401, "{forged}");
     }
 }
+
+/// The default workspace's catalog file with `lookup_customer`'s `email` argument marked
+/// sensitive.
+fn with_email_sensitive(exported: &str) -> String {
+    let marked = exported.replacen(
+        "- name: lookup_customer\n  upstream: demo\n",
+        "- name: lookup_customer\n  upstream: demo\n  sensitive_args:\n  - email\n",
+        1,
+    );
+    assert_ne!(marked, exported, "the export lists lookup_customer so");
+    marked
+}
+
+#[tokio::test]
+async fn an_upstream_shared_into_a_workspace_serves_its_agents_and_changes_only_on_the_platform() {
+    let server = Server::start_with(&["--catalog-poll-ms", "100"]);
+    succeeded(server.cli(&["workspace", "create", "finance"]));
+    succeeded(server.cli(&["workspace", "share-upstream", "demo", "--into", "finance"]));
+    assert!(
+        succeeded(server.cli(&["workspace", "shares"])).starts_with("demo\tfinance\t"),
+        "the share is listed"
+    );
+
+    // Finance authors its catalog over the shared upstream: the default's own file,
+    // whose upstream and tools are exactly the copy, so only finance's roles, skills and
+    // scopes are written.
+    let exported = succeeded(server.cli(&["catalog", "export"]));
+    let file = server.dir().join("finance.yaml");
+    std::fs::write(&file, &exported).unwrap();
+    let path = file.to_str().unwrap();
+    succeeded(server.cli(&["--workspace", "finance", "catalog", "apply", path]));
+    let created = succeeded(server.cli(&[
+        "--workspace",
+        "finance",
+        "key",
+        "create",
+        "--name",
+        "finance-agent",
+        "--scope",
+        "support",
+    ]));
+    let key = created
+        .lines()
+        .find_map(|line| line.strip_prefix("agent key for scope support: "))
+        .unwrap()
+        .trim()
+        .to_owned();
+    let finance = server.connect(&key).await;
+    let (session, _) = common::init(&finance).await;
+    common::may_refund_o5005(&finance, &session).await;
+
+    // Finance cannot change it, not even by its own catalog file.
+    std::fs::write(&file, with_email_sensitive(&exported)).unwrap();
+    let refused = failed(server.cli(&["--workspace", "finance", "catalog", "apply", path]));
+    assert!(refused.contains("shared into this workspace"), "{refused}");
+    let refused =
+        failed(server.cli(&["workspace", "unshare-upstream", "demo", "--from", "finance"]));
+    assert!(
+        refused.contains("use tools of upstream `demo`"),
+        "{refused}"
+    );
+
+    // The same change on the platform reaches finance's copy through the running server,
+    // recorded in finance's chain.
+    succeeded(server.cli(&["catalog", "apply", path]));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let copy = succeeded(server.cli(&["--workspace", "finance", "catalog", "export"]));
+        if copy.contains("sensitive_args:\n  - email") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "finance's copy never got the platform's change:\n{copy}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let finance_events = events(&server, "finance");
+    let actions = admin_actions(&finance_events);
+    assert!(
+        actions.contains(&"upstream.share".to_owned()),
+        "{actions:?}"
+    );
+    assert!(
+        actions.contains(&"upstream.shared_change".to_owned()),
+        "{actions:?}"
+    );
+    assert!(
+        !admin_actions(&events(&server, "default")).contains(&"upstream.shared_change".to_owned()),
+        "the copy's change is finance's alone"
+    );
+    succeeded(server.cli(&["audit", "verify", "--every-workspace"]));
+}

@@ -43,7 +43,7 @@ pub(crate) use skills::{
     create_skill_on, list_skills, set_current_skill_version_on, update_skill_from_file_on,
     update_skill_on,
 };
-pub(crate) use tools::{pin_tools_stored_before_pins, set_sensitive_args_on};
+pub(crate) use tools::{pin_tools_stored_before_pins, set_sensitive_args_on, tool_pins_of_on};
 pub(crate) use upstreams::{
     list_upstreams, set_upstream_credentials_on, upsert_upstream, upstream_credentials_on,
 };

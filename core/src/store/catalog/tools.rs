@@ -243,6 +243,24 @@ pub(super) async fn seed_tools(
     Ok(())
 }
 
+/// The tools of `upstream` on `tx`, by name, each with its pin and whether it is
+/// quarantined.
+pub(crate) async fn tool_pins_of_on(
+    tx: &mut Tx,
+    upstream: &str,
+) -> Result<Vec<(String, Option<String>, bool)>, StoreError> {
+    let rows: Vec<(String, Option<String>, Option<String>)> = sqlx::query_as(
+        "SELECT name, pin, quarantined_since FROM tools WHERE upstream = $1 ORDER BY name",
+    )
+    .bind(upstream)
+    .fetch_all(tx.conn())
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(name, pin, since)| (name, pin, since.is_some()))
+        .collect())
+}
+
 /// [`Store::set_sensitive_args`] on a given connection (see [`create_role_on`]).
 pub(crate) async fn set_sensitive_args_on(
     conn: &mut Tx,

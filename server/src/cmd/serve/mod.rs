@@ -4,6 +4,7 @@
 mod admission;
 pub mod catalog_watch;
 pub mod listen;
+mod shares;
 pub mod telemetry;
 mod unread_body;
 pub mod upstream_sync;
@@ -290,6 +291,7 @@ pub async fn build(
         holds,
         gateway,
     } = WorkspaceServices::start(&default, &shared).await?;
+    shares::spawn_share_projection(authoring.clone(), shared.catalog_poll);
     if let Some((source, started)) = catalog_file {
         catalog_watch::watch(
             authoring.clone(),
