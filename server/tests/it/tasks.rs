@@ -45,7 +45,7 @@ where
 
 /// An agent speaking the 2026-07-28 wire: each request carries the protocol version and
 /// the client's capabilities in `_meta`, with `Mcp-Method` and `Mcp-Name` headers.
-struct Agent<'a> {
+pub(crate) struct Agent<'a> {
     server: &'a Server,
     key: String,
     /// Whether its requests declare the tasks extension.
@@ -53,7 +53,7 @@ struct Agent<'a> {
 }
 
 impl<'a> Agent<'a> {
-    fn new(server: &'a Server, key: &str) -> Self {
+    pub(crate) fn new(server: &'a Server, key: &str) -> Self {
         Self {
             server,
             key: key.to_owned(),
@@ -101,7 +101,7 @@ impl<'a> Agent<'a> {
     }
 
     /// A platform tool's result (`result` of the JSON-RPC answer).
-    async fn tool(&self, name: &str, arguments: Value) -> Value {
+    pub(crate) async fn tool(&self, name: &str, arguments: Value) -> Value {
         let (status, message) = self
             .send(
                 "tools/call",
@@ -113,7 +113,7 @@ impl<'a> Agent<'a> {
         message["result"].clone()
     }
 
-    async fn call(&self, session: &str, tool: &str, arguments: Value) -> Value {
+    pub(crate) async fn call(&self, session: &str, tool: &str, arguments: Value) -> Value {
         self.tool(
             "call_tool",
             json!({"tool": tool, "arguments": arguments, "session_id": session}),
@@ -121,11 +121,11 @@ impl<'a> Agent<'a> {
         .await
     }
 
-    async fn tier_one(&self) -> String {
+    pub(crate) async fn tier_one(&self) -> String {
         tier_one_session(|name, arguments| self.tool(name, arguments)).await
     }
 
-    async fn get(&self, task: &str) -> (StatusCode, Value) {
+    pub(crate) async fn get(&self, task: &str) -> (StatusCode, Value) {
         self.send("tasks/get", Some(task), json!({"taskId": task}))
             .await
     }
@@ -135,7 +135,7 @@ impl<'a> Agent<'a> {
         self.send("tasks/update", Some(task), params).await
     }
 
-    async fn cancel(&self, task: &str) -> (StatusCode, Value) {
+    pub(crate) async fn cancel(&self, task: &str) -> (StatusCode, Value) {
         self.send("tasks/cancel", Some(task), json!({"taskId": task}))
             .await
     }
@@ -157,7 +157,7 @@ async fn held_as_task(agent: &Agent<'_>, session: &str) -> (String, String) {
 }
 
 /// The hold a task waits on, read from its status message.
-fn hold_of(task: &Value) -> String {
+pub(crate) fn hold_of(task: &Value) -> String {
     let message = task["statusMessage"].as_str().unwrap();
     let at = message.find("hold_").expect("the message names the hold");
     message[at..].split_whitespace().next().unwrap().to_owned()

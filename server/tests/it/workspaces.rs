@@ -6,7 +6,7 @@ use crate::common;
 
 use std::process::Output;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 
 use common::Server;
@@ -153,15 +153,17 @@ fn an_unknown_workspace_or_one_given_to_a_deployment_wide_command_is_refused() {
 }
 
 /// Makes workspace `finance` on `server`'s database, with the demo catalog whose tier-1
-/// role says "Finance front line" instead of "Front-line customer support", and returns a
-/// key of finance's `support` scope.
+/// role says "Finance front line" instead of "Front-line customer support" and whose skill
+/// `refund-handling` is `finance-refunds`, and returns a key of finance's `support` scope.
 fn finance_with_key(server: &Server) -> String {
     succeeded(server.cli(&["workspace", "create", "finance"]));
     let exported = succeeded(server.cli(&["catalog", "export"]));
-    let edited = exported.replacen("Front-line customer support", "Finance front line", 1);
-    assert_ne!(
-        edited, exported,
-        "the demo catalog names its tier-1 role so"
+    let edited = exported
+        .replacen("Front-line customer support", "Finance front line", 1)
+        .replace("refund-handling", "finance-refunds");
+    assert!(
+        edited.contains("Finance front line") && edited.contains("finance-refunds"),
+        "the demo catalog names its tier-1 role and refund skill so"
     );
     let file = server.dir().join("finance.yaml");
     std::fs::write(&file, edited).unwrap();
@@ -387,4 +389,208 @@ async fn an_upstream_shared_into_a_workspace_serves_its_agents_and_changes_only_
         "the copy's change is finance's alone"
     );
     succeeded(server.cli(&["audit", "verify", "--every-workspace"]));
+}
+
+/// A refusal's text with `id` in place of `named`, to compare refusals of different ids.
+fn as_unknown(text: &str, named: &str) -> String {
+    text.replace(named, "ID")
+}
+
+/// What an MCP error answer says, whatever the id it named.
+fn read_refusal(
+    result: Result<rmcp::model::ReadResourceResult, rmcp::service::ServiceError>,
+    named: &str,
+) -> String {
+    match result {
+        Err(rmcp::service::ServiceError::McpError(error)) => {
+            as_unknown(&format!("{} {}", error.code.0, error.message), named)
+        }
+        other => panic!("expected an MCP error, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn every_mcp_method_treats_another_workspaces_objects_as_unknown_and_changes_nothing() {
+    use crate::tasks::{Agent, hold_of, refund};
+    use rmcp::model::ReadResourceRequestParams;
+
+    let server = Server::start();
+    let finance_key = finance_with_key(&server);
+
+    // The default workspace's objects: a session, a refund held as a task (its hold), a
+    // skill finance does not have.
+    let default = Agent::new(&server, &server.support_key);
+    let default_session = default.tier_one().await;
+    let created = default
+        .call(&default_session, "process_refund", refund(300))
+        .await;
+    assert_eq!(created["resultType"], "task", "{created}");
+    let task = created["taskId"].as_str().unwrap().to_owned();
+    let hold = hold_of(&created);
+    const DEFAULT_SKILL: &str = "skill://tier-1-support/refund-handling/SKILL.md";
+    let default_events = events(&server, "default").len();
+
+    // Finance names each of them, and each reads exactly as an id that does not exist.
+    let finance = Agent::new(&server, &finance_key);
+    let finance_session = finance.tier_one().await;
+    let compare = |crossed: &Value, unknown: &Value, named: &str, what: &str| {
+        assert_eq!(crossed["isError"], true, "{what}: {crossed}");
+        assert_eq!(
+            as_unknown(&crossed.to_string(), named),
+            as_unknown(&unknown.to_string(), "no-such-id"),
+            "{what}"
+        );
+    };
+    for (tool, arguments) in [
+        (
+            "call_tool",
+            json!({"tool": "check_refund_eligibility",
+                   "arguments": {"customer_id": "C-1003", "order_id": "O-5005"}}),
+        ),
+        ("learn", json!({"path": "/roles/tier-1-support"})),
+        (
+            "feedback_skill",
+            json!({"skill": "finance-refunds", "rating": 1}),
+        ),
+    ] {
+        let with = |session: &str| {
+            let mut arguments = arguments.clone();
+            arguments["session_id"] = json!(session);
+            arguments
+        };
+        let crossed = finance.tool(tool, with(&default_session)).await;
+        let unknown = finance.tool(tool, with("no-such-id")).await;
+        compare(&crossed, &unknown, &default_session, tool);
+    }
+    let crossed = finance
+        .tool(
+            "call_tool",
+            json!({"hold_id": hold, "session_id": finance_session}),
+        )
+        .await;
+    let unknown = finance
+        .tool(
+            "call_tool",
+            json!({"hold_id": "no-such-id", "session_id": finance_session}),
+        )
+        .await;
+    compare(
+        &crossed,
+        &unknown,
+        &hold,
+        "resuming another workspace's hold",
+    );
+    for (method, (status, crossed)) in [
+        ("tasks/get", finance.get(&task).await),
+        ("tasks/cancel", finance.cancel(&task).await),
+    ] {
+        let (unknown_status, unknown) = if method == "tasks/get" {
+            finance.get("no-such-id").await
+        } else {
+            finance.cancel("no-such-id").await
+        };
+        assert_eq!(status, unknown_status, "{method}");
+        assert!(crossed.get("error").is_some(), "{method}: {crossed}");
+        assert_eq!(
+            as_unknown(&crossed.to_string(), &task),
+            as_unknown(&unknown.to_string(), "no-such-id"),
+            "{method}"
+        );
+    }
+    let reader = server.connect(&finance_key).await;
+    let unknown_skill = "skill://tier-1-support/no-such-id/SKILL.md";
+    assert_eq!(
+        read_refusal(
+            reader
+                .read_resource(ReadResourceRequestParams::new(DEFAULT_SKILL))
+                .await,
+            "refund-handling"
+        ),
+        read_refusal(
+            reader
+                .read_resource(ReadResourceRequestParams::new(unknown_skill))
+                .await,
+            "no-such-id"
+        ),
+        "another workspace's skill reads as an unknown one"
+    );
+
+    // Nothing of the default workspace changed: its task still waits, its chain has no
+    // new event, and the refusals are finance's.
+    let (_, still) = default.get(&task).await;
+    assert_eq!(still["result"]["status"], "working", "{still}");
+    assert_eq!(events(&server, "default").len(), default_events);
+    let finance_events = events(&server, "finance");
+    assert!(
+        finance_events
+            .iter()
+            .filter(|e| e["kind"].as_str().is_some_and(|k| k.ends_with("_denied")))
+            .count()
+            >= 4,
+        "the refusals are audited in finance's chain"
+    );
+    assert!(
+        finance_events
+            .iter()
+            .all(|e| e.to_string().find(&default_session).is_none()),
+        "finance's chain holds no id of the default workspace's session in clear"
+    );
+}
+
+#[tokio::test]
+async fn the_command_line_in_one_workspace_does_not_reach_anothers_keys_sessions_or_skills() {
+    let server = Server::start();
+    let _ = finance_with_key(&server);
+    let default_key = server.create_key("only-in-default", "support");
+    let client = server.connect(&default_key).await;
+    let (session, _) = common::init(&client).await;
+    let default_events = events(&server, "default").len();
+    let finance_events = events(&server, "finance").len();
+
+    let refused =
+        failed(server.cli(&["--workspace", "finance", "key", "revoke", "only-in-default"]));
+    assert!(refused.contains("not found"), "{refused}");
+    let timeline = server.cli(&[
+        "--workspace",
+        "finance",
+        "audit",
+        "export",
+        "--session",
+        &session,
+        "--format",
+        "jsonl",
+    ]);
+    assert!(
+        !stdout(&timeline).contains(&session),
+        "finance's export of another workspace's session holds none of it: {timeline:?}"
+    );
+    let bundle = server.dir().join("refund-handling.zip");
+    let refused = failed(server.cli(&[
+        "--workspace",
+        "finance",
+        "skill",
+        "export",
+        "refund-handling",
+        "--output",
+        bundle.to_str().unwrap(),
+    ]));
+    assert!(
+        refused.contains("not found") || refused.contains("no skill"),
+        "{refused}"
+    );
+    assert!(!bundle.exists());
+
+    // The default workspace's key still works and nothing was written anywhere.
+    let (again, _) = common::init(&server.connect(&default_key).await).await;
+    assert_ne!(again, session);
+    assert!(
+        succeeded(server.cli(&["key", "list"])).contains("only-in-default"),
+        "the key is listed, not revoked"
+    );
+    assert_eq!(events(&server, "finance").len(), finance_events);
+    assert_eq!(
+        events(&server, "default").len(),
+        default_events + 1,
+        "the second init only"
+    );
 }
