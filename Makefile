@@ -156,7 +156,7 @@ clippy: deps-build
 # database).
 PG_SERVER_TESTS := mcp_endpoint hardening mcp_skills oauth holds holds_console feedback \
   guardrails guardrail_hook inspection_policy upstream_guardrails revisions console_security connect_console gitops tool_pins upstream_errors \
-  upstream_schemas catalog_code skill_bundles refusals upstream_identity tasks core_tasks
+  upstream_schemas catalog_code skill_bundles refusals upstream_identity tasks core_tasks workspaces
 empty :=
 space := $(empty) $(empty)
 PG_TESTS_FILTER := package(skillgate-core) | (binary_id(skillgate::it) & test(/^($(subst $(space),|,$(strip $(PG_SERVER_TESTS))))::/))
@@ -220,7 +220,7 @@ bench: deps-postgres
 	$(TARGET_DIR)/release/skillgate-dev cluster
 	$(TARGET_DIR)/release/skillgate-dev context-cost
 	$(TARGET_DIR)/release/skillgate-dev memory --sessions 100000 --time-limit 900
-	$(TARGET_DIR)/release/skillgate-dev workspaces --workspaces 20
+	$(TARGET_DIR)/release/skillgate-dev workspaces --workspaces 100
 	$(TARGET_DIR)/release/skillgate-dev crowd
 	python3 tools/bench/catalog_as_code.py $(TARGET_DIR)/release/skillgate
 

@@ -7,6 +7,9 @@
 //! another. It reports the gateway's memory, threads and open files per workspace opened,
 //! and the first agent's time (the workspace opened on the way) against a second and a
 //! third agent's in the same workspace and a default workspace's agent, in the same run.
+//! It also starts a second gateway on the same database before the workspaces exist and
+//! again after they were served, and reports how long each took to listen: what the
+//! workspaces cost a server's start.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -20,7 +23,7 @@ use super::harness::{self, Stack};
 #[derive(Debug, Args)]
 pub struct WorkspacesArgs {
     /// Workspaces to make and open (besides `default`).
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = 100)]
     pub workspaces: usize,
     #[arg(long, default_value = "tier-1-support")]
     pub role: String,
@@ -99,6 +102,50 @@ fn make_workspace(database_url: &str, name: &str, file: &Path) -> anyhow::Result
         .with_context(|| format!("no key in {created}"))
 }
 
+/// How many times a start-up is timed, before and after the workspaces exist.
+const START_UPS: usize = 3;
+
+/// Starts another gateway on `database_url` (as a replica would be) and returns how long it
+/// took to listen, and its resident memory then; the gateway is stopped after.
+async fn start_up(dir: &Path, database_url: &str, label: &str) -> anyhow::Result<(Duration, u64)> {
+    let site_root = dir.to_string_lossy().into_owned();
+    let started = Instant::now();
+    let (gateway, _) = harness::Process::start(
+        &[
+            "serve",
+            "--bind",
+            "127.0.0.1:0",
+            "--database-url",
+            database_url,
+            "--site-root",
+            &site_root,
+        ],
+        &dir.join(format!("start-up-{label}.log")),
+        "Skillgate is listening on ",
+    )
+    .await?;
+    let took = started.elapsed();
+    let pid = gateway.pid().context("the started gateway has exited")?;
+    let (rss_kib, _) = harness::memory_kib(pid)?;
+    Ok((took, rss_kib))
+}
+
+/// The start-ups' times and the largest resident memory among them.
+async fn start_ups(
+    dir: &Path,
+    database_url: &str,
+    label: &str,
+) -> anyhow::Result<(Vec<Duration>, u64)> {
+    let mut times = Vec::with_capacity(START_UPS);
+    let mut rss = 0;
+    for i in 0..START_UPS {
+        let (took, kib) = start_up(dir, database_url, &format!("{label}-{i}")).await?;
+        times.push(took);
+        rss = rss.max(kib);
+    }
+    Ok((times, rss))
+}
+
 /// One agent: a new MCP session that starts a governance session and learns `role`.
 async fn one_agent(url: &str, key: &str, role: &str) -> anyhow::Result<Duration> {
     let started = Instant::now();
@@ -116,6 +163,7 @@ pub async fn run(args: WorkspacesArgs) -> anyhow::Result<()> {
     let stack = Stack::start().await?;
     let database_url = format!("sqlite://{}", stack.dir().join("bench.db").display());
     let pid = stack.gateway.pid().context("the gateway has exited")?;
+    let (start_before, start_rss_before) = start_ups(stack.dir(), &database_url, "before").await?;
     let file = stack.dir().join("catalog.yaml");
     std::fs::write(&file, skillgate(&database_url, &["catalog", "export"])?)?;
     let mut keys = Vec::with_capacity(args.workspaces);
@@ -137,6 +185,7 @@ pub async fn run(args: WorkspacesArgs) -> anyhow::Result<()> {
         }
     }
     let after = footprint(pid)?;
+    let (start_after, start_rss_after) = start_ups(stack.dir(), &database_url, "after").await?;
     let n = args.workspaces as f64;
     let per = |after: u64, before: u64| (after as f64 - before as f64) / n;
     let ms = |times: &[Duration], p: f64| harness::percentile(times, p).as_secs_f64() * 1000.0;
@@ -154,6 +203,10 @@ pub async fn run(args: WorkspacesArgs) -> anyhow::Result<()> {
         "first_agent_ms_max": ms(&first, 1.0),
         "second_agent_ms_p50": ms(&second, 0.5),
         "third_agent_ms_p50": ms(&third, 0.5),
+        "start_up_ms_before_p50": ms(&start_before, 0.5),
+        "start_up_ms_after_p50": ms(&start_after, 0.5),
+        "start_up_rss_before_mib": start_rss_before as f64 / 1024.0,
+        "start_up_rss_after_mib": start_rss_after as f64 / 1024.0,
     });
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
@@ -163,7 +216,11 @@ pub async fn run(args: WorkspacesArgs) -> anyhow::Result<()> {
     println!(
         "| workspaces opened | RSS before → after | RSS per workspace | threads per workspace | files per workspace | agent of default (p50) | first agent of a workspace (p50 / max) | second agent (p50) | third agent (p50) |\n\
          | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n\
-         | {} | {:.1} → {:.1} MiB | {:.0} KiB | {:.1} | {:.1} | {:.1} ms | {:.1} / {:.1} ms | {:.1} ms | {:.1} ms |",
+         | {} | {:.1} → {:.1} MiB | {:.0} KiB | {:.1} | {:.1} | {:.1} ms | {:.1} / {:.1} ms | {:.1} ms | {:.1} ms |\n\n\
+         | start-up of a second gateway (p50 of {START_UPS}) | time to listen | RSS when listening |\n\
+         | --- | ---: | ---: |\n\
+         | before the workspaces | {:.0} ms | {:.1} MiB |\n\
+         | with the {} workspaces | {:.0} ms | {:.1} MiB |",
         args.workspaces,
         f("rss_before_mib"),
         f("rss_after_mib"),
@@ -175,6 +232,11 @@ pub async fn run(args: WorkspacesArgs) -> anyhow::Result<()> {
         f("first_agent_ms_max"),
         f("second_agent_ms_p50"),
         f("third_agent_ms_p50"),
+        f("start_up_ms_before_p50"),
+        f("start_up_rss_before_mib"),
+        args.workspaces,
+        f("start_up_ms_after_p50"),
+        f("start_up_rss_after_mib"),
     );
     Ok(())
 }
