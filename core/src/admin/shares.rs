@@ -284,7 +284,10 @@ impl AdminService {
         Ok(true)
     }
 
-    /// Writes `rows` as this workspace's copy of their upstream, with its `action` event.
+    /// Writes `rows` as this workspace's copy of their upstream, with its `action` event;
+    /// nothing when the copy is those rows already. Refused, with nothing written, when
+    /// the workspace's catalog would not be valid with it: a tool the platform removed
+    /// that a skill here still uses keeps the copy as it was until the skill lets go.
     async fn receive_share(
         &self,
         actor: &str,
@@ -292,14 +295,19 @@ impl AdminService {
         action: &'static str,
     ) -> Result<(), AdminError> {
         let rows = rows.clone();
+        let backend = self.store().backend();
         let change_target = target("upstream", rows.upstream());
         self.commit(
             actor,
             Box::new(move |tx| {
                 Box::pin(async move {
                     let name = rows.upstream().to_owned();
+                    if copy_rows_on(tx, backend, &name).await?.as_ref() == Some(&rows) {
+                        return Ok(((), Vec::new()));
+                    }
                     let before = describe_copy(tx, &name).await?;
                     project_on(tx, &rows, DEFAULT_WORKSPACE).await?;
+                    load_catalog(&mut *tx).await?.validate()?;
                     let after = describe_copy(tx, &name).await?;
                     Ok(((), vec![Changed::new(action, change_target, before, after)]))
                 })

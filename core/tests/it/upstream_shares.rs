@@ -154,6 +154,24 @@ async fn a_shared_upstream_reaches_the_workspace_whole_and_is_read_only_there() 
     assert_eq!(tools, demo_tools(&platform.store).await);
     assert!(finance_admin.live().tool("lookup_customer").is_some());
 
+    // Sharing again, with nothing changed, writes nothing.
+    let (finance_events, platform_events) = (
+        event_count(&finance).await,
+        event_count(&platform.store).await,
+    );
+    platform
+        .admin
+        .share_upstream("alice", DEMO_UPSTREAM, "finance")
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            event_count(&finance).await,
+            event_count(&platform.store).await
+        ),
+        (finance_events, platform_events)
+    );
+
     // Each chain says so, and never the token.
     assert!(
         admin_changes(&finance)
@@ -527,5 +545,71 @@ async fn sharing_is_refused_where_it_would_overwrite_or_reach_nothing() {
             event_count(&platform.store).await
         ),
         before
+    );
+}
+
+#[tokio::test]
+async fn a_platform_change_a_workspace_catalog_cannot_take_leaves_that_copy_as_it_was() {
+    let platform = platform().await;
+    for workspace in ["finance", "legal"] {
+        platform
+            .admin
+            .share_upstream("alice", DEMO_UPSTREAM, workspace)
+            .await
+            .unwrap();
+    }
+    let (finance, finance_admin) = workspace(&platform, "finance").await;
+    finance_admin
+        .create_skill(
+            "bob",
+            &Skill {
+                slug: slug("customers"),
+                description: "Finds customers.".to_owned(),
+                instructions: "Look the customer up first.".to_owned(),
+                tools: vec!["lookup_customer".to_owned()],
+                resources: Vec::new(),
+                frontmatter_extra: serde_json::Map::new(),
+            },
+        )
+        .await
+        .unwrap();
+    let finance_tools = demo_tools(&finance).await;
+    let finance_events = event_count(&finance).await;
+
+    // The platform's demo upstream stops providing lookup_customer.
+    let fewer: Vec<_> = skillgate_core::demo::tools::tool_specs()
+        .into_iter()
+        .filter(|t| t.name != "lookup_customer")
+        .collect();
+    platform
+        .store
+        .seed_tools(&slug(DEMO_UPSTREAM), &fewer)
+        .await
+        .unwrap();
+
+    let projected = platform.admin.project_shares().await.unwrap();
+    assert_eq!(
+        projected.written,
+        vec![("demo".to_owned(), "legal".to_owned())]
+    );
+    let failed: Vec<(&str, &str)> = projected
+        .failed
+        .iter()
+        .map(|(u, w, _)| (u.as_str(), w.as_str()))
+        .collect();
+    assert_eq!(failed, vec![("demo", "finance")], "{:?}", projected.failed);
+    let why = projected.failed[0].2.to_string();
+    assert!(why.contains("lookup_customer"), "{why}");
+
+    // Finance's copy and chain are as they were; its catalog still compiles.
+    assert_eq!(demo_tools(&finance).await, finance_tools);
+    assert_eq!(event_count(&finance).await, finance_events);
+    assert!(AdminService::open(finance.clone()).await.is_ok());
+    let (legal, _) = workspace(&platform, "legal").await;
+    assert!(
+        !demo_tools(&legal)
+            .await
+            .iter()
+            .any(|(name, _, _)| name == "lookup_customer")
     );
 }
