@@ -10,7 +10,7 @@
 
 use std::collections::BTreeSet;
 
-use chrono::{SubsecRound as _, Utc};
+use chrono::Utc;
 use serde_json::{Value, json};
 
 use super::{AdminError, AdminService, Changed, target};
@@ -115,31 +115,37 @@ impl AdminService {
             upstream: upstream.to_owned(),
             workspace: service.store().workspace_slug().to_owned(),
             shared_by: actor.to_owned(),
-            // As stored: to the microsecond.
-            shared_at: Utc::now().trunc_subsecs(6),
+            shared_at: Utc::now(),
         };
-        let registered = share.clone();
         self.record(
             actor,
             Box::new(move |tx| {
                 Box::pin(async move {
-                    let before = shared_into_on(tx, &registered.upstream).await?;
-                    put_share_on(tx, &registered).await?;
-                    let after = shared_into_on(tx, &registered.upstream).await?;
+                    let before = shared_into_on(tx, &share.upstream).await?;
+                    put_share_on(tx, &share).await?;
+                    let after = shared_into_on(tx, &share.upstream).await?;
                     let changed = (before != after).then(|| {
                         Changed::new(
                             "upstream.share",
-                            target("upstream", &registered.upstream),
+                            target("upstream", &share.upstream),
                             json!({ "shared_into": before }),
                             json!({ "shared_into": after }),
                         )
                     });
-                    Ok(((), changed.into_iter().collect()))
+                    // The share as registered: sharing again keeps who shared it first, and
+                    // when.
+                    let stored = shares_on(tx)
+                        .await?
+                        .into_iter()
+                        .find(|s| s.upstream == share.upstream && s.workspace == share.workspace)
+                        .ok_or_else(|| {
+                            StoreError::NotFound(format!("the share of `{}`", share.upstream))
+                        })?;
+                    Ok((stored, changed.into_iter().collect()))
                 })
             }),
         )
-        .await?;
-        Ok(share)
+        .await
     }
 
     /// Takes the platform's upstream `upstream` back from workspace `workspace`: its copy

@@ -133,7 +133,10 @@ async fn a_shared_upstream_reaches_the_workspace_whole_and_is_read_only_there() 
         (share.upstream.as_str(), share.workspace.as_str()),
         ("demo", "finance")
     );
-    assert_eq!(platform.store.upstream_shares().await.unwrap(), vec![share]);
+    assert_eq!(
+        platform.store.upstream_shares().await.unwrap(),
+        vec![share.clone()]
+    );
 
     // The copy: the upstream, its stored credentials, its tools with their pins.
     let (finance, finance_admin) = workspace(&platform, "finance").await;
@@ -159,11 +162,12 @@ async fn a_shared_upstream_reaches_the_workspace_whole_and_is_read_only_there() 
         event_count(&finance).await,
         event_count(&platform.store).await,
     );
-    platform
+    let again = platform
         .admin
-        .share_upstream("alice", DEMO_UPSTREAM, "finance")
+        .share_upstream("bob", DEMO_UPSTREAM, "finance")
         .await
         .unwrap();
+    assert_eq!(again, share, "the share as first registered");
     assert_eq!(
         (
             event_count(&finance).await,
