@@ -14,6 +14,8 @@ use skillgate_core::store::Store;
 use skillgate_core::store::testing;
 use skillgate_core::upstream::Secret;
 
+use super::workspaces::{admin_changes, event_count};
+
 fn slug(text: &str) -> Slug {
     Slug::parse(text).unwrap()
 }
@@ -76,31 +78,23 @@ async fn workspace(platform: &Platform, name: &str) -> (Store, AdminService) {
     (store, admin)
 }
 
-async fn event_count(store: &Store) -> i64 {
-    sqlx::query_scalar("SELECT COUNT(*) FROM audit_events")
-        .fetch_one(store.test_pool())
+/// Gives the workspace of `admin` a skill `customers` that uses the shared
+/// `lookup_customer`.
+async fn uses_lookup_customer(admin: &AdminService) {
+    admin
+        .create_skill(
+            "bob",
+            &Skill {
+                slug: slug("customers"),
+                description: "Finds customers.".to_owned(),
+                instructions: "Look the customer up first.".to_owned(),
+                tools: vec!["lookup_customer".to_owned()],
+                resources: Vec::new(),
+                frontmatter_extra: serde_json::Map::new(),
+            },
+        )
         .await
-        .unwrap()
-}
-
-/// `(action, target)` of every `admin_change` event of `store`'s chain, in order.
-async fn admin_changes(store: &Store) -> Vec<(String, String)> {
-    let payloads: Vec<String> = sqlx::query_scalar(
-        "SELECT payload FROM audit_events WHERE kind = 'admin_change' ORDER BY seq",
-    )
-    .fetch_all(store.test_pool())
-    .await
-    .unwrap();
-    payloads
-        .iter()
-        .map(|text| {
-            let payload: serde_json::Value = serde_json::from_str(text).unwrap();
-            (
-                payload["action"].as_str().unwrap().to_owned(),
-                payload["target"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect()
+        .unwrap();
 }
 
 /// The demo upstream's tools as `store` holds them, definition and pin.
@@ -399,20 +393,7 @@ async fn unsharing_is_refused_while_a_workspace_skill_uses_a_shared_tool() {
             .unwrap();
     }
     let (finance, finance_admin) = workspace(&platform, "finance").await;
-    finance_admin
-        .create_skill(
-            "bob",
-            &Skill {
-                slug: slug("customers"),
-                description: "Finds customers.".to_owned(),
-                instructions: "Look the customer up first.".to_owned(),
-                tools: vec!["lookup_customer".to_owned()],
-                resources: Vec::new(),
-                frontmatter_extra: serde_json::Map::new(),
-            },
-        )
-        .await
-        .unwrap();
+    uses_lookup_customer(&finance_admin).await;
     finance_admin
         .create_role(
             "bob",
@@ -563,20 +544,7 @@ async fn a_platform_change_a_workspace_catalog_cannot_take_leaves_that_copy_as_i
             .unwrap();
     }
     let (finance, finance_admin) = workspace(&platform, "finance").await;
-    finance_admin
-        .create_skill(
-            "bob",
-            &Skill {
-                slug: slug("customers"),
-                description: "Finds customers.".to_owned(),
-                instructions: "Look the customer up first.".to_owned(),
-                tools: vec!["lookup_customer".to_owned()],
-                resources: Vec::new(),
-                frontmatter_extra: serde_json::Map::new(),
-            },
-        )
-        .await
-        .unwrap();
+    uses_lookup_customer(&finance_admin).await;
     let finance_tools = demo_tools(&finance).await;
     let finance_events = event_count(&finance).await;
 

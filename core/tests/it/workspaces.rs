@@ -35,7 +35,7 @@ async fn platform() -> Platform {
     }
 }
 
-async fn event_count(store: &Store) -> i64 {
+pub(crate) async fn event_count(store: &Store) -> i64 {
     sqlx::query_scalar("SELECT COUNT(*) FROM audit_events")
         .fetch_one(store.test_pool())
         .await
@@ -43,7 +43,7 @@ async fn event_count(store: &Store) -> i64 {
 }
 
 /// `(action, target)` of every `admin_change` event of `store`'s chain, in order.
-async fn admin_changes(store: &Store) -> Vec<(String, String)> {
+pub(crate) async fn admin_changes(store: &Store) -> Vec<(String, String)> {
     let payloads: Vec<String> = sqlx::query_scalar(
         "SELECT payload FROM audit_events WHERE kind = 'admin_change' ORDER BY seq",
     )

@@ -152,6 +152,26 @@ fn an_unknown_workspace_or_one_given_to_a_deployment_wide_command_is_refused() {
     );
 }
 
+/// A new key of `workspace`'s `support` scope, made on the command line.
+fn support_key(server: &Server, workspace: &str) -> String {
+    let created = succeeded(server.cli(&[
+        "--workspace",
+        workspace,
+        "key",
+        "create",
+        "--name",
+        &format!("{workspace}-agent"),
+        "--scope",
+        "support",
+    ]));
+    created
+        .lines()
+        .find_map(|line| line.strip_prefix("agent key for scope support: "))
+        .unwrap_or_else(|| panic!("no key in {created}"))
+        .trim()
+        .to_owned()
+}
+
 /// Makes workspace `finance` on `server`'s database, with the demo catalog whose tier-1
 /// role says "Finance front line" instead of "Front-line customer support" and whose skill
 /// `refund-handling` is `finance-refunds`, and returns a key of finance's `support` scope.
@@ -174,22 +194,7 @@ fn finance_with_key(server: &Server) -> String {
         "apply",
         file.to_str().unwrap(),
     ]));
-    let created = succeeded(server.cli(&[
-        "--workspace",
-        "finance",
-        "key",
-        "create",
-        "--name",
-        "finance-agent",
-        "--scope",
-        "support",
-    ]));
-    let key = created
-        .lines()
-        .find_map(|line| line.strip_prefix("agent key for scope support: "))
-        .unwrap_or_else(|| panic!("no key in {created}"))
-        .trim()
-        .to_owned();
+    let key = support_key(server, "finance");
     assert!(
         key.ends_with(".finance"),
         "a finance key names finance: {key}"
@@ -328,22 +333,7 @@ async fn an_upstream_shared_into_a_workspace_serves_its_agents_and_changes_only_
     std::fs::write(&file, &exported).unwrap();
     let path = file.to_str().unwrap();
     succeeded(server.cli(&["--workspace", "finance", "catalog", "apply", path]));
-    let created = succeeded(server.cli(&[
-        "--workspace",
-        "finance",
-        "key",
-        "create",
-        "--name",
-        "finance-agent",
-        "--scope",
-        "support",
-    ]));
-    let key = created
-        .lines()
-        .find_map(|line| line.strip_prefix("agent key for scope support: "))
-        .unwrap()
-        .trim()
-        .to_owned();
+    let key = support_key(&server, "finance");
     let finance = server.connect(&key).await;
     let (session, _) = common::init(&finance).await;
     common::may_refund_o5005(&finance, &session).await;
