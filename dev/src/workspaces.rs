@@ -10,6 +10,12 @@
 //! It also starts a second gateway on the same database before the workspaces exist and
 //! again after they were served, and reports how long each took to listen: what the
 //! workspaces cost a server's start.
+//!
+//! Last, with every workspace open, it drives governed calls as the default workspace's
+//! agent, as a workspace's, and as the default's again (a control: what two arms that
+//! cannot differ measure apart), in rotated order on the same server (`--ab-seconds`,
+//! `--ab-rounds`): what serving a call from a workspace instead of `default` costs the
+//! gateway, with one binary, so build-to-build noise cannot pass for it.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -19,6 +25,7 @@ use clap::Args;
 use serde_json::json;
 
 use super::harness::{self, Stack};
+use super::load::{self, Call, Phase, Pids, Window};
 
 #[derive(Debug, Args)]
 pub struct WorkspacesArgs {
@@ -27,6 +34,14 @@ pub struct WorkspacesArgs {
     pub workspaces: usize,
     #[arg(long, default_value = "tier-1-support")]
     pub role: String,
+    /// Seconds measured per phase of the governed-call A/B (default workspace against a
+    /// workspace's agent); 0 skips it.
+    #[arg(long, default_value_t = 5.0)]
+    pub ab_seconds: f64,
+    /// Rounds of the A/B: each arm runs once a round, and which runs first alternates, so a
+    /// drift over the run falls on both.
+    #[arg(long, default_value_t = 3)]
+    pub ab_rounds: usize,
     /// Print JSON instead of a Markdown table.
     #[arg(long)]
     pub json: bool,
@@ -156,8 +171,135 @@ async fn one_agent(url: &str, key: &str, role: &str) -> anyhow::Result<Duration>
     Ok(took)
 }
 
+/// Concurrent sessions of the A/B's phases: one, and `skillgate-dev load`'s default.
+const AB_SESSIONS: [usize; 2] = [1, 32];
+
+/// One arm of the A/B, summed over its rounds.
+#[derive(Debug, Default)]
+struct Arm {
+    calls: usize,
+    seconds: f64,
+    gateway_cpu: f64,
+    upstream_cpu: f64,
+    p50_ms: Vec<f64>,
+}
+
+impl Arm {
+    fn add(&mut self, phase: &Phase) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            phase.errors == 0 && phase.calls > 0,
+            "{}: {} of {} governed calls failed",
+            phase.name,
+            phase.errors,
+            phase.calls
+        );
+        self.calls += phase.calls;
+        self.seconds += phase.seconds;
+        self.gateway_cpu += phase.gateway_cpu;
+        self.upstream_cpu += phase.upstream_cpu;
+        self.p50_ms.push(phase.quantile_ms(0.5));
+        Ok(())
+    }
+
+    fn gateway_us_per_call(&self) -> f64 {
+        self.gateway_cpu / self.calls as f64 * 1e6
+    }
+
+    fn upstream_us_per_call(&self) -> f64 {
+        self.upstream_cpu / self.calls as f64 * 1e6
+    }
+
+    fn to_json(&self) -> serde_json::Value {
+        json!({
+            "calls": self.calls,
+            "calls_per_s": self.calls as f64 / self.seconds,
+            "gateway_cpu_us_per_call": self.gateway_us_per_call(),
+            "upstream_cpu_us_per_call": self.upstream_us_per_call(),
+            "p50_ms_per_round": self.p50_ms,
+        })
+    }
+}
+
+/// `sessions` agents of `key`, each with a governance session that learned `role`, calling
+/// `lookup_customer` through the gateway for `window`.
+async fn governed(
+    name: &'static str,
+    url: &str,
+    key: &str,
+    role: &str,
+    sessions: usize,
+    window: Window,
+    pids: &Pids,
+) -> anyhow::Result<Phase> {
+    let mut clients = Vec::with_capacity(sessions);
+    for _ in 0..sessions {
+        let client = harness::connect(url, Some(key)).await?;
+        let session = harness::init_and_learn(&client, role).await?;
+        clients.push((client, Some(session)));
+    }
+    load::drive(name, clients, &Call::lookup(), window, pids, None, None).await
+}
+
+/// The A/B at one number of sessions: the default workspace's agents, a workspace's, and
+/// the default's again as a control (an A/A: how far two arms that cannot differ do).
+struct AbRow {
+    sessions: usize,
+    default: Arm,
+    workspace: Arm,
+    control: Arm,
+}
+
+/// The A/B at each of [`AB_SESSIONS`]. The three arms run in a rotating order, so over
+/// three rounds each runs first, second and third once.
+async fn ab(
+    stack: &Stack,
+    workspace_key: &str,
+    role: &str,
+    seconds: f64,
+    rounds: usize,
+) -> anyhow::Result<Vec<AbRow>> {
+    let window = Window::closed(1.0, seconds)?;
+    let (gateway, upstream) = stack.pids()?;
+    let pids = Pids {
+        gateways: vec![gateway],
+        upstream,
+        database: None,
+    };
+    let arms = [
+        ("default", stack.key.as_str()),
+        ("workspace", workspace_key),
+        ("control", stack.key.as_str()),
+    ];
+    let mut out = Vec::with_capacity(AB_SESSIONS.len());
+    for sessions in AB_SESSIONS {
+        let mut sums: [Arm; 3] = Default::default();
+        for round in 0..rounds {
+            for step in 0..arms.len() {
+                let index = (round + step) % arms.len();
+                let (name, key) = arms[index];
+                let phase =
+                    governed(name, &stack.gateway_url, key, role, sessions, window, &pids).await?;
+                sums[index].add(&phase)?;
+            }
+        }
+        let [default, workspace, control] = sums;
+        out.push(AbRow {
+            sessions,
+            default,
+            workspace,
+            control,
+        });
+    }
+    Ok(out)
+}
+
 pub async fn run(args: WorkspacesArgs) -> anyhow::Result<()> {
     anyhow::ensure!(args.workspaces > 0, "--workspaces must be at least 1");
+    anyhow::ensure!(
+        args.ab_seconds.is_finite() && args.ab_seconds >= 0.0,
+        "--ab-seconds must be 0 or more"
+    );
+    anyhow::ensure!(args.ab_rounds > 0, "--ab-rounds must be at least 1");
     // Each workspace's catalog is the default's, so it names the same demo upstream over
     // HTTP: every workspace opens its own connections to it.
     let stack = Stack::start().await?;
@@ -186,6 +328,18 @@ pub async fn run(args: WorkspacesArgs) -> anyhow::Result<()> {
     }
     let after = footprint(pid)?;
     let (start_after, start_rss_after) = start_ups(stack.dir(), &database_url, "after").await?;
+    let ab = if args.ab_seconds > 0.0 {
+        ab(
+            &stack,
+            &keys[0],
+            &args.role,
+            args.ab_seconds,
+            args.ab_rounds,
+        )
+        .await?
+    } else {
+        Vec::new()
+    };
     let n = args.workspaces as f64;
     let per = |after: u64, before: u64| (after as f64 - before as f64) / n;
     let ms = |times: &[Duration], p: f64| harness::percentile(times, p).as_secs_f64() * 1000.0;
@@ -207,6 +361,16 @@ pub async fn run(args: WorkspacesArgs) -> anyhow::Result<()> {
         "start_up_ms_after_p50": ms(&start_after, 0.5),
         "start_up_rss_before_mib": start_rss_before as f64 / 1024.0,
         "start_up_rss_after_mib": start_rss_after as f64 / 1024.0,
+        "governed_ab": ab.iter().map(|row| json!({
+            "sessions": row.sessions,
+            "default": row.default.to_json(),
+            "workspace": row.workspace.to_json(),
+            "control": row.control.to_json(),
+            "gateway_cpu_ratio_workspace_over_default":
+                row.workspace.gateway_us_per_call() / row.default.gateway_us_per_call(),
+            "gateway_cpu_ratio_control_over_default":
+                row.control.gateway_us_per_call() / row.default.gateway_us_per_call(),
+        })).collect::<Vec<_>>(),
     });
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
@@ -238,5 +402,38 @@ pub async fn run(args: WorkspacesArgs) -> anyhow::Result<()> {
         f("start_up_ms_after_p50"),
         f("start_up_rss_after_mib"),
     );
+    if !ab.is_empty() {
+        println!(
+            "\n| governed calls with {} workspaces open ({} rotated rounds of {}s) | gateway CPU µs per call: default / workspace / default again | workspace ÷ default | default again ÷ default (A/A) | calls/s default / workspace / again | p50 ms default / workspace / again (per round) |\n\
+             | --- | ---: | ---: | ---: | ---: | --- |",
+            args.workspaces, args.ab_rounds, args.ab_seconds
+        );
+        let rounds = |arm: &Arm| {
+            arm.p50_ms
+                .iter()
+                .map(|ms| format!("{ms:.2}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let rate = |arm: &Arm| arm.calls as f64 / arm.seconds;
+        for row in &ab {
+            let (a, b, c) = (&row.default, &row.workspace, &row.control);
+            println!(
+                "| {} connection(s) | {:.0} / {:.0} / {:.0} | {:.3} | {:.3} | {:.0} / {:.0} / {:.0} | {} / {} / {} |",
+                row.sessions,
+                a.gateway_us_per_call(),
+                b.gateway_us_per_call(),
+                c.gateway_us_per_call(),
+                b.gateway_us_per_call() / a.gateway_us_per_call(),
+                c.gateway_us_per_call() / a.gateway_us_per_call(),
+                rate(a),
+                rate(b),
+                rate(c),
+                rounds(a),
+                rounds(b),
+                rounds(c),
+            );
+        }
+    }
     Ok(())
 }
