@@ -13,6 +13,7 @@ pub mod demo;
 pub mod gateway;
 pub mod holds;
 pub mod inspect;
+pub mod issuers;
 pub mod keys;
 pub mod limited_read;
 pub mod metrics;

@@ -36,6 +36,7 @@ mod store_contract;
 mod store_contract_rules;
 mod store_copy;
 mod tool_pins;
+mod trusted_issuers;
 mod upstream_common;
 mod upstream_http;
 mod upstream_https;
