@@ -16,6 +16,7 @@ use chrono::{DateTime, SecondsFormat};
 use clap::Args;
 use rmcp::model::ListToolsResult;
 use serde_json::{Value, json};
+use skillgate_core::admin::AdminService;
 use skillgate_core::audit::AuditLog;
 use skillgate_core::demo::tools::tool_specs;
 use skillgate_core::gateway::{Gateway, GatewayOptions};
@@ -174,10 +175,17 @@ async fn measure_one(size: usize, upstream_url: &str) -> anyhow::Result<Row> {
         demo_upstream_slug().as_str(),
         UpstreamConfig::http(upstream_url, None),
     );
+    let catalog = Arc::new(CatalogHandle::new(store.compiled_catalog().await?));
+    let audit = AuditLog::new(store.clone());
+    let admin = Arc::new(AdminService::new(
+        store.clone(),
+        audit.clone(),
+        catalog.clone(),
+    ));
     let gateway = Gateway::new(
         store.clone(),
-        Arc::new(CatalogHandle::new(store.compiled_catalog().await?)),
-        AuditLog::new(store.clone()),
+        catalog,
+        audit,
         upstreams,
         GatewayOptions::default(),
     );
@@ -186,6 +194,7 @@ async fn measure_one(size: usize, upstream_url: &str) -> anyhow::Result<Row> {
     let served = mcp::workspaces::Served {
         keys: AgentKeys::new(store.clone()),
         gateway: Arc::new(gateway),
+        admin,
     };
     let router = mcp::router(
         Arc::new(mcp::workspaces::Workspaces::default_only(served)),
@@ -195,6 +204,8 @@ async fn measure_one(size: usize, upstream_url: &str) -> anyhow::Result<Row> {
             allowed_origins: Vec::new(),
             max_body_bytes: mcp::DEFAULT_MAX_BODY_BYTES,
             oauth: None,
+            issuers: None,
+            resource_metadata_url: None,
         },
     );
     let (base, task) = serve(listener, router)?;

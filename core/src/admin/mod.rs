@@ -16,6 +16,7 @@
 
 mod catalog;
 mod error;
+mod external;
 mod identity;
 mod inspection;
 mod keys;
@@ -41,6 +42,7 @@ use crate::store::{Store, StoreError};
 
 pub use catalog::CredentialUpdate;
 pub use error::AdminError;
+pub use external::{ExternalAdmission, external_credential_name};
 pub use inspection::{INSPECTION_TARGET, PolicyIssue, policy_issues};
 pub use oauth::{NewConsent, OAUTH_ACTOR};
 pub use shares::SharesProjected;

@@ -51,6 +51,9 @@ pub struct OAuthSettings {
     pub loopback_metadata_documents: bool,
     pub access_token_ttl: Duration,
     pub refresh_token_ttl: Duration,
+    /// The company's identity providers `/mcp` also accepts tokens of
+    /// (`serve --trusted-issuers`), listed in the resource metadata beside this server.
+    pub external_issuers: Vec<String>,
 }
 
 impl OAuthSettings {
@@ -64,6 +67,7 @@ impl OAuthSettings {
             loopback_metadata_documents: false,
             access_token_ttl: Duration::from_secs(15 * 60),
             refresh_token_ttl: Duration::from_secs(30 * 24 * 3600),
+            external_issuers: Vec::new(),
         }
     }
 
@@ -101,11 +105,17 @@ impl OAuthSettings {
         metadata
     }
 
-    /// RFC 9728 protected resource metadata of `/mcp`.
-    pub fn resource_metadata(&self) -> serde_json::Value {
+    /// RFC 9728 protected resource metadata of `/mcp`: this server's authorization server
+    /// when `on`, and the trusted external issuers.
+    pub fn resource_metadata(&self, on: bool) -> serde_json::Value {
+        let servers: Vec<&str> = on
+            .then_some(self.issuer.as_str())
+            .into_iter()
+            .chain(self.external_issuers.iter().map(String::as_str))
+            .collect();
         serde_json::json!({
             "resource": self.resource(),
-            "authorization_servers": [self.issuer],
+            "authorization_servers": servers,
             "bearer_methods_supported": ["header"],
             "resource_name": "Skillgate",
             "resource_documentation": self.endpoint("/connect"),

@@ -40,6 +40,7 @@ pub const COPIED_TABLES: &[&str] = &[
     "login_failures",
     "agent_keys",
     "oauth_grants",
+    "external_subjects",
     "agent_key_reveals",
     "governance_sessions",
     "skill_feedback",

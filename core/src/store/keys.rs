@@ -43,7 +43,7 @@ pub struct AgentKeyRow<'a> {
     pub expires_at: Option<DateTime<Utc>>,
 }
 
-const COLUMNS: &str =
+pub(super) const COLUMNS: &str =
     "id, name, scope, prefix, created_at, created_by, expires_at, revoked_at, last_used_at";
 
 static FIND_BY_HASH: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
@@ -103,7 +103,7 @@ impl KeyColumns {
     }
 }
 
-fn key_from_row(row: &AnyRow) -> Result<AgentKeyInfo, StoreError> {
+pub(super) fn key_from_row(row: &AnyRow) -> Result<AgentKeyInfo, StoreError> {
     KeyColumns::from_lane(&LaneRow::Pool(row))?.decode()
 }
 
@@ -225,7 +225,9 @@ pub(crate) async fn insert_agent_key_on(
     }
 }
 
-/// [`Store::revoke_agent_key`] on a given connection (see [`insert_agent_key_on`]).
+/// [`Store::revoke_agent_key`] on a given connection (see [`insert_agent_key_on`]). A
+/// key, or a trusted issuer's subject (`SUBJECT@ISSUER`), whose tokens are then refused;
+/// an OAuth grant is revoked through its own door.
 pub(crate) async fn revoke_agent_key_on(
     conn: &mut Tx,
     name: &str,
@@ -234,7 +236,7 @@ pub(crate) async fn revoke_agent_key_on(
     let conn = conn.conn();
     let row = sqlx::query(&format!(
         "UPDATE agent_keys SET revoked_at = COALESCE(revoked_at, $1)
-         WHERE name = $2 AND kind = 'key'
+         WHERE name = $2 AND kind IN ('key', 'external')
          RETURNING {COLUMNS}"
     ))
     .bind(stamp(at))

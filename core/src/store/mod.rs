@@ -22,6 +22,7 @@ pub mod catalog_code;
 pub mod console_sessions;
 pub mod copy;
 mod direct;
+pub(crate) mod external_subjects;
 pub mod holds;
 pub mod keys;
 mod lane;

@@ -557,7 +557,7 @@ async fn the_metadata_names_the_endpoints_pkce_and_the_resource() {
         metadata["token_endpoint"],
         "https://skillgate.example.com/oauth/token"
     );
-    let resource = settings.resource_metadata();
+    let resource = settings.resource_metadata(true);
     assert_eq!(resource["resource"], "https://skillgate.example.com/mcp");
     assert_eq!(
         resource["authorization_servers"],

@@ -82,7 +82,16 @@ async fn source() -> Source {
          expires_at, revoked_at, last_used_at, kind) VALUES \
          (3, 'demo', 'support', 'hash-3', 'sg_demo_1234', $1, 'admin', NULL, NULL, $1, 'key'), \
          (5, 'old', 'support', 'hash-5', 'sg_old_12345', $1, 'admin', $1, $1, NULL, 'key'), \
-         (6, 'oauth vera', 'support', 'hash-6', 'sg_oauth_123', $1, NULL, NULL, NULL, NULL, 'oauth')",
+         (6, 'oauth vera', 'support', 'hash-6', 'sg_oauth_123', $1, NULL, NULL, NULL, NULL, 'oauth'), \
+         (8, 'ivy@https://login.example.com', 'support', 'hash-8', 'external', $1, \
+          'https://login.example.com', NULL, NULL, $1, 'external')",
+        &[at],
+    )
+    .await;
+    exec(
+        pool,
+        "INSERT INTO external_subjects (key_id, issuer, subject, created_at) \
+         VALUES (8, 'https://login.example.com', 'ivy', $1)",
         &[at],
     )
     .await;
@@ -403,7 +412,7 @@ async fn every_row_is_copied_as_stored_and_the_copy_verifies_with_the_same_tip()
         .fetch_one(pool)
         .await
         .unwrap();
-        assert_eq!(key, 7, "{backend:?}");
+        assert_eq!(key, 9, "{backend:?}");
         let failure: i64 = sqlx::query_scalar(
             "INSERT INTO login_failures (user_name, address, at) VALUES ('x', 'y', $1) \
              RETURNING id",

@@ -151,6 +151,12 @@ pub struct ServeArgs {
     )]
     pub oauth: bool,
 
+    /// The company's identity providers whose access tokens (JWTs) /mcp accepts, and how
+    /// their claims map to scopes: a YAML file (docs/operations.md, "Agents with the
+    /// company's identity provider"). Read at start.
+    #[arg(long, env = "SKILLGATE_TRUSTED_ISSUERS", value_name = "FILE")]
+    pub trusted_issuers: Option<std::path::PathBuf>,
+
     /// OAuth dynamic client registration (RFC 7591) at /oauth/register.
     #[arg(
         long,
@@ -382,6 +388,19 @@ impl ServeArgs {
     }
 
     /// The authorization server's settings.
+    /// The trusted issuers of `--trusted-issuers`, whose tokens must name `audience` (this
+    /// server's `/mcp`) unless the file says otherwise.
+    pub fn trusted_issuers(
+        &self,
+        audience: &str,
+    ) -> anyhow::Result<Option<skillgate_core::issuers::TrustedIssuers>> {
+        let Some(file) = &self.trusted_issuers else {
+            return Ok(None);
+        };
+        let configs = skillgate_core::issuers::load(file, audience)?;
+        Ok(Some(skillgate_core::issuers::TrustedIssuers::new(configs)))
+    }
+
     pub fn oauth_settings(&self) -> anyhow::Result<skillgate_core::oauth::OAuthSettings> {
         let mut settings = skillgate_core::oauth::OAuthSettings::new(&self.public_url()?);
         settings.dynamic_registration = self.oauth_dynamic_registration;

@@ -56,6 +56,9 @@ pub struct Parts {
     pub mcp: Router,
     /// The authorization server's endpoints, when `--oauth` is on.
     pub oauth: Option<(OAuthService, oauth::RateLimits)>,
+    /// `/mcp`'s resource metadata, when `--oauth` is on (the flag) or trusted issuers are
+    /// configured.
+    pub resource_metadata: Option<(OAuthService, bool)>,
     /// `/api/v1`.
     pub api: Router,
     pub metrics: Arc<Metrics>,
@@ -133,6 +136,10 @@ pub fn router(parts: Parts) -> Router {
         .merge(parts.mcp)
         .merge(match parts.oauth {
             Some((oauth, limits)) => oauth::router(oauth, limits),
+            None => Router::new(),
+        })
+        .merge(match parts.resource_metadata {
+            Some((oauth, own)) => oauth::resource_metadata_router(oauth, own),
             None => Router::new(),
         })
         .merge(parts.api)

@@ -183,14 +183,6 @@ pub fn router(oauth: OAuthService, limits: RateLimits) -> Router {
             get(authorization_server_metadata),
         )
         .route(
-            "/.well-known/oauth-protected-resource",
-            get(protected_resource_metadata),
-        )
-        .route(
-            "/.well-known/oauth-protected-resource/mcp",
-            get(protected_resource_metadata),
-        )
-        .route(
             "/oauth/register",
             post(register).layer(limit(limits.register)),
         )
@@ -214,8 +206,31 @@ async fn authorization_server_metadata(State(oauth): State<OAuthService>) -> Res
     Json(oauth.settings().metadata()).into_response()
 }
 
-async fn protected_resource_metadata(State(oauth): State<OAuthService>) -> Response {
-    Json(oauth.settings().resource_metadata()).into_response()
+/// RFC 9728 protected resource metadata of `/mcp`, open to any origin: served when this
+/// server's authorization server is on (`own`), or trusted issuers are configured, or both.
+pub fn resource_metadata_router(oauth: OAuthService, own: bool) -> Router {
+    let cors = CorsLayer::new()
+        .allow_origin(Any)
+        .allow_methods([http::Method::GET])
+        .allow_headers([
+            header::AUTHORIZATION,
+            "mcp-protocol-version".parse().expect("a header name"),
+        ]);
+    Router::new()
+        .route(
+            "/.well-known/oauth-protected-resource",
+            get(protected_resource_metadata),
+        )
+        .route(
+            "/.well-known/oauth-protected-resource/mcp",
+            get(protected_resource_metadata),
+        )
+        .layer(cors)
+        .with_state((oauth, own))
+}
+
+async fn protected_resource_metadata(State((oauth, own)): State<(OAuthService, bool)>) -> Response {
+    Json(oauth.settings().resource_metadata(own)).into_response()
 }
 
 /// An error of the token, registration or revocation endpoint (RFC 6749 §5.2).

@@ -1,8 +1,10 @@
 //! Admission to `/mcp`, checked on every request in this order: the `Host` header
 //! (DNS rebinding, loopback binds only), the `Origin` header, then the bearer credential:
-//! an agent key, checked in the workspace it names ([`super::workspaces`]), or an OAuth
-//! access token of Skillgate's own authorization server. An admitted request carries its
-//! caller and its workspace's gateway.
+//! an agent key, checked in the workspace it names ([`super::workspaces`]), an OAuth
+//! access token of Skillgate's own authorization server, or an access token of a trusted
+//! issuer (the company's identity provider, [`skillgate_core::issuers`]), served by the
+//! workspace its claims map to. An admitted request carries its caller and its workspace's
+//! gateway.
 //!
 //! Every request re-authenticates, so a revoked key or grant stops working at once, open
 //! MCP sessions included. A 401 names the protected resource metadata (RFC 9728) when the
@@ -17,7 +19,9 @@ use axum::response::{IntoResponse, Response};
 use chrono::Utc;
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 use serde_json::json;
+use skillgate_core::admin::ExternalAdmission;
 use skillgate_core::gateway::AgentIdentity;
+use skillgate_core::issuers::{ExternalCaller, TokenRefusal, TrustedIssuers};
 use skillgate_core::keys::{KeyError, workspace_of_key};
 use skillgate_core::metrics::{Metrics, Phase};
 use skillgate_core::oauth::{ACCESS_TOKEN_PREFIX, OAuthService};
@@ -59,6 +63,10 @@ pub struct Admission {
     /// The authorization server whose access tokens this endpoint accepts (`/mcp` only:
     /// its tokens are bound to that resource).
     pub oauth: Option<OAuthService>,
+    /// The company's identity providers whose access tokens (JWTs) this endpoint accepts.
+    pub issuers: Option<TrustedIssuers>,
+    /// Where a 401 points clients for the resource metadata, when it is served.
+    pub resource_metadata_url: Option<String>,
     /// Where the key check's time, refusals and whole-request times are recorded.
     pub metrics: Arc<Metrics>,
 }
@@ -140,21 +148,43 @@ impl Admission {
     /// on (RFC 9728 §5.1), and `invalid_token` when a credential was presented and refused
     /// (RFC 6750 §3.1), so a client with a stale token refreshes or signs in again.
     fn unauthorized(&self, presented: bool) -> Response {
-        let (message, mut challenge) = match &self.oauth {
-            Some(oauth) => (
-                "a valid agent key (Authorization: Bearer sgk_…) or OAuth access token is required",
-                format!(
-                    r#"Bearer resource_metadata="{}""#,
-                    oauth.settings().resource_metadata_url()
-                ),
-            ),
-            None => (
-                "a valid agent key is required: Authorization: Bearer sgk_…",
-                r#"Bearer realm="skillgate""#.to_owned(),
-            ),
+        let message = match (&self.oauth, &self.issuers) {
+            (None, None) => "a valid agent key is required: Authorization: Bearer sgk_…",
+            (Some(_), None) => {
+                "a valid agent key (Authorization: Bearer sgk_…) or OAuth access token is required"
+            }
+            (_, Some(_)) => {
+                "a valid agent key (Authorization: Bearer sgk_…) or access token of a trusted \
+                 issuer is required"
+            }
+        };
+        self.unauthorized_with(presented, message, None)
+    }
+
+    /// A 401 saying `message`, its challenge naming the resource metadata where it is
+    /// served; with a presented credential, `error="invalid_token"`, and `description` as
+    /// `error_description` (RFC 6750 §3) where there is one to give, so a client learns
+    /// why its token was refused.
+    fn unauthorized_with(
+        &self,
+        presented: bool,
+        message: &str,
+        description: Option<&str>,
+    ) -> Response {
+        let mut challenge = match &self.resource_metadata_url {
+            Some(url) => format!(r#"Bearer resource_metadata="{url}""#),
+            None => r#"Bearer realm="skillgate""#.to_owned(),
         };
         if presented {
             challenge.push_str(r#", error="invalid_token""#);
+        }
+        if let Some(description) = description {
+            // A quoted-string of visible ASCII: whatever else the text holds is left out.
+            let quoted: String = description
+                .chars()
+                .filter(|c| (c.is_ascii_graphic() || *c == ' ') && *c != '"' && *c != '\\')
+                .collect();
+            challenge.push_str(&format!(r#", error_description="{quoted}""#));
         }
         let mut response = refuse(StatusCode::UNAUTHORIZED, "unauthorized", message);
         if let Ok(value) = HeaderValue::from_str(&challenge) {
@@ -259,6 +289,13 @@ async fn check(
                 tracing::debug!("refused /mcp request with a malformed Authorization header");
                 return Err(admission.unauthorized(true));
             };
+            if let Some(issuers) = admission
+                .issuers
+                .as_ref()
+                .filter(|_| TrustedIssuers::is_jwt(token))
+            {
+                return external_caller(admission, issuers, token).await;
+            }
             if let Some(oauth) = admission
                 .oauth
                 .as_ref()
@@ -313,6 +350,133 @@ async fn check(
     Ok((caller, default()))
 }
 
+/// Why a token of a trusted issuer was not admitted.
+enum ExternalRefusal {
+    Token(TokenRefusal),
+    /// The claims map to a workspace this server does not serve.
+    NoWorkspace(Slug),
+    /// The claims map to a scope the workspace's catalog lacks.
+    UnknownScope,
+    /// An admin revoked the subject's credential.
+    Revoked,
+}
+
+impl ExternalRefusal {
+    fn code(&self) -> &'static str {
+        match self {
+            Self::Token(refusal) => refusal.code(),
+            Self::NoWorkspace(_) => "no_workspace",
+            Self::UnknownScope => "unknown_scope",
+            Self::Revoked => "revoked",
+        }
+    }
+
+    fn message(&self) -> String {
+        match self {
+            Self::Token(refusal) => refusal.to_string(),
+            Self::NoWorkspace(workspace) => {
+                format!(
+                    "the token's claims map to workspace `{workspace}`, which is not served here"
+                )
+            }
+            Self::UnknownScope => "the token's claims map to a scope this workspace lacks".into(),
+            Self::Revoked => "the token's subject was revoked here".into(),
+        }
+    }
+}
+
+/// The caller an access token of a trusted issuer is admitted as: the credential of its
+/// subject in the workspace its claims map to, made on its first token. A refusal is
+/// audited in the platform's chain before it is answered (a 503 instead if that fails):
+/// an `admin_refused` of action `mcp.token` naming the subject if the token verified, the
+/// issuer it claims, and the reason.
+async fn external_caller(
+    admission: &Admission,
+    issuers: &TrustedIssuers,
+    token: &str,
+) -> Result<(AgentCaller, CallerGateway), Response> {
+    let started = std::time::Instant::now();
+    let verified = issuers.authenticate(token).await;
+    let outcome = match &verified {
+        Ok(caller) => admit_external(admission, caller).await,
+        Err(refusal) => Ok(Err(ExternalRefusal::Token(refusal.clone()))),
+    };
+    admission.metrics.observe(Phase::Auth, started.elapsed());
+    let refusal = match outcome {
+        Ok(Ok(admitted)) => return Ok(admitted),
+        Ok(Err(refusal)) => refusal,
+        Err(response) => return Err(response),
+    };
+    let actor = match &verified {
+        Ok(caller) => skillgate_core::admin::external_credential_name(caller),
+        Err(_) => "unverified-token".to_owned(),
+    };
+    let issuer = match &verified {
+        Ok(caller) => caller.issuer.clone(),
+        Err(_) => TrustedIssuers::claimed_issuer(token).unwrap_or_default(),
+    };
+    let message = refusal.message();
+    tracing::info!(code = refusal.code(), %issuer, "refused /mcp request with an external token");
+    let recorded = admission
+        .workspaces
+        .default_workspace()
+        .admin
+        .record_refusal(
+            &actor,
+            "mcp.token",
+            &format!("issuer:{issuer}"),
+            refusal.code(),
+            &message,
+        )
+        .await;
+    if let Err(error) = recorded {
+        tracing::error!(%error, "cannot audit a refused external token");
+        return Err(unavailable("access tokens"));
+    }
+    Err(match refusal {
+        ExternalRefusal::Token(TokenRefusal::IssuerUnavailable(_)) => {
+            let mut response = refuse(StatusCode::SERVICE_UNAVAILABLE, "unavailable", &message);
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, RETRY_AFTER_SECONDS);
+            response
+        }
+        _ => admission.unauthorized_with(true, &message, Some(&message)),
+    })
+}
+
+/// A verified external caller, admitted into its workspace: `Ok(Err(_))` for a refusal,
+/// `Err` for a response already made (the database could not answer).
+async fn admit_external(
+    admission: &Admission,
+    caller: &ExternalCaller,
+) -> Result<Result<(AgentCaller, CallerGateway), ExternalRefusal>, Response> {
+    let served = match admission.workspaces.get(caller.workspace.as_str()).await {
+        Ok(Some(served)) => served,
+        Ok(None) => return Ok(Err(ExternalRefusal::NoWorkspace(caller.workspace.clone()))),
+        Err(error) => {
+            tracing::error!(%error, "cannot open the workspace a token maps to");
+            return Err(unavailable("access tokens"));
+        }
+    };
+    match served.admin.external_credential(caller).await {
+        Ok(ExternalAdmission::Admitted(info)) => Ok(Ok((
+            AgentCaller {
+                key_id: info.id,
+                key_name: info.name,
+                scope: info.scope,
+            },
+            CallerGateway(served.gateway.clone()),
+        ))),
+        Ok(ExternalAdmission::Revoked) => Ok(Err(ExternalRefusal::Revoked)),
+        Ok(ExternalAdmission::UnknownScope) => Ok(Err(ExternalRefusal::UnknownScope)),
+        Err(error) => {
+            tracing::error!(%error, "cannot admit an external subject");
+            Err(unavailable("access tokens"))
+        }
+    }
+}
+
 /// The caller an OAuth access token is admitted as: its grant's credential row, named
 /// after the person and the client.
 async fn oauth_caller(
@@ -347,6 +511,7 @@ mod tests {
     use axum::extract::Extension;
     use axum::routing::post;
     use http::Request;
+    use skillgate_core::admin::AdminService;
     use skillgate_core::audit::AuditLog;
     use skillgate_core::gateway::{Gateway, GatewayOptions};
     use skillgate_core::keys::AgentKeys;
@@ -361,6 +526,7 @@ mod tests {
     struct Fixture {
         keys: AgentKeys,
         gateway: Arc<Gateway>,
+        admin: Arc<AdminService>,
         store: Store,
         key: String,
     }
@@ -368,10 +534,17 @@ mod tests {
     async fn fixture() -> Fixture {
         let store = Store::open("sqlite::memory:").await.unwrap();
         let keys = AgentKeys::new(store.clone());
+        let catalog = Arc::new(CatalogHandle::new(store.compiled_catalog().await.unwrap()));
+        let audit = AuditLog::new(store.clone());
+        let admin = Arc::new(AdminService::new(
+            store.clone(),
+            audit.clone(),
+            catalog.clone(),
+        ));
         let gateway = Arc::new(Gateway::new(
             store.clone(),
-            Arc::new(CatalogHandle::new(store.compiled_catalog().await.unwrap())),
-            AuditLog::new(store.clone()),
+            catalog,
+            audit,
             Arc::new(UpstreamPool::default()),
             GatewayOptions::default(),
         ));
@@ -383,6 +556,7 @@ mod tests {
         Fixture {
             keys,
             gateway,
+            admin,
             store,
             key: key.expose().to_owned(),
         }
@@ -394,11 +568,14 @@ mod tests {
             workspaces: Arc::new(Workspaces::default_only(Served {
                 keys: f.keys.clone(),
                 gateway: f.gateway.clone(),
+                admin: f.admin.clone(),
             })),
             loopback_bind,
             allowed_origins: vec!["https://console.example.com".into()],
             anonymous_scope: None,
             oauth: None,
+            issuers: None,
+            resource_metadata_url: None,
         }
     }
 

@@ -42,6 +42,12 @@ pub struct McpOptions {
     pub max_body_bytes: usize,
     /// The authorization server whose access tokens `/mcp` accepts, when it is on.
     pub oauth: Option<skillgate_core::oauth::OAuthService>,
+    /// The company's identity providers whose access tokens (JWTs) `/mcp` accepts
+    /// (`serve --trusted-issuers`).
+    pub issuers: Option<skillgate_core::issuers::TrustedIssuers>,
+    /// Where a 401 points clients for `/mcp`'s resource metadata (RFC 9728), when it is
+    /// served.
+    pub resource_metadata_url: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -134,6 +140,8 @@ pub(crate) fn admission(
         allowed_origins: options.allowed_origins.clone(),
         anonymous_scope: options.anonymous_scope.clone(),
         oauth,
+        issuers: options.issuers.clone(),
+        resource_metadata_url: options.resource_metadata_url.clone(),
     })
 }
 
@@ -148,6 +156,8 @@ mod tests {
             allowed_origins: Vec::new(),
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             oauth: None,
+            issuers: None,
+            resource_metadata_url: None,
         }
     }
 

@@ -7,16 +7,20 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::future::BoxFuture;
+use skillgate_core::admin::AdminService;
 use skillgate_core::gateway::Gateway;
 use skillgate_core::keys::AgentKeys;
 use skillgate_core::slug::Slug;
 use skillgate_core::store::workspaces::DEFAULT_WORKSPACE;
 
-/// What admission needs of one workspace: its keys, and the gateway its calls go through.
+/// What admission needs of one workspace: its keys, the gateway its calls go through, and
+/// its door (the credentials of external subjects are made through it, and refusals of
+/// external tokens are audited through `default`'s).
 #[derive(Clone)]
 pub struct Served {
     pub keys: AgentKeys,
     pub gateway: Arc<Gateway>,
+    pub admin: Arc<AdminService>,
 }
 
 /// The gateway of the workspace a request was admitted into, in the request's extensions:

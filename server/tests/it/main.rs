@@ -34,6 +34,7 @@ mod skill_bundles;
 mod static_assets;
 mod tasks;
 mod tool_pins;
+mod trusted_issuers;
 mod upstream_errors;
 mod upstream_guardrails;
 mod upstream_identity;

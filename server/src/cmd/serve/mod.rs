@@ -187,6 +187,7 @@ fn workspace_opener(platform: Store, shared: Shared) -> mcp::workspaces::Opener 
             Ok(Some(Served {
                 keys: AgentKeys::new(authoring.store.clone()),
                 gateway: Arc::new(services.gateway),
+                admin: authoring.admin.clone(),
             }))
         })
     })
@@ -213,7 +214,13 @@ pub async fn build(
         println!("  It is shown only this once; change it with `skillgate user passwd admin`.");
     }
 
-    let oauth = OAuthService::new(store.clone(), authoring.clone(), args.oauth_settings()?);
+    let mut oauth_settings = args.oauth_settings()?;
+    let issuers = args.trusted_issuers(&oauth_settings.resource())?;
+    if let Some(issuers) = &issuers {
+        oauth_settings.external_issuers = issuers.issuer_urls().map(str::to_owned).collect();
+        tracing::info!(issuers = ?issuers, "accepting access tokens of trusted issuers at /mcp");
+    }
+    let oauth = OAuthService::new(store.clone(), authoring.clone(), oauth_settings);
     let oauth_limits = oauth::RateLimits::new(
         store.clone(),
         args.oauth_register_limit,
@@ -319,6 +326,9 @@ pub async fn build(
         allowed_origins: args.allowed_origins.clone(),
         max_body_bytes: mcp::DEFAULT_MAX_BODY_BYTES,
         oauth: args.oauth.then(|| oauth.clone()),
+        issuers: issuers.clone(),
+        resource_metadata_url: (args.oauth || issuers.is_some())
+            .then(|| oauth.settings().resource_metadata_url()),
     };
     mcp_options.validate()?;
     // Agents of the default workspace are served by `gateway`; those of the others by
@@ -327,6 +337,7 @@ pub async fn build(
         Served {
             keys: AgentKeys::new(store.clone()),
             gateway: Arc::new(gateway.clone()),
+            admin: authoring.clone(),
         },
         workspace_opener(store.clone(), shared),
     ));
@@ -383,7 +394,10 @@ pub async fn build(
         origin_guard,
         signer,
         mcp: mcp_router,
-        oauth: args.oauth.then_some((oauth, oauth_limits)),
+        oauth: args.oauth.then_some((oauth.clone(), oauth_limits)),
+        // Without the authorization server, the resource metadata still names the
+        // trusted issuers, so a standard MCP client finds where to sign in.
+        resource_metadata: (args.oauth || issuers.is_some()).then(|| (oauth.clone(), args.oauth)),
         api: api_router,
         metrics,
         trusted_proxies,

@@ -1,0 +1,289 @@
+//! Agents with the company's identity provider's access tokens at `/mcp` (issue #52): the
+//! real binary trusting the loopback provider of `skillgate_core::issuers::testing`.
+
+use std::sync::atomic::Ordering;
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use skillgate_core::issuers::testing::{Provider, SigningKey, with};
+
+use crate::common::Server;
+
+/// The resource every token here is for: the server's `--public-url` and `/mcp`.
+const PUBLIC_URL: &str = "https://gateway.test";
+const AUDIENCE: &str = "https://gateway.test/mcp";
+
+/// The server, trusting `provider`: group `support-agents` → `support` of `default`, scope
+/// word `mcp:refunds` → `support` of `finance`; keys fetched again at most once a minute.
+fn server_trusting(provider: &Provider, dir: &tempfile::TempDir) -> Server {
+    let file = dir.path().join("issuers.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "issuers:
+  - issuer: {}
+    algorithms: [ES256, EdDSA]
+    scopes:
+      - {{ claim: groups, value: support-agents, scope: support }}
+      - {{ claim: scope, value: 'mcp:refunds', scope: support, workspace: finance }}
+",
+            provider.issuer
+        ),
+    )
+    .unwrap();
+    Server::start_with(&[
+        "--trusted-issuers",
+        file.to_str().unwrap(),
+        "--public-url",
+        PUBLIC_URL,
+    ])
+}
+
+fn events(server: &Server, workspace: &str) -> Vec<Value> {
+    let output = server.cli(&[
+        "--workspace",
+        workspace,
+        "audit",
+        "export",
+        "--format",
+        "jsonl",
+    ]);
+    assert!(output.status.success(), "{output:?}");
+    String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+/// `(code, reason)` of each `mcp.token` refusal in `default`'s chain.
+fn token_refusals(server: &Server) -> Vec<(String, String)> {
+    events(server, "default")
+        .iter()
+        .filter(|e| e["kind"] == "admin_refused" && e["payload"]["action"] == "mcp.token")
+        .map(|e| {
+            let p = &e["payload"];
+            (
+                p["code"].as_str().unwrap().to_owned(),
+                p["reason"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// A POST of `initialize` with `token`: its status and its body's message.
+async fn initialize(server: &Server, token: &str) -> (StatusCode, String) {
+    let response = reqwest::Client::new()
+        .post(server.mcp_url())
+        .bearer_auth(token)
+        .header("accept", "application/json, text/event-stream")
+        .json(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"}}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    let status = response.status();
+    if status == StatusCode::UNAUTHORIZED {
+        let challenge = response.headers()["www-authenticate"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        assert!(
+            challenge.contains(r#"error="invalid_token", error_description=""#)
+                && challenge.contains("resource_metadata="),
+            "{challenge}"
+        );
+    }
+    let body: Value = response.json().await.unwrap_or(Value::Null);
+    (
+        status,
+        body["message"].as_str().unwrap_or_default().to_owned(),
+    )
+}
+
+#[tokio::test]
+async fn a_token_of_a_trusted_issuer_opens_a_session_in_its_mapped_scope_as_its_subject() {
+    let key = SigningKey::es256("k1");
+    let provider = Provider::start(&[&key]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let server = server_trusting(&provider, &dir);
+
+    let token = key.sign(&provider.claims_for("alice", AUDIENCE));
+    for _ in 0..2 {
+        let client = server.connect(&token).await;
+        let (_, reply) = crate::common::init(&client).await;
+        assert!(
+            reply.text.contains("tier-1-support"),
+            "support's roles: {}",
+            reply.text
+        );
+        let _ = client.cancel().await;
+    }
+    let events = events(&server, "default");
+    let alice = format!("alice@{}", provider.issuer);
+    let started: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["kind"] == "session_started")
+        .collect();
+    assert_eq!(started.len(), 2);
+    assert!(
+        started
+            .iter()
+            .all(|e| e["actor"] == alice.as_str() && e["payload"]["scope"] == "support")
+    );
+    // The credential was made once, through the door, on the first token.
+    let admitted: Vec<&Value> = events
+        .iter()
+        .filter(|e| {
+            e["kind"] == "admin_change" && e["payload"]["action"] == "external_subject.admit"
+        })
+        .collect();
+    assert_eq!(admitted.len(), 1, "{admitted:?}");
+    assert_eq!(admitted[0]["actor"], alice.as_str());
+    assert_eq!(provider.key_fetches(), 1);
+
+    // Revoked here, the subject is refused whatever the provider says.
+    let revoked = server.cli(&["key", "revoke", &alice]);
+    assert!(revoked.status.success(), "{revoked:?}");
+    assert_eq!(
+        initialize(&server, &token).await.0,
+        StatusCode::UNAUTHORIZED
+    );
+    assert_eq!(
+        token_refusals(&server).last().map(|r| r.0.as_str()),
+        Some("revoked")
+    );
+
+    // The resource metadata names the issuer beside Skillgate's own server.
+    let metadata: Value = reqwest::get(format!(
+        "{}/.well-known/oauth-protected-resource/mcp",
+        server.base
+    ))
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(metadata["resource"], AUDIENCE);
+    assert_eq!(
+        metadata["authorization_servers"],
+        json!([PUBLIC_URL, provider.issuer])
+    );
+}
+
+#[tokio::test]
+async fn a_token_whose_claims_map_into_a_workspace_is_served_by_that_workspace() {
+    let key = SigningKey::ed25519("k1");
+    let provider = Provider::start(&[&key]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let server = server_trusting(&provider, &dir);
+    let claims = with(
+        provider.claims_for("refund-bot", AUDIENCE),
+        "groups",
+        json!([]),
+    );
+    let token = key.sign(&with(claims, "scope", json!("openid mcp:refunds")));
+
+    // No such workspace yet: refused, and the refusal is on the platform's record.
+    assert_eq!(
+        initialize(&server, &token).await.0,
+        StatusCode::UNAUTHORIZED
+    );
+    assert_eq!(
+        token_refusals(&server).last().map(|r| r.0.as_str()),
+        Some("no_workspace")
+    );
+
+    let output = server.cli(&["workspace", "create", "finance"]);
+    assert!(output.status.success(), "{output:?}");
+    let exported = server.cli(&["catalog", "export"]);
+    let file = dir.path().join("finance.yaml");
+    std::fs::write(&file, exported.stdout).unwrap();
+    let applied = server.cli(&[
+        "--workspace",
+        "finance",
+        "catalog",
+        "apply",
+        file.to_str().unwrap(),
+    ]);
+    assert!(applied.status.success(), "{applied:?}");
+
+    let client = server.connect(&token).await;
+    crate::common::init(&client).await;
+    let _ = client.cancel().await;
+    let bot = format!("refund-bot@{}", provider.issuer);
+    let in_finance = events(&server, "finance");
+    assert!(
+        in_finance
+            .iter()
+            .any(|e| e["kind"] == "session_started" && e["actor"] == bot.as_str())
+    );
+    assert!(
+        !events(&server, "default")
+            .iter()
+            .any(|e| e["kind"] == "session_started" && e["actor"] == bot.as_str())
+    );
+}
+
+#[tokio::test]
+async fn every_refused_token_gets_its_reason_and_is_audited_and_an_unreachable_provider_gets_503() {
+    let key = SigningKey::es256("k1");
+    let provider = Provider::start(&[&key]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let server = server_trusting(&provider, &dir);
+    let good = provider.claims_for("alice", AUDIENCE);
+    let forger = SigningKey::es256("k1");
+    let cases = [
+        (forger.sign(&good), "bad_signature"),
+        (
+            key.sign(&with(good.clone(), "aud", json!("https://other.test/mcp"))),
+            "wrong_audience",
+        ),
+        (
+            key.sign(&with(
+                good.clone(),
+                "exp",
+                json!(skillgate_core::issuers::testing::now() - 600),
+            )),
+            "expired",
+        ),
+        (key.sign_as("k-unknown", &good), "unknown_key"),
+        (
+            key.sign(&with(good.clone(), "groups", json!(["staff"]))),
+            "no_scope",
+        ),
+        (
+            key.sign(&with(good.clone(), "iss", json!("https://evil.test"))),
+            "untrusted_issuer",
+        ),
+    ];
+    for (token, code) in &cases {
+        let (status, message) = initialize(&server, token).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{code}");
+        assert!(!message.is_empty(), "{code}: the refusal says why");
+    }
+    let recorded: Vec<String> = token_refusals(&server).into_iter().map(|r| r.0).collect();
+    let expected: Vec<String> = cases.iter().map(|c| c.1.to_owned()).collect();
+    assert_eq!(recorded, expected);
+    // Agent keys keep working beside the provider's tokens.
+    let client = server.connect(&server.support_key).await;
+    crate::common::init(&client).await;
+    let _ = client.cancel().await;
+
+    // Keys not fetched yet when the provider goes down: nothing verifies, 503 and audited.
+    let down = Provider::start(&[&key]).await;
+    down.state.down.store(true, Ordering::SeqCst);
+    let dir = tempfile::tempdir().unwrap();
+    let server = server_trusting(&down, &dir);
+    let (status, message) =
+        initialize(&server, &key.sign(&down.claims_for("alice", AUDIENCE))).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(message.contains("503"), "{message}");
+    assert_eq!(
+        token_refusals(&server).last().map(|r| r.0.as_str()),
+        Some("issuer_unavailable")
+    );
+}
