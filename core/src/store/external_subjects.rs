@@ -36,12 +36,8 @@ impl Store {
         issuer: &str,
         subject: &str,
     ) -> Result<Option<AgentKeyInfo>, StoreError> {
-        let row = sqlx::query(&by_subject())
-            .bind(issuer)
-            .bind(subject)
-            .fetch_optional(self.pool())
-            .await?;
-        row.as_ref().map(key_from_row).transpose()
+        let mut conn = self.pool().acquire().await?;
+        external_subject_on(Tx::wrap(&mut conn), issuer, subject).await
     }
 }
 

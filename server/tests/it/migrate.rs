@@ -392,19 +392,7 @@ async fn a_deployment_with_workspaces_is_copied_workspace_by_workspace_each_chai
         return;
     }
     let mut server = Server::start();
-    let created = server.cli(&["workspace", "create", "finance"]);
-    assert!(created.status.success(), "{created:?}");
-    let file = server.dir().join("demo.yaml");
-    let exported = server.cli(&["catalog", "export", "--output", file.to_str().unwrap()]);
-    assert!(exported.status.success(), "{exported:?}");
-    let applied = server.cli(&[
-        "--workspace",
-        "finance",
-        "catalog",
-        "apply",
-        file.to_str().unwrap(),
-    ]);
-    assert!(applied.status.success(), "{applied:?}");
+    server.create_workspace_like_default("finance");
     assert!(server.terminate().success());
     let sqlite = server.database_url();
     let key = key_file(&server);

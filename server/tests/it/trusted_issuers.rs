@@ -39,26 +39,10 @@ fn server_trusting(provider: &Provider, dir: &tempfile::TempDir) -> Server {
     ])
 }
 
-fn events(server: &Server, workspace: &str) -> Vec<Value> {
-    let output = server.cli(&[
-        "--workspace",
-        workspace,
-        "audit",
-        "export",
-        "--format",
-        "jsonl",
-    ]);
-    assert!(output.status.success(), "{output:?}");
-    String::from_utf8(output.stdout)
-        .unwrap()
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect()
-}
-
 /// `(code, reason)` of each `mcp.token` refusal in `default`'s chain.
 fn token_refusals(server: &Server) -> Vec<(String, String)> {
-    events(server, "default")
+    server
+        .workspace_audit_events("default")
         .iter()
         .filter(|e| e["kind"] == "admin_refused" && e["payload"]["action"] == "mcp.token")
         .map(|e| {
@@ -122,7 +106,7 @@ async fn a_token_of_a_trusted_issuer_opens_a_session_in_its_mapped_scope_as_its_
         );
         let _ = client.cancel().await;
     }
-    let events = events(&server, "default");
+    let events = server.workspace_audit_events("default");
     let alice = format!("alice@{}", provider.issuer);
     let started: Vec<&Value> = events
         .iter()
@@ -197,32 +181,21 @@ async fn a_token_whose_claims_map_into_a_workspace_is_served_by_that_workspace()
         Some("no_workspace")
     );
 
-    let output = server.cli(&["workspace", "create", "finance"]);
-    assert!(output.status.success(), "{output:?}");
-    let exported = server.cli(&["catalog", "export"]);
-    let file = dir.path().join("finance.yaml");
-    std::fs::write(&file, exported.stdout).unwrap();
-    let applied = server.cli(&[
-        "--workspace",
-        "finance",
-        "catalog",
-        "apply",
-        file.to_str().unwrap(),
-    ]);
-    assert!(applied.status.success(), "{applied:?}");
+    server.create_workspace_like_default("finance");
 
     let client = server.connect(&token).await;
     crate::common::init(&client).await;
     let _ = client.cancel().await;
     let bot = format!("refund-bot@{}", provider.issuer);
-    let in_finance = events(&server, "finance");
+    let in_finance = server.workspace_audit_events("finance");
     assert!(
         in_finance
             .iter()
             .any(|e| e["kind"] == "session_started" && e["actor"] == bot.as_str())
     );
     assert!(
-        !events(&server, "default")
+        !server
+            .workspace_audit_events("default")
             .iter()
             .any(|e| e["kind"] == "session_started" && e["actor"] == bot.as_str())
     );

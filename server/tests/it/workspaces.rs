@@ -27,17 +27,7 @@ fn failed(output: Output) -> String {
 
 /// Every audit event of `workspace`'s chain, as `audit export` prints it.
 fn events(server: &Server, workspace: &str) -> Vec<Value> {
-    succeeded(server.cli(&[
-        "--workspace",
-        workspace,
-        "audit",
-        "export",
-        "--format",
-        "jsonl",
-    ]))
-    .lines()
-    .map(|line| serde_json::from_str(line).unwrap())
-    .collect()
+    server.workspace_audit_events(workspace)
 }
 
 fn admin_actions(events: &[Value]) -> Vec<String> {

@@ -298,12 +298,41 @@ impl Server {
 
     /// Every audit event, as `skillgate audit export --format jsonl` prints it.
     pub fn audit_events(&self) -> Vec<Value> {
-        let export = self.cli(&["audit", "export", "--format", "jsonl"]);
+        self.workspace_audit_events("default")
+    }
+
+    /// Every event of `workspace`'s chain, exported by the command line.
+    pub fn workspace_audit_events(&self, workspace: &str) -> Vec<Value> {
+        let export = self.cli(&[
+            "--workspace",
+            workspace,
+            "audit",
+            "export",
+            "--format",
+            "jsonl",
+        ]);
         assert!(export.status.success(), "{export:?}");
         String::from_utf8_lossy(&export.stdout)
             .lines()
             .map(|line| serde_json::from_str(line).unwrap())
             .collect()
+    }
+
+    /// Makes workspace `name` with the default workspace's catalog (the demo's) applied.
+    pub fn create_workspace_like_default(&self, name: &str) {
+        let created = self.cli(&["workspace", "create", name]);
+        assert!(created.status.success(), "{created:?}");
+        let file = self.dir().join(format!("{name}-catalog.yaml"));
+        let exported = self.cli(&["catalog", "export", "--output", file.to_str().unwrap()]);
+        assert!(exported.status.success(), "{exported:?}");
+        let applied = self.cli(&[
+            "--workspace",
+            name,
+            "catalog",
+            "apply",
+            file.to_str().unwrap(),
+        ]);
+        assert!(applied.status.success(), "{applied:?}");
     }
 
     /// What the demo upstream actually ran: one JSON object per executed call.
