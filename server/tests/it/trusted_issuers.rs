@@ -15,7 +15,8 @@ const AUDIENCE: &str = "https://gateway.test/mcp";
 
 /// The server, trusting `provider`: group `support-agents` → `support` of `default`, scope
 /// word `mcp:refunds` → `support` of `finance`; keys fetched again at most once a minute.
-fn server_trusting(provider: &Provider, dir: &tempfile::TempDir) -> Server {
+/// `more` are more `serve` arguments.
+fn server_trusting(provider: &Provider, dir: &tempfile::TempDir, more: &[&str]) -> Server {
     let file = dir.path().join("issuers.yaml");
     std::fs::write(
         &file,
@@ -31,12 +32,14 @@ fn server_trusting(provider: &Provider, dir: &tempfile::TempDir) -> Server {
         ),
     )
     .unwrap();
-    Server::start_with(&[
+    let mut args = vec![
         "--trusted-issuers",
         file.to_str().unwrap(),
         "--public-url",
         PUBLIC_URL,
-    ])
+    ];
+    args.extend_from_slice(more);
+    Server::start_with(&args)
 }
 
 /// `(code, reason)` of each `mcp.token` refusal in `default`'s chain.
@@ -93,7 +96,7 @@ async fn a_token_of_a_trusted_issuer_opens_a_session_in_its_mapped_scope_as_its_
     let key = SigningKey::es256("k1");
     let provider = Provider::start(&[&key]).await;
     let dir = tempfile::tempdir().unwrap();
-    let server = server_trusting(&provider, &dir);
+    let server = server_trusting(&provider, &dir, &[]);
 
     let token = key.sign(&provider.claims_for("alice", AUDIENCE));
     for _ in 0..2 {
@@ -163,7 +166,7 @@ async fn a_token_whose_claims_map_into_a_workspace_is_served_by_that_workspace()
     let key = SigningKey::ed25519("k1");
     let provider = Provider::start(&[&key]).await;
     let dir = tempfile::tempdir().unwrap();
-    let server = server_trusting(&provider, &dir);
+    let server = server_trusting(&provider, &dir, &[]);
     let claims = with(
         provider.claims_for("refund-bot", AUDIENCE),
         "groups",
@@ -206,7 +209,7 @@ async fn every_refused_token_gets_its_reason_and_is_audited_and_an_unreachable_p
     let key = SigningKey::es256("k1");
     let provider = Provider::start(&[&key]).await;
     let dir = tempfile::tempdir().unwrap();
-    let server = server_trusting(&provider, &dir);
+    let server = server_trusting(&provider, &dir, &[]);
     let good = provider.claims_for("alice", AUDIENCE);
     let forger = SigningKey::es256("k1");
     let cases = [
@@ -250,7 +253,9 @@ async fn every_refused_token_gets_its_reason_and_is_audited_and_an_unreachable_p
     let down = Provider::start(&[&key]).await;
     down.state.down.store(true, Ordering::SeqCst);
     let dir = tempfile::tempdir().unwrap();
-    let server = server_trusting(&down, &dir);
+    // Without Skillgate's own authorization server, its metadata is still served and
+    // names the trusted issuer alone.
+    let server = server_trusting(&down, &dir, &["--oauth=false"]);
     let (status, message) =
         initialize(&server, &key.sign(&down.claims_for("alice", AUDIENCE))).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
@@ -258,5 +263,25 @@ async fn every_refused_token_gets_its_reason_and_is_audited_and_an_unreachable_p
     assert_eq!(
         token_refusals(&server).last().map(|r| r.0.as_str()),
         Some("issuer_unavailable")
+    );
+    let metadata: Value = reqwest::get(format!(
+        "{}/.well-known/oauth-protected-resource/mcp",
+        server.base
+    ))
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(metadata["authorization_servers"], json!([down.issuer]));
+    // And a 401 points there (`initialize` checks the challenge).
+    let stranger = with(
+        down.claims_for("alice", AUDIENCE),
+        "iss",
+        json!("https://evil.test"),
+    );
+    assert_eq!(
+        initialize(&server, &key.sign(&stranger)).await.0,
+        StatusCode::UNAUTHORIZED
     );
 }
