@@ -1,7 +1,9 @@
 //! Reading a file an operator or an outsider names (a catalog file, a PEM bundle, a key
 //! file) with a size limit that holds before the contents are in memory: the file's length
 //! is checked first, and the read itself stops one byte past the limit, so a file that grows
-//! while it is read, a FIFO or a device cannot slip past the check.
+//! while it is read, a FIFO or a device cannot slip past the check. The same for an HTTP
+//! answer a remote party sends ([`read_body_limited`]): its declared length first, then the
+//! body as it streams in.
 
 use std::fmt;
 use std::io::Read;
@@ -99,6 +101,35 @@ pub fn read_limited_to_string(
     })
 }
 
+/// Why an HTTP answer's body was not read.
+#[derive(Debug, thiserror::Error)]
+pub enum BodyError {
+    #[error("the answer is larger than {0} bytes")]
+    TooLarge(usize),
+    #[error("the answer cannot be read: {0}")]
+    Read(#[from] reqwest::Error),
+}
+
+/// The body of `response`, refused as soon as it is known to pass `limit` bytes: by its
+/// declared length before anything is read, or as the chunks arrive (a length can be
+/// absent or false).
+pub async fn read_body_limited(
+    mut response: reqwest::Response,
+    limit: usize,
+) -> Result<Vec<u8>, BodyError> {
+    if response.content_length().is_some_and(|n| n > limit as u64) {
+        return Err(BodyError::TooLarge(limit));
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await? {
+        body.extend_from_slice(&chunk);
+        if body.len() > limit {
+            return Err(BodyError::TooLarge(limit));
+        }
+    }
+    Ok(body)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -133,5 +164,46 @@ mod tests {
             matches!(error, LimitedReadError::TooBig { size: None, .. }),
             "{error}"
         );
+    }
+
+    /// A body of `len` bytes at `/declared` (with its length) and at `/streamed` (in
+    /// chunks, no length), on loopback; its base URL.
+    async fn serve_body(len: usize) -> String {
+        use axum::body::Body;
+        use axum::routing::get;
+        let app = axum::Router::new()
+            .route("/declared", get(move || async move { vec![b'x'; len] }))
+            .route(
+                "/streamed",
+                get(move || async move {
+                    let chunks = vec![b'x'; len]
+                        .chunks(1024)
+                        .map(|c| Ok::<_, std::io::Error>(c.to_vec()))
+                        .collect::<Vec<_>>();
+                    Body::from_stream(futures::stream::iter(chunks))
+                }),
+            );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        base
+    }
+
+    #[tokio::test]
+    async fn an_answer_past_the_limit_is_refused_whether_its_length_is_declared_or_not() {
+        crate::upstream::install_crypto_provider();
+        let base = serve_body(10 * 1024).await;
+        let client = reqwest::Client::new();
+        for path in ["declared", "streamed"] {
+            let get = || client.get(format!("{base}/{path}")).send();
+            let whole = read_body_limited(get().await.unwrap(), 10 * 1024).await;
+            assert_eq!(whole.unwrap().len(), 10 * 1024, "{path}");
+            let refused = read_body_limited(get().await.unwrap(), 10 * 1024 - 1).await;
+            assert!(
+                matches!(refused, Err(BodyError::TooLarge(_))),
+                "{path}: {:?}",
+                refused.map(|body| body.len())
+            );
+        }
     }
 }

@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::Sha256;
 
+use crate::limited_read::{BodyError, read_body_limited};
 use crate::model::{GuardrailHook, HookStage, check_upstream_url};
 
 /// The version of the request format, sent as `version`.
@@ -191,7 +192,7 @@ async fn exchange(
     body: Vec<u8>,
 ) -> Result<Vec<u8>, HookError> {
     let unreachable = |e: reqwest::Error| HookError::Unreachable(e.without_url().to_string());
-    let mut response = CLIENT
+    let response = CLIENT
         .post(url)
         .header(reqwest::header::CONTENT_TYPE, "application/json")
         .header(TIMESTAMP_HEADER, timestamp)
@@ -203,20 +204,12 @@ async fn exchange(
     if !response.status().is_success() {
         return Err(HookError::Status(response.status().as_u16()));
     }
-    if response
-        .content_length()
-        .is_some_and(|n| n > MAX_ANSWER_BYTES as u64)
-    {
-        return Err(HookError::TooLarge);
-    }
-    let mut answer = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(unreachable)? {
-        answer.extend_from_slice(&chunk);
-        if answer.len() > MAX_ANSWER_BYTES {
-            return Err(HookError::TooLarge);
-        }
-    }
-    Ok(answer)
+    read_body_limited(response, MAX_ANSWER_BYTES)
+        .await
+        .map_err(|e| match e {
+            BodyError::TooLarge(_) => HookError::TooLarge,
+            BodyError::Read(e) => unreachable(e),
+        })
 }
 
 #[cfg(test)]

@@ -19,6 +19,7 @@ use serde::Deserialize;
 use url::Url;
 
 use super::config::{IssuerConfig, is_fetchable};
+use crate::limited_read::read_body_limited;
 
 /// How long fetched keys are trusted before they are fetched again.
 pub const KEY_MAX_AGE: Duration = Duration::from_secs(3600);
@@ -197,7 +198,7 @@ impl IssuerKeys {
 
     async fn get_json<T: serde::de::DeserializeOwned>(&self, url: Url) -> Result<T, String> {
         let fail = |why: String| format!("GET {url}: {why}");
-        let mut response = self
+        let response = self
             .http
             .get(url.clone())
             .header(reqwest::header::ACCEPT, "application/json")
@@ -207,13 +208,9 @@ impl IssuerKeys {
         if !response.status().is_success() {
             return Err(fail(format!("answered {}", response.status())));
         }
-        let mut body = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(|e| fail(e.to_string()))? {
-            body.extend_from_slice(&chunk);
-            if body.len() > MAX_DOCUMENT_BYTES {
-                return Err(fail(format!("more than {MAX_DOCUMENT_BYTES} bytes")));
-            }
-        }
+        let body = read_body_limited(response, MAX_DOCUMENT_BYTES)
+            .await
+            .map_err(|e| fail(e.to_string()))?;
         serde_json::from_slice(&body).map_err(|e| fail(format!("not the JSON expected: {e}")))
     }
 }

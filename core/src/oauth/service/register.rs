@@ -6,6 +6,7 @@ use serde_json::Value;
 
 use super::OAuthService;
 use crate::keys::{hash_key, random_secret};
+use crate::limited_read::{BodyError, read_body_limited};
 use crate::oauth::client::{self, ClientInfo, MAX_DOCUMENT_BYTES, Registration};
 use crate::oauth::{CLIENT_ID_PREFIX, CLIENT_SECRET_PREFIX, OAuthError};
 use crate::store::oauth::ClientRow;
@@ -110,24 +111,12 @@ impl OAuthService {
                 response.status().as_u16()
             )));
         }
-        if response
-            .content_length()
-            .is_some_and(|n| n > MAX_DOCUMENT_BYTES as u64)
-        {
-            return Err(unreadable("is too large".into()));
-        }
-        let mut body = Vec::new();
-        let mut response = response;
-        while let Some(chunk) = response
-            .chunk()
+        let body = read_body_limited(response, MAX_DOCUMENT_BYTES)
             .await
-            .map_err(|e| unreadable(format!("cannot be read: {e}")))?
-        {
-            body.extend_from_slice(&chunk);
-            if body.len() > MAX_DOCUMENT_BYTES {
-                return Err(unreadable("is too large".into()));
-            }
-        }
+            .map_err(|e| match e {
+                BodyError::TooLarge(_) => unreadable("is too large".into()),
+                BodyError::Read(e) => unreadable(format!("cannot be read: {e}")),
+            })?;
         let document: Value =
             serde_json::from_slice(&body).map_err(|e| unreadable(format!("is not JSON: {e}")))?;
         let registration: Registration = serde_json::from_value(document.clone())
