@@ -72,6 +72,17 @@ async fn demo_upstream(store: &Store) -> skillgate_core::model::Upstream {
         .unwrap()
 }
 
+/// Shares the demo upstream into `finance` and `legal`.
+async fn share_into_both(platform: &Platform) {
+    for workspace in ["finance", "legal"] {
+        platform
+            .admin
+            .share_upstream("alice", DEMO_UPSTREAM, workspace)
+            .await
+            .unwrap();
+    }
+}
+
 async fn workspace(platform: &Platform, name: &str) -> (Store, AdminService) {
     let store = platform.store.workspace(&slug(name)).await.unwrap();
     let admin = AdminService::open(store.clone()).await.unwrap();
@@ -295,13 +306,7 @@ async fn a_shared_upstream_reaches_the_workspace_whole_and_is_read_only_there() 
 #[tokio::test]
 async fn a_platform_change_of_a_shared_upstream_reaches_every_copy_once() {
     let platform = platform().await;
-    for workspace in ["finance", "legal"] {
-        platform
-            .admin
-            .share_upstream("alice", DEMO_UPSTREAM, workspace)
-            .await
-            .unwrap();
-    }
+    share_into_both(&platform).await;
     let nothing = platform.admin.project_shares().await.unwrap();
     assert!(
         nothing.written.is_empty() && nothing.failed.is_empty(),
@@ -385,13 +390,7 @@ async fn a_platform_change_of_a_shared_upstream_reaches_every_copy_once() {
 #[tokio::test]
 async fn unsharing_is_refused_while_a_workspace_skill_uses_a_shared_tool() {
     let platform = platform().await;
-    for workspace in ["finance", "legal"] {
-        platform
-            .admin
-            .share_upstream("alice", DEMO_UPSTREAM, workspace)
-            .await
-            .unwrap();
-    }
+    share_into_both(&platform).await;
     let (finance, finance_admin) = workspace(&platform, "finance").await;
     uses_lookup_customer(&finance_admin).await;
     finance_admin
@@ -536,13 +535,7 @@ async fn sharing_is_refused_where_it_would_overwrite_or_reach_nothing() {
 #[tokio::test]
 async fn a_platform_change_a_workspace_catalog_cannot_take_leaves_that_copy_as_it_was() {
     let platform = platform().await;
-    for workspace in ["finance", "legal"] {
-        platform
-            .admin
-            .share_upstream("alice", DEMO_UPSTREAM, workspace)
-            .await
-            .unwrap();
-    }
+    share_into_both(&platform).await;
     let (finance, finance_admin) = workspace(&platform, "finance").await;
     uses_lookup_customer(&finance_admin).await;
     let finance_tools = demo_tools(&finance).await;

@@ -58,6 +58,24 @@ fn token_refusals(server: &Server) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The code of the latest `mcp.token` refusal in `default`'s chain.
+fn last_refusal(server: &Server) -> Option<String> {
+    token_refusals(server).pop().map(|(code, _)| code)
+}
+
+/// `/mcp`'s RFC 9728 resource metadata as the server serves it.
+async fn resource_metadata(server: &Server) -> Value {
+    reqwest::get(format!(
+        "{}/.well-known/oauth-protected-resource/mcp",
+        server.base
+    ))
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap()
+}
+
 /// A POST of `initialize` with `token`: its status and its body's message.
 async fn initialize(server: &Server, token: &str) -> (StatusCode, String) {
     let response = reqwest::Client::new()
@@ -139,21 +157,10 @@ async fn a_token_of_a_trusted_issuer_opens_a_session_in_its_mapped_scope_as_its_
         initialize(&server, &token).await.0,
         StatusCode::UNAUTHORIZED
     );
-    assert_eq!(
-        token_refusals(&server).last().map(|r| r.0.as_str()),
-        Some("revoked")
-    );
+    assert_eq!(last_refusal(&server).as_deref(), Some("revoked"));
 
     // The resource metadata names the issuer beside Skillgate's own server.
-    let metadata: Value = reqwest::get(format!(
-        "{}/.well-known/oauth-protected-resource/mcp",
-        server.base
-    ))
-    .await
-    .unwrap()
-    .json()
-    .await
-    .unwrap();
+    let metadata = resource_metadata(&server).await;
     assert_eq!(metadata["resource"], AUDIENCE);
     assert_eq!(
         metadata["authorization_servers"],
@@ -179,10 +186,7 @@ async fn a_token_whose_claims_map_into_a_workspace_is_served_by_that_workspace()
         initialize(&server, &token).await.0,
         StatusCode::UNAUTHORIZED
     );
-    assert_eq!(
-        token_refusals(&server).last().map(|r| r.0.as_str()),
-        Some("no_workspace")
-    );
+    assert_eq!(last_refusal(&server).as_deref(), Some("no_workspace"));
 
     server.create_workspace_like_default("finance");
 
@@ -236,14 +240,15 @@ async fn every_refused_token_gets_its_reason_and_is_audited_and_an_unreachable_p
             "untrusted_issuer",
         ),
     ];
+    // Each is audited with its code and with what the agent was told.
+    let mut expected = Vec::new();
     for (token, code) in &cases {
         let (status, message) = initialize(&server, token).await;
         assert_eq!(status, StatusCode::UNAUTHORIZED, "{code}");
         assert!(!message.is_empty(), "{code}: the refusal says why");
+        expected.push(((*code).to_owned(), message));
     }
-    let recorded: Vec<String> = token_refusals(&server).into_iter().map(|r| r.0).collect();
-    let expected: Vec<String> = cases.iter().map(|c| c.1.to_owned()).collect();
-    assert_eq!(recorded, expected);
+    assert_eq!(token_refusals(&server), expected);
     // Agent keys keep working beside the provider's tokens.
     let client = server.connect(&server.support_key).await;
     crate::common::init(&client).await;
@@ -260,19 +265,8 @@ async fn every_refused_token_gets_its_reason_and_is_audited_and_an_unreachable_p
         initialize(&server, &key.sign(&down.claims_for("alice", AUDIENCE))).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
     assert!(message.contains("503"), "{message}");
-    assert_eq!(
-        token_refusals(&server).last().map(|r| r.0.as_str()),
-        Some("issuer_unavailable")
-    );
-    let metadata: Value = reqwest::get(format!(
-        "{}/.well-known/oauth-protected-resource/mcp",
-        server.base
-    ))
-    .await
-    .unwrap()
-    .json()
-    .await
-    .unwrap();
+    assert_eq!(last_refusal(&server).as_deref(), Some("issuer_unavailable"));
+    let metadata = resource_metadata(&server).await;
     assert_eq!(metadata["authorization_servers"], json!([down.issuer]));
     // And a 401 points there (`initialize` checks the challenge).
     let stranger = with(
