@@ -67,11 +67,13 @@ deps: deps-build deps-e2e deps-postgres
 
 # What `make run` needs to build the console: the wasm target, and npm's binaryen for
 # wasm-opt (tools/site-build runs it; wasm-bindgen is a library there, nothing to install).
+# The same `npm ci` brings what the tests use from end2end/: Playwright, the MCP SDK, and
+# oidc-provider (the identity provider of the trusted-issuer and single sign-on tests).
 deps-site:
 	@rustup target list --installed | grep -qx wasm32-unknown-unknown \
 	  || rustup target add wasm32-unknown-unknown
 	@[[ -d end2end/node_modules/binaryen && -d end2end/node_modules/playwright-core \
-	   && -d end2end/node_modules/@modelcontextprotocol/sdk ]] \
+	   && -d end2end/node_modules/@modelcontextprotocol/sdk && -d end2end/node_modules/oidc-provider ]] \
 	  || (cd end2end && npm ci --no-audit --no-fund)
 
 # What the tests need besides: the test runner and the conformance suite's Node.

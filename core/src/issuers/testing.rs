@@ -203,3 +203,30 @@ pub fn without(mut claims: Value, field: &str) -> Value {
         .remove(field);
     claims
 }
+
+/// `token` with its header and claims changed by `header` and `claims`, and its signature
+/// kept: a forgery made from a genuine token.
+pub fn reshape(
+    token: &str,
+    header: impl FnOnce(Value) -> Value,
+    claims: impl FnOnce(Value) -> Value,
+) -> String {
+    let part = |text: &str| -> Value {
+        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(text)
+            .expect("a JWT part is base64url");
+        serde_json::from_slice(&bytes).expect("a JWT part is JSON")
+    };
+    let mut parts = token.split('.');
+    let (h, c, signature) = (
+        parts.next().expect("a header"),
+        parts.next().expect("claims"),
+        parts.next().expect("a signature"),
+    );
+    let encode = |value: Value| b64(value.to_string().as_bytes());
+    format!(
+        "{}.{}.{signature}",
+        encode(header(part(h))),
+        encode(claims(part(c)))
+    )
+}

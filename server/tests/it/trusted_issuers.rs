@@ -5,9 +5,10 @@ use std::sync::atomic::Ordering;
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use skillgate_core::issuers::testing::{Provider, SigningKey, with};
+use skillgate_core::issuers::testing::{Provider, SigningKey, reshape, with};
 
 use crate::common::Server;
+use crate::common::openid::OpenIdProvider;
 
 /// The resource every token here is for: the server's `--public-url` and `/mcp`.
 const PUBLIC_URL: &str = "https://gateway.test";
@@ -17,18 +18,29 @@ const AUDIENCE: &str = "https://gateway.test/mcp";
 /// word `mcp:refunds` → `support` of `finance`; keys fetched again at most once a minute.
 /// `more` are more `serve` arguments.
 fn server_trusting(provider: &Provider, dir: &tempfile::TempDir, more: &[&str]) -> Server {
+    server_trusting_issuer(&provider.issuer, 60, dir, more)
+}
+
+/// The server of [`server_trusting`], trusting `issuer`, whose keys are fetched again at
+/// most once per `key_refresh_seconds`.
+fn server_trusting_issuer(
+    issuer: &str,
+    key_refresh_seconds: u64,
+    dir: &tempfile::TempDir,
+    more: &[&str],
+) -> Server {
     let file = dir.path().join("issuers.yaml");
     std::fs::write(
         &file,
         format!(
             "issuers:
-  - issuer: {}
+  - issuer: {issuer}
     algorithms: [ES256, EdDSA]
+    key_refresh_seconds: {key_refresh_seconds}
     scopes:
       - {{ claim: groups, value: support-agents, scope: support }}
       - {{ claim: scope, value: 'mcp:refunds', scope: support, workspace: finance }}
-",
-            provider.issuer
+"
         ),
     )
     .unwrap();
@@ -278,4 +290,141 @@ async fn every_refused_token_gets_its_reason_and_is_audited_and_an_unreachable_p
         initialize(&server, &key.sign(&stranger)).await.0,
         StatusCode::UNAUTHORIZED
     );
+}
+
+/// The client secret of the real provider's services here.
+const SERVICE_SECRET: &str = "refund-bot-secret-0123456789abcdef";
+
+/// panva's oidc-provider with two services: `refund-bot` in group `support-agents` (mapped
+/// to `support`) and `report-bot` in group `analysts` (mapped to nothing). It issues
+/// tokens for this server's `/mcp` and, on request, for another server's.
+fn real_provider() -> OpenIdProvider {
+    OpenIdProvider::start(&json!({
+        "resource": AUDIENCE,
+        "other_resources": ["https://other.test/mcp"],
+        "services": [
+            {"client_id": "refund-bot", "client_secret": SERVICE_SECRET, "groups": ["support-agents"]},
+            {"client_id": "report-bot", "client_secret": SERVICE_SECRET, "groups": ["analysts"]},
+        ],
+    }))
+}
+
+/// The `kid` a token's header names.
+fn kid_of(token: &str) -> String {
+    let mut kid = None;
+    reshape(
+        token,
+        |header| {
+            kid = header["kid"].as_str().map(str::to_owned);
+            header
+        },
+        |claims| claims,
+    );
+    kid.expect("the provider names its key")
+}
+
+#[tokio::test]
+async fn an_access_token_of_a_real_openid_provider_opens_a_session_and_a_key_rotation_there_is_picked_up()
+ {
+    let provider = real_provider();
+    let dir = tempfile::tempdir().unwrap();
+    // No bound between key fetches: the rotation below comes within the bound's minute.
+    let server = server_trusting_issuer(&provider.issuer, 0, &dir, &[]);
+
+    let first = provider
+        .client_credentials("refund-bot", SERVICE_SECRET, AUDIENCE)
+        .await;
+    let client = server.connect(&first).await;
+    let (_, reply) = crate::common::init(&client).await;
+    assert!(reply.text.contains("tier-1-support"), "{}", reply.text);
+    let _ = client.cancel().await;
+    let bot = format!("refund-bot@{}", provider.issuer);
+    assert!(server.workspace_audit_events("default").iter().any(|e| {
+        e["kind"] == "session_started"
+            && e["actor"] == bot.as_str()
+            && e["payload"]["scope"] == "support"
+    }));
+    assert_eq!(provider.key_fetches().await, 1);
+
+    // The provider rotates: the new key signs, the old one stays published.
+    provider.rotate().await;
+    let second = provider
+        .client_credentials("refund-bot", SERVICE_SECRET, AUDIENCE)
+        .await;
+    assert_ne!(kid_of(&first), kid_of(&second));
+    for token in [&second, &first] {
+        let client = server.connect(token).await;
+        crate::common::init(&client).await;
+        let _ = client.cancel().await;
+    }
+    // The new key was fetched once, on its first token; the old one was still cached.
+    assert_eq!(provider.key_fetches().await, 2);
+    assert_eq!(token_refusals(&server), vec![]);
+}
+
+#[tokio::test]
+async fn tokens_made_from_a_real_openid_providers_that_should_not_pass_are_refused_with_their_reason()
+ {
+    let provider = real_provider();
+    let stranger = real_provider();
+    let dir = tempfile::tempdir().unwrap();
+    let server = server_trusting_issuer(&provider.issuer, 0, &dir, &[]);
+    let genuine = provider
+        .client_credentials("refund-bot", SERVICE_SECRET, AUDIENCE)
+        .await;
+    let unmapped = provider
+        .client_credentials("report-bot", SERVICE_SECRET, AUDIENCE)
+        .await;
+    let cases = [
+        (
+            provider
+                .client_credentials("refund-bot", SERVICE_SECRET, "https://other.test/mcp")
+                .await,
+            "wrong_audience",
+        ),
+        (
+            stranger
+                .client_credentials("refund-bot", SERVICE_SECRET, AUDIENCE)
+                .await,
+            "untrusted_issuer",
+        ),
+        (unmapped.clone(), "no_scope"),
+        // report-bot's token claiming refund-bot's group.
+        (
+            reshape(
+                &unmapped,
+                |h| h,
+                |c| with(c, "groups", json!(["support-agents"])),
+            ),
+            "bad_signature",
+        ),
+        (
+            reshape(&genuine, |h| with(h, "kid", json!("key-forged")), |c| c),
+            "unknown_key",
+        ),
+        (
+            reshape(&genuine, |h| with(h, "alg", json!("none")), |c| c),
+            "malformed",
+        ),
+        (
+            reshape(&genuine, |h| with(h, "alg", json!("HS256")), |c| c),
+            "algorithm",
+        ),
+    ];
+    for (token, code) in &cases {
+        let (status, message) = initialize(&server, token).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{code}: {message}");
+        assert_eq!(last_refusal(&server).as_deref(), Some(*code), "{message}");
+    }
+
+    // The genuine token still opens a session; then the provider goes away, and a token
+    // naming a key the gateway has not seen finds nothing to verify with: 503.
+    let client = server.connect(&genuine).await;
+    crate::common::init(&client).await;
+    let _ = client.cancel().await;
+    drop(provider);
+    let unseen = reshape(&genuine, |h| with(h, "kid", json!("key-next")), |c| c);
+    let (status, message) = initialize(&server, &unseen).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{message}");
+    assert_eq!(last_refusal(&server).as_deref(), Some("issuer_unavailable"));
 }

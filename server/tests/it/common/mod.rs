@@ -4,6 +4,7 @@
 pub mod catalog;
 pub mod console;
 pub mod executions;
+pub mod openid;
 pub mod replies;
 
 use std::io::{BufRead, BufReader};
