@@ -9,6 +9,7 @@ pub mod admin;
 pub mod audit;
 pub mod catalog_code;
 pub mod compliance;
+pub mod console_sso;
 pub mod demo;
 pub mod gateway;
 pub mod holds;

@@ -30,6 +30,10 @@ pub const MAX_FAILURES_PER_ADDRESS: i64 = 20;
 pub const THROTTLE_WINDOW: Duration = Duration::minutes(15);
 pub const MIN_PASSWORD_LEN: usize = 12;
 
+/// The password hash of a user who signs in through the identity provider only: never a
+/// valid PHC string, so no password matches it.
+pub const NO_PASSWORD: &str = "!";
+
 /// Password hashes computed or verified at once in this process. argon2 is CPU-bound, so
 /// more than the cores would only add memory; two keeps a sign-in burst at about 40 MiB.
 pub const PASSWORD_WORK_CONCURRENCY: usize = 2;
@@ -170,11 +174,13 @@ impl UserError {
     }
 }
 
-fn validate_name(name: &str) -> Result<(), UserError> {
+/// A console user name: 1 to 64 ASCII letters, digits and `.`, `_`, `-`, `@` (an email
+/// address, the name many identity providers give a person).
+pub(crate) fn validate_name(name: &str) -> Result<(), UserError> {
     let ok = (1..=MAX_NAME_LEN).contains(&name.len())
         && name
             .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '@'));
     if ok {
         Ok(())
     } else {
@@ -396,7 +402,12 @@ impl Users {
             return Err(UserError::InvalidCredentials);
         }
         let record = self.store.find_user(name).await?;
-        let hash = record.as_ref().map(|r| r.password_hash.clone());
+        // A user without a password is verified against the dummy hash, as an unknown one
+        // is: the same time, so a sign-in attempt cannot tell such users from others.
+        let hash = record
+            .as_ref()
+            .map(|r| r.password_hash.clone())
+            .filter(|hash| hash != NO_PASSWORD);
         let matches = self.verify(password, hash).await?;
         match record {
             Some(record) if matches && !record.disabled => {

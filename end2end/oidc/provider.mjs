@@ -72,13 +72,13 @@ function build(issuer) {
     ],
     jwks: { keys },
     cookies: { keys: cookieKeys },
+    // The groups go in every ID token, as a Keycloak group mapper or an Okta groups claim
+    // puts them.
     claims: {
-      openid: ['sub'],
+      openid: ['sub', 'groups'],
       email: ['email'],
-      profile: ['name'],
-      groups: ['groups'],
+      profile: ['name', 'preferred_username'],
     },
-    // The groups go in the ID token, as Keycloak's and Okta's group claims do.
     conformIdTokenClaims: false,
     async findAccount(_ctx, id) {
       const account = accounts.get(id);
@@ -86,7 +86,13 @@ function build(issuer) {
       return {
         accountId: id,
         async claims() {
-          return { sub: id, email: account.email, name: account.name ?? id, groups: account.groups ?? [] };
+          return {
+            sub: id,
+            preferred_username: id,
+            email: account.email,
+            name: account.name ?? id,
+            groups: account.groups ?? [],
+          };
         },
       };
     },

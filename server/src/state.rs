@@ -6,6 +6,7 @@ use std::sync::Arc;
 use axum::extract::FromRef;
 use leptos::prelude::LeptosOptions;
 use skillgate_core::admin::AdminService;
+use skillgate_core::console_sso::ConsoleSso;
 use skillgate_core::oauth::OAuthService;
 use skillgate_core::revisions::Revisions;
 use skillgate_core::store::Store;
@@ -21,4 +22,9 @@ pub struct AppState {
     pub admin: Arc<AdminService>,
     /// The authorization server (the consent form posts to it).
     pub oauth: OAuthService,
+    /// Single sign-on to the console through the company's provider (`--console-sso`).
+    pub sso: Option<ConsoleSso>,
+    /// Whether cookies are `Secure` (`--secure-cookies`): the sign-in cookie follows the
+    /// console's.
+    pub secure_cookies: bool,
 }

@@ -46,6 +46,8 @@ pub struct ConsoleContext {
     pub upstreams: Arc<dyn UpstreamOps>,
     /// The authorization server: consent requests, grants, per-user scopes.
     pub oauth: OAuthService,
+    /// What the sign-in page offers (single sign-on, passwords).
+    pub sign_in: crate::login::SignInOptions,
     pub version: &'static str,
 }
 

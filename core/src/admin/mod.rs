@@ -23,6 +23,7 @@ mod keys;
 mod oauth;
 mod settings;
 mod shares;
+mod sso;
 mod sync;
 mod users;
 mod workspaces;
@@ -46,6 +47,7 @@ pub use external::{ExternalAdmission, external_credential_name};
 pub use inspection::{INSPECTION_TARGET, PolicyIssue, policy_issues};
 pub use oauth::{NewConsent, OAUTH_ACTOR};
 pub use shares::SharesProjected;
+pub use sso::SsoSignIn;
 pub use workspaces::{MAX_WORKSPACE_TITLE_CHARS, parse_workspace_slug, workspace_target};
 
 /// How many change-log entries an entity's history shows.

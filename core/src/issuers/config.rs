@@ -26,6 +26,12 @@ use crate::slug::Slug;
 #[error("{0}")]
 pub struct ConfigError(String);
 
+impl ConfigError {
+    pub(crate) fn new(message: impl Into<String>) -> Self {
+        Self(message.into())
+    }
+}
+
 /// `Err` with `message` unless `holds`.
 fn ensure(holds: bool, message: impl FnOnce() -> String) -> Result<(), ConfigError> {
     if holds {
@@ -189,6 +195,35 @@ pub fn parse(text: &str, default_audience: &str) -> Result<Vec<IssuerConfig>, Co
             })
         })
         .collect()
+}
+
+/// A provider whose signed tokens are for `audience` (the console's single sign-on, whose ID
+/// tokens are for its client id): checked as a trusted issuer's entry is, with the same
+/// defaults, and no scope rules.
+pub(crate) fn provider(
+    issuer: &str,
+    audience: &str,
+    algorithms: Option<&[String]>,
+) -> Result<IssuerConfig, ConfigError> {
+    let issuer = check_issuer(issuer).map_err(|e| ConfigError(format!("issuer: {e}")))?;
+    ensure(!audience.trim().is_empty(), || "client_id: empty".into())?;
+    let algorithms = match algorithms {
+        None => DEFAULT_ALGORITHMS.to_vec(),
+        Some([]) => return Err(ConfigError("algorithms: the list is empty".into())),
+        Some(names) => names
+            .iter()
+            .map(|name| algorithm(name))
+            .collect::<Result<Vec<_>, _>>()?,
+    };
+    Ok(IssuerConfig {
+        issuer,
+        audience: audience.to_owned(),
+        algorithms,
+        subject_claim: "sub".to_owned(),
+        leeway: DEFAULT_LEEWAY,
+        key_refresh: DEFAULT_KEY_REFRESH,
+        scopes: Vec::new(),
+    })
 }
 
 /// One of [`ASYMMETRIC`] by its JOSE name.

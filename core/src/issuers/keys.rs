@@ -28,7 +28,7 @@ const MAX_DOCUMENT_BYTES: usize = 256 * 1024;
 
 /// One verification key.
 #[derive(Clone)]
-pub(super) struct Key {
+pub(crate) struct Key {
     pub key: DecodingKey,
     /// The algorithm the key set pins the key to, if it does.
     pub algorithm: Option<Algorithm>,
@@ -57,7 +57,7 @@ impl KeySet {
 
 /// Why there is no key to verify with.
 #[derive(Debug)]
-pub(super) enum KeyError {
+pub(crate) enum KeyError {
     /// The keys were fetched and none is the token's.
     Unknown,
     /// The provider's metadata or keys could not be had: nothing verifies.
@@ -65,7 +65,7 @@ pub(super) enum KeyError {
 }
 
 /// The keys of one issuer.
-pub(super) struct IssuerKeys {
+pub(crate) struct IssuerKeys {
     issuer: String,
     key_refresh: Duration,
     http: reqwest::Client,
@@ -74,10 +74,14 @@ pub(super) struct IssuerKeys {
     last_fetch: tokio::sync::Mutex<Option<Instant>>,
 }
 
-#[derive(Deserialize)]
-struct Metadata {
-    issuer: String,
-    jwks_uri: String,
+/// What Skillgate reads of a provider's metadata.
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct Metadata {
+    pub issuer: String,
+    pub jwks_uri: String,
+    /// Where people sign in, and where codes are exchanged: the console's single sign-on.
+    pub authorization_endpoint: Option<String>,
+    pub token_endpoint: Option<String>,
 }
 
 impl IssuerKeys {
@@ -171,7 +175,7 @@ impl IssuerKeys {
     /// The issuer's metadata: OpenID Connect discovery first (most providers), then RFC 8414's
     /// well-known URI. Its `issuer` must be ours exactly (RFC 8414 section 3.3), or a
     /// metadata document could hand us another issuer's keys.
-    async fn metadata(&self) -> Result<Metadata, String> {
+    pub async fn metadata(&self) -> Result<Metadata, String> {
         let base = self.issuer.trim_end_matches('/');
         let oidc = Url::parse(&format!("{base}/.well-known/openid-configuration"))
             .map_err(|e| e.to_string())?;

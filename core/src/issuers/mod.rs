@@ -16,7 +16,7 @@
 //! `WWW-Authenticate` answer; the provider being unreachable is its own refusal, so the
 //! caller can answer "try again" rather than "bad token", and nothing is admitted.
 
-mod config;
+pub(crate) mod config;
 mod keys;
 #[cfg(feature = "test-support")]
 pub mod testing;
@@ -96,9 +96,54 @@ impl TokenRefusal {
     }
 }
 
-struct Issuer {
-    config: IssuerConfig,
-    keys: IssuerKeys,
+/// One issuer: its configuration and its keys. The console's single sign-on verifies ID
+/// tokens with it too.
+pub(crate) struct Issuer {
+    pub config: IssuerConfig,
+    pub keys: IssuerKeys,
+}
+
+impl Issuer {
+    pub fn new(config: IssuerConfig, http: reqwest::Client) -> Self {
+        Self {
+            keys: IssuerKeys::new(&config, http),
+            config,
+        }
+    }
+
+    /// The claims of `token`, a JWT this issuer signed, once its algorithm, key, signature,
+    /// `iss`, `aud`, `exp` and `nbf` verify.
+    pub async fn verified_claims(&self, token: &str) -> Result<Map<String, Value>, TokenRefusal> {
+        let header = jsonwebtoken::decode_header(token).map_err(|_| TokenRefusal::Malformed)?;
+        if !self.config.algorithms.contains(&header.alg) {
+            return Err(TokenRefusal::Algorithm(format!("{:?}", header.alg)));
+        }
+        let key = self
+            .keys
+            .key(header.kid.as_deref())
+            .await
+            .map_err(|error| match error {
+                KeyError::Unknown => TokenRefusal::UnknownKey,
+                KeyError::Unavailable(why) => TokenRefusal::IssuerUnavailable(why),
+            })?;
+        if key.algorithm.is_some_and(|pinned| pinned != header.alg) {
+            return Err(TokenRefusal::Algorithm(format!("{:?}", header.alg)));
+        }
+        verify(token, &key.key, header.alg, &self.config)
+    }
+}
+
+/// The HTTP client of every fetch from a provider. Short timeouts: a key fetch runs inside
+/// a request's admission. No redirects: a provider's documents are served at their own
+/// URLs.
+pub(crate) fn provider_http() -> reqwest::Client {
+    crate::upstream::install_crypto_provider();
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(5))
+        .connect_timeout(Duration::from_secs(3))
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("a client with these settings always builds")
 }
 
 /// The trusted issuers and their keys. Cheap to clone.
@@ -117,21 +162,10 @@ impl std::fmt::Debug for TrustedIssuers {
 
 impl TrustedIssuers {
     pub fn new(configs: Vec<IssuerConfig>) -> Self {
-        crate::upstream::install_crypto_provider();
-        // Short timeouts: a key fetch runs inside a request's admission. No redirects: a
-        // provider's documents are served at their own URLs.
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(5))
-            .connect_timeout(Duration::from_secs(3))
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .expect("a client with these settings always builds");
+        let http = provider_http();
         let issuers = configs
             .into_iter()
-            .map(|config| Issuer {
-                keys: IssuerKeys::new(&config, http.clone()),
-                config,
-            })
+            .map(|config| Issuer::new(config, http.clone()))
             .collect();
         Self { issuers }
     }
@@ -168,22 +202,7 @@ impl TrustedIssuers {
             .iter()
             .find(|i| i.config.issuer == claimed)
             .ok_or(TokenRefusal::UntrustedIssuer)?;
-        let header = jsonwebtoken::decode_header(token).map_err(|_| TokenRefusal::Malformed)?;
-        if !issuer.config.algorithms.contains(&header.alg) {
-            return Err(TokenRefusal::Algorithm(format!("{:?}", header.alg)));
-        }
-        let key = issuer
-            .keys
-            .key(header.kid.as_deref())
-            .await
-            .map_err(|error| match error {
-                KeyError::Unknown => TokenRefusal::UnknownKey,
-                KeyError::Unavailable(why) => TokenRefusal::IssuerUnavailable(why),
-            })?;
-        if key.algorithm.is_some_and(|pinned| pinned != header.alg) {
-            return Err(TokenRefusal::Algorithm(format!("{:?}", header.alg)));
-        }
-        let claims = verify(token, &key.key, header.alg, &issuer.config)?;
+        let claims = issuer.verified_claims(token).await?;
         let subject = claims
             .get(&issuer.config.subject_claim)
             .and_then(Value::as_str)

@@ -36,6 +36,7 @@ pub const COPIED_TABLES: &[&str] = &[
     "skill_candidates",
     "wiki_patterns",
     "console_users",
+    "console_user_identities",
     "console_user_scopes",
     "login_failures",
     "agent_keys",
@@ -73,6 +74,10 @@ pub const NOT_COPIED: &[(&str, &str)] = &[
     (
         "console_sessions",
         "console sign-ins: people sign in to the console again",
+    ),
+    (
+        "console_sso_logins",
+        "sign-ins sent to the provider and not back yet: people sign in again",
     ),
     (
         "this_workspace",

@@ -20,6 +20,7 @@ mod availability;
 pub mod catalog;
 pub mod catalog_code;
 pub mod console_sessions;
+pub mod console_sso;
 pub mod copy;
 mod direct;
 pub(crate) mod external_subjects;

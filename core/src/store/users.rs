@@ -42,7 +42,7 @@ pub struct LoginAttemptCounts {
     pub for_address: i64,
 }
 
-fn user_from_row(row: &sqlx::any::AnyRow) -> Result<UserRecord, sqlx::Error> {
+pub(crate) fn user_from_row(row: &sqlx::any::AnyRow) -> Result<UserRecord, sqlx::Error> {
     Ok(UserRecord {
         id: row.try_get("id")?,
         name: row.try_get("name")?,

@@ -68,6 +68,13 @@ async fn source() -> Source {
         &[],
     )
     .await;
+    exec(
+        pool,
+        "INSERT INTO console_user_identities (user_id, issuer, subject, created_at) \
+         VALUES (7, 'https://login.example.com', 'vera-at-acme', $1)",
+        &[at],
+    )
+    .await;
     for address in ["10.0.0.1", "10.0.0.2", "10.0.0.1"] {
         exec(
             pool,

@@ -157,6 +157,12 @@ pub struct ServeArgs {
     #[arg(long, env = "SKILLGATE_TRUSTED_ISSUERS", value_name = "FILE")]
     pub trusted_issuers: Option<std::path::PathBuf>,
 
+    /// Single sign-on to the console through the company's OpenID provider, and how its
+    /// groups map to console roles: a YAML file (docs/operations.md, "People with the
+    /// company's identity provider"). Read at start.
+    #[arg(long, env = "SKILLGATE_CONSOLE_SSO", value_name = "FILE")]
+    pub console_sso: Option<std::path::PathBuf>,
+
     /// OAuth dynamic client registration (RFC 7591) at /oauth/register.
     #[arg(
         long,
@@ -399,6 +405,21 @@ impl ServeArgs {
         };
         let configs = skillgate_core::issuers::load(file, audience)?;
         Ok(Some(skillgate_core::issuers::TrustedIssuers::new(configs)))
+    }
+
+    /// The console's single sign-on settings of `--console-sso`. The client secret comes
+    /// from the file's `client_secret_file`, else `SKILLGATE_CONSOLE_SSO_SECRET`.
+    pub fn console_sso(&self) -> anyhow::Result<Option<skillgate_core::console_sso::SsoConfig>> {
+        let Some(file) = &self.console_sso else {
+            return Ok(None);
+        };
+        let public_url = url::Url::parse(&self.public_url()?)?;
+        let secret = std::env::var("SKILLGATE_CONSOLE_SSO_SECRET").ok();
+        Ok(Some(skillgate_core::console_sso::load(
+            file,
+            &public_url,
+            secret,
+        )?))
     }
 
     pub fn oauth_settings(&self) -> anyhow::Result<skillgate_core::oauth::OAuthSettings> {

@@ -15,7 +15,7 @@ use axum::routing::post;
 use axum::{Form, Router};
 use serde::Deserialize;
 use skillgate_app::shared::ssr::{USER_ID_KEY, session_user_id};
-use skillgate_core::users::{Password, UserError};
+use skillgate_core::users::{ConsoleUser, Password, UserError};
 use tower_sessions::Session;
 
 use crate::client_addr::ClientAddr;
@@ -33,7 +33,7 @@ pub struct LoginForm {
 
 /// `next` if it is a path of this console, else `/`: a sign-in must never send the browser
 /// to another site (`//evil.example`, `/\evil.example` and absolute URLs are refused).
-fn local_path(next: Option<&str>) -> &str {
+pub(crate) fn local_path(next: Option<&str>) -> &str {
     match next {
         Some(path)
             if path.starts_with('/')
@@ -82,19 +82,19 @@ pub async fn login(
         )
         .await;
     match outcome {
+        // With single sign-on on, a password may be limited to break-glass admins, or off.
+        Ok(user)
+            if state
+                .sso
+                .as_ref()
+                .is_some_and(|sso| !sso.config().password_sign_in.allows(user.role)) =>
+        {
+            tracing::info!("console sign-in with a password refused: single sign-on only");
+            Redirect::to(&again(form.next.as_deref(), "password_off")).into_response()
+        }
         Ok(user) => {
-            // A fresh id at privilege change defeats session fixation.
-            if let Err(error) = session.cycle_id().await {
-                tracing::error!(%error, "cannot cycle the session id");
-                return StatusCode::INTERNAL_SERVER_ERROR.into_response();
-            }
-            if let Err(error) = session.insert(USER_ID_KEY, user.id.to_string()).await {
+            if let Err(error) = start_session(&session, &user).await {
                 tracing::error!(%error, "cannot store the console session");
-                return StatusCode::INTERNAL_SERVER_ERROR.into_response();
-            }
-            // The token of the anonymous sign-in page does not carry over into the session.
-            if let Err(error) = console_guard::rotate_form_token(&session).await {
-                tracing::error!(%error, "cannot store the console form token");
                 return StatusCode::INTERNAL_SERVER_ERROR.into_response();
             }
             tracing::info!(role = %user.role, "console sign-in");
@@ -113,6 +113,25 @@ pub async fn login(
             StatusCode::INTERNAL_SERVER_ERROR.into_response()
         }
     }
+}
+
+/// Makes `session` the signed-in session of `user`, by password or through the provider.
+pub(crate) async fn start_session(
+    session: &Session,
+    user: &ConsoleUser,
+) -> Result<(), tower_sessions::session::Error> {
+    // A fresh id at privilege change defeats session fixation.
+    session.cycle_id().await?;
+    session.insert(USER_ID_KEY, user.id.to_string()).await?;
+    // Kept as text, as the user id is (see USER_ID_KEY).
+    session
+        .insert(
+            SIGNED_IN_KEY,
+            chrono::Utc::now().timestamp_millis().to_string(),
+        )
+        .await?;
+    // The token of the anonymous sign-in page does not carry over into the session.
+    console_guard::rotate_form_token(session).await
 }
 
 /// The sign-in page again with `error`, keeping where to go afterwards.
@@ -136,12 +155,16 @@ pub async fn logout(session: Session) -> Response {
 
 /// When a signed-in session last had its expiry pushed back (milliseconds since the epoch).
 const TOUCHED_KEY: &str = "touched_at_ms";
+/// When the session was signed in (milliseconds since the epoch).
+const SIGNED_IN_KEY: &str = "signed_in_at_ms";
 
-/// The console's inactivity timeout, and how often a session in use is saved to push its
-/// expiry back.
+/// The console's inactivity timeout, how often a session in use is saved to push its
+/// expiry back, and how long a session may last however busy (single sign-on's maximum
+/// session age: a person whose group was removed at the provider is out within it).
 #[derive(Clone, Copy, Debug)]
 pub struct IdleTimeout {
     every: Duration,
+    max_age: Option<Duration>,
 }
 
 impl IdleTimeout {
@@ -151,7 +174,14 @@ impl IdleTimeout {
     pub fn new(idle: Duration) -> Self {
         Self {
             every: (idle / 4).min(Duration::from_secs(60)),
+            max_age: None,
         }
+    }
+
+    /// Ends every console session `max_age` after its sign-in.
+    pub fn with_max_age(mut self, max_age: Option<Duration>) -> Self {
+        self.max_age = max_age;
+        self
     }
 }
 
@@ -181,6 +211,18 @@ async fn touch(session: &Session, idle: IdleTimeout) -> Result<(), tower_session
         return Ok(());
     }
     let now = chrono::Utc::now().timestamp_millis();
+    if let Some(max_age) = idle.max_age {
+        // A session without its sign-in time predates the limit: it ends too.
+        let signed_in = session
+            .get::<String>(SIGNED_IN_KEY)
+            .await?
+            .and_then(|ms| ms.parse::<i64>().ok());
+        let max_ms = i64::try_from(max_age.as_millis()).unwrap_or(i64::MAX);
+        if signed_in.is_none_or(|at| now.saturating_sub(at) >= max_ms) {
+            tracing::info!("console session ended: its maximum age passed");
+            return session.flush().await;
+        }
+    }
     // Kept as text: a JSON number does not survive the store's MessagePack encoding while
     // serde_json's arbitrary precision is on in the workspace.
     let last = session

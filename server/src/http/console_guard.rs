@@ -376,7 +376,7 @@ pub async fn guard(
 /// endpoints that authenticate on their own (MCP with agent keys, server functions that
 /// check the console role themselves).
 pub(crate) fn is_public(path: &str) -> bool {
-    const PREFIXES: &[&str] = &["/pkg/", "/mcp", "/api/", "/console/api/"];
+    const PREFIXES: &[&str] = &["/pkg/", "/mcp", "/api/", "/console/api/", "/auth/sso/"];
     const EXACT: &[&str] = &["/login", "/logout", "/healthz"];
     EXACT.contains(&path)
         || PREFIXES.iter().any(|p| path.starts_with(p))

@@ -9,6 +9,7 @@ pub mod console_auth;
 pub mod console_body;
 pub mod console_errors;
 pub mod console_guard;
+pub mod console_sso;
 pub mod export;
 pub mod health;
 pub mod metrics;
@@ -92,6 +93,7 @@ pub fn router(parts: Parts) -> Router {
     Router::new()
         .merge(health::router())
         .merge(console_auth::router())
+        .merge(console_sso::router())
         .merge(oauth::console_routes())
         .merge(export::router())
         .merge(bundle_upload::router())

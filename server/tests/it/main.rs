@@ -10,6 +10,7 @@ mod connect_console;
 mod connections;
 mod console_bodies;
 mod console_security;
+mod console_sso;
 mod core_tasks;
 mod database_faults;
 mod feedback;

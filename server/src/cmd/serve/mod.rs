@@ -15,11 +15,13 @@ use std::time::Duration;
 use anyhow::Context;
 use axum::Router;
 use leptos::prelude::*;
+use skillgate_app::login::{Passwords, SignInOptions};
 use skillgate_app::preload::ssr::SplitManifest;
 use skillgate_app::shared::ssr::ConsoleContext;
 use skillgate_core::admin::AdminService;
 use skillgate_core::audit::checkpoint;
 use skillgate_core::audit::{AuditLog, CheckpointSigner};
+use skillgate_core::console_sso::{ConsoleSso, PasswordSignIn};
 use skillgate_core::gateway::{Gateway, GatewayOptions};
 use skillgate_core::holds::Holds;
 use skillgate_core::keys::AgentKeys;
@@ -221,6 +223,18 @@ pub async fn build(
         tracing::info!(issuers = ?issuers, "accepting access tokens of trusted issuers at /mcp");
     }
     let oauth = OAuthService::new(store.clone(), authoring.clone(), oauth_settings);
+    let sso = args
+        .console_sso()?
+        .map(|config| ConsoleSso::new(config, store.clone()));
+    if let Some(sso) = &sso {
+        let config = sso.config();
+        tracing::info!(
+            issuer = %config.issuer.issuer,
+            redirect_uri = %config.redirect_uri,
+            password_sign_in = ?config.password_sign_in,
+            "console single sign-on"
+        );
+    }
     let oauth_limits = oauth::RateLimits::new(
         store.clone(),
         args.oauth_register_limit,
@@ -272,7 +286,8 @@ pub async fn build(
         .with_expiry(Expiry::OnInactivity(time::Duration::seconds(
             i64::try_from(args.console_idle_timeout).unwrap_or(i64::MAX),
         )));
-    let idle = console_auth::IdleTimeout::new(Duration::from_secs(args.console_idle_timeout));
+    let idle = console_auth::IdleTimeout::new(Duration::from_secs(args.console_idle_timeout))
+        .with_max_age(sso.as_ref().map(|sso| sso.config().max_session_age));
     let origin_guard = ConsoleGuard::new(&args.public_origins)?;
 
     let signer = Arc::new(signing_key::load_signer(
@@ -370,6 +385,7 @@ pub async fn build(
         authoring: authoring.clone(),
         upstreams: console_upstreams,
         catalog,
+        sign_in: sign_in_options(sso.as_ref()),
         version: env!("CARGO_PKG_VERSION"),
     };
     let state = AppState {
@@ -379,6 +395,8 @@ pub async fn build(
         revisions: revisions.clone(),
         admin: authoring,
         oauth: oauth.clone(),
+        sso: sso.clone(),
+        secure_cookies: secure,
     };
 
     let router = http::router(http::Parts {
@@ -403,6 +421,22 @@ pub async fn build(
         trusted_proxies,
     });
     Ok((router, checkpoints))
+}
+
+/// What the sign-in page offers, given the console's single sign-on.
+fn sign_in_options(sso: Option<&ConsoleSso>) -> SignInOptions {
+    let Some(sso) = sso else {
+        return SignInOptions::default();
+    };
+    let config = sso.config();
+    SignInOptions {
+        sso_label: Some(config.label.clone()),
+        passwords: match config.password_sign_in {
+            PasswordSignIn::All => Passwords::All,
+            PasswordSignIn::Admins => Passwords::Admins,
+            PasswordSignIn::Off => Passwords::Off,
+        },
+    }
 }
 
 /// How often holds whose time ran out are expired (their usage released, audited), and

@@ -111,6 +111,80 @@ impl OpenIdProvider {
         self.control(reqwest::Method::POST, "rotate", None).await;
     }
 
+    /// `account`'s groups from now on.
+    pub async fn set_groups(&self, account: &str, groups: &[&str]) {
+        let path = format!("accounts/{account}");
+        let body = serde_json::json!({ "groups": groups });
+        self.control(reqwest::Method::PUT, &path, Some(body)).await;
+    }
+
+    /// What a browser does at the provider, from `authorize_url` on: signs in as `account`
+    /// on the provider's login page, consents, and follows the redirects, with the
+    /// provider's cookies, until one leads off the provider. Returns that URL (the
+    /// relying party's callback with its code).
+    pub async fn authorize_as(&self, authorize_url: &str, account: &str) -> url::Url {
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap();
+        let mut jar: std::collections::BTreeMap<String, String> = Default::default();
+        let mut next = url::Url::parse(authorize_url).unwrap();
+        let mut form: Option<String> = None;
+        for _ in 0..20 {
+            if !next.as_str().starts_with(&self.issuer) {
+                return next;
+            }
+            let cookie = jar
+                .iter()
+                .map(|(name, value)| format!("{name}={value}"))
+                .collect::<Vec<_>>()
+                .join("; ");
+            let request = match form.take() {
+                Some(body) => http
+                    .post(next.clone())
+                    .header("content-type", "application/x-www-form-urlencoded")
+                    .body(body),
+                None => http.get(next.clone()),
+            };
+            let response = request.header("cookie", cookie).send().await.unwrap();
+            for set in response.headers().get_all("set-cookie") {
+                let pair = set.to_str().unwrap().split(';').next().unwrap();
+                let (name, value) = pair.split_once('=').unwrap();
+                if value.is_empty() {
+                    jar.remove(name);
+                } else {
+                    jar.insert(name.to_owned(), value.to_owned());
+                }
+            }
+            if let Some(location) = response.headers().get("location") {
+                next = next.join(location.to_str().unwrap()).unwrap();
+                continue;
+            }
+            let status = response.status();
+            let html = response.text().await.unwrap();
+            assert!(status.is_success(), "{next}: {status} {html}");
+            let action = html
+                .split(r#"<form autocomplete="off" action=""#)
+                .nth(1)
+                .and_then(|rest| rest.split('"').next())
+                .unwrap_or_else(|| panic!("a form on {next}: {html}"))
+                .replace("&#x2F;", "/")
+                .replace("&amp;", "&");
+            let mut fields = form_urlencoded::Serializer::new(String::new());
+            if html.contains(r#"name="login""#) {
+                fields
+                    .append_pair("prompt", "login")
+                    .append_pair("login", account)
+                    .append_pair("password", "any password");
+            } else {
+                fields.append_pair("prompt", "consent");
+            }
+            form = Some(fields.finish());
+            next = next.join(&action).unwrap();
+        }
+        panic!("the provider never sent the browser back");
+    }
+
     /// How many times the key set was fetched.
     pub async fn key_fetches(&self) -> u64 {
         self.control(reqwest::Method::GET, "stats", None).await["jwks_fetches"]
