@@ -10,7 +10,7 @@ export const BIN = process.env.SKILLGATE_BIN;
 const SITE = process.env.SKILLGATE_SITE_ROOT
   ?? path.join(path.dirname(path.dirname(BIN ?? '.')), 'site');
 
-async function freePort() {
+export async function freePort() {
   return new Promise((resolve, reject) => {
     const probe = net.createServer();
     probe.on('error', reject);
@@ -22,14 +22,15 @@ async function freePort() {
 }
 
 /**
- * Starts `skillgate serve ARGS` on a free port and a fresh database; resolves once it
+ * Starts `skillgate serve ARGS` on a free port (or `options.port`, for a spec that must
+ * name the server's address before it starts) and a fresh database; resolves once it
  * listens, with its URL, database URL, directory and the one-time admin password it printed.
  * `stop()` ends it and removes the directory.
  */
-export async function startOwnServer(name, args) {
+export async function startOwnServer(name, args, options = {}) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `skillgate-${name}-`));
   const db = `sqlite://${dir}/${name}.db`;
-  const port = await freePort();
+  const port = options.port ?? await freePort();
   const child = spawn(BIN, ['serve', '--bind', `127.0.0.1:${port}`, '--database-url', db,
     '--site-root', SITE, ...args], { stdio: ['ignore', 'pipe', 'ignore'] });
   // A spec that ends without calling `stop()` (its `before` failed, say) must not leave the

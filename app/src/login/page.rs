@@ -59,7 +59,14 @@ pub fn LoginPage() -> impl IntoView {
                             .sso_label
                             .map(|label| {
                                 view! {
-                                    <a class="sso-button" id="sso-sign-in" href=sso_href>
+                                    // External: the hydrated router must not take it
+                                    // for a console page; the browser goes to the server.
+                                    <a
+                                        class="sso-button"
+                                        id="sso-sign-in"
+                                        href=sso_href
+                                        rel="external"
+                                    >
                                         {label}
                                     </a>
                                 }
