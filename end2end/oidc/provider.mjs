@@ -23,7 +23,7 @@
 //   POST /_test/rotate            a new signing key signs from now on; the old one stays
 //                                 published (as a provider rotates)
 //   PUT  /_test/accounts/NAME     body {"groups": […]}: the account's groups from now on
-//   GET  /_test/stats             {"jwks_fetches": N, "kids": […]}
+//   GET  /_test/stats             {"jwks_fetches": N, "discovery_fetches": N, "kids": […]}
 
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -43,6 +43,7 @@ function newKey() {
 // Newest first: oidc-provider signs with the first key that fits.
 let keys = [newKey()];
 let jwksFetches = 0;
+let discoveryFetches = 0;
 const cookieKeys = [randomBytes(32).toString('hex')];
 
 function groupsOf(token) {
@@ -162,9 +163,14 @@ const server = createServer(async (request, response) => {
       return reply(response, 200, accounts.get(name));
     }
     if (url.pathname === '/_test/stats') {
-      return reply(response, 200, { jwks_fetches: jwksFetches, kids: keys.map((k) => k.kid) });
+      return reply(response, 200, {
+        jwks_fetches: jwksFetches,
+        discovery_fetches: discoveryFetches,
+        kids: keys.map((k) => k.kid),
+      });
     }
     if (url.pathname === '/jwks') jwksFetches += 1;
+    if (url.pathname === '/.well-known/openid-configuration') discoveryFetches += 1;
     return handler(request, response);
   } catch (error) {
     return reply(response, 500, { error: String(error) });

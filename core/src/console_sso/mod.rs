@@ -16,6 +16,9 @@ pub mod config;
 pub use config::{CALLBACK_PATH, PasswordSignIn, SsoConfig, load, parse};
 
 use std::sync::Arc;
+use std::time::Instant;
+
+use arc_swap::ArcSwapOption;
 
 use chrono::{DateTime, Utc};
 use oauth2::basic::{
@@ -32,7 +35,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use url::Url;
 
-use crate::issuers::{Issuer, TokenRefusal, provider_http};
+use crate::issuers::{Issuer, Metadata, TokenRefusal, provider_http};
 use crate::limited_read::read_body_limited;
 use crate::store::console_sso::PendingSsoLogin;
 use crate::store::{Store, StoreError};
@@ -157,6 +160,10 @@ impl SsoRefusal {
     }
 }
 
+/// How long the provider's endpoints, read from its discovery document, are used before
+/// the document is read again.
+const METADATA_MAX_AGE: std::time::Duration = std::time::Duration::from_secs(3600);
+
 /// Single sign-on to the console with one provider. Cheap to clone.
 #[derive(Clone)]
 pub struct ConsoleSso {
@@ -164,6 +171,9 @@ pub struct ConsoleSso {
     issuer: Arc<Issuer>,
     http: reqwest::Client,
     store: Store,
+    /// The discovery document and when it was read: every sign-in needs its endpoints, and
+    /// the provider should not be asked for them twice per sign-in.
+    metadata: Arc<ArcSwapOption<(Metadata, Instant)>>,
 }
 
 impl std::fmt::Debug for ConsoleSso {
@@ -186,6 +196,7 @@ impl ConsoleSso {
             config: Arc::new(config),
             http,
             store,
+            metadata: Arc::default(),
         }
     }
 
@@ -193,14 +204,28 @@ impl ConsoleSso {
         &self.config
     }
 
-    /// The provider's endpoints, from its discovery document.
-    async fn client(&self) -> Result<OidcClient, SsoRefusal> {
+    /// The provider's discovery document, read at most once per [`METADATA_MAX_AGE`] (two
+    /// sign-ins that find it stale at once may both read it: harmless).
+    async fn metadata(&self) -> Result<Metadata, SsoRefusal> {
+        if let Some(cached) = self.metadata.load_full()
+            && cached.1.elapsed() < METADATA_MAX_AGE
+        {
+            return Ok(cached.0.clone());
+        }
         let metadata = self
             .issuer
             .keys
             .metadata()
             .await
             .map_err(SsoRefusal::ProviderUnavailable)?;
+        self.metadata
+            .store(Some(Arc::new((metadata.clone(), Instant::now()))));
+        Ok(metadata)
+    }
+
+    /// The provider's endpoints, from its discovery document.
+    async fn client(&self) -> Result<OidcClient, SsoRefusal> {
+        let metadata = self.metadata().await?;
         let endpoint = |name: &str, value: Option<String>| {
             value
                 .and_then(|text| Url::parse(&text).ok())

@@ -32,6 +32,7 @@ use jsonwebtoken::{Algorithm, Validation};
 use serde_json::{Map, Value};
 
 use crate::slug::Slug;
+pub(crate) use keys::Metadata;
 use keys::{IssuerKeys, KeyError};
 
 /// The longest token looked at: provider tokens are a few kilobytes at most.

@@ -20,6 +20,9 @@ use skillgate_core::console_sso::{CALLBACK_PATH, Callback, ConsoleSso, SsoRefusa
 use skillgate_core::users::ConsoleUser;
 use tower_sessions::Session;
 
+use skillgate_core::revisions::limits::{Slot, retry_after_secs};
+
+use crate::client_addr::ClientAddr;
 use crate::http::console_auth::{self, local_path};
 use crate::state::AppState;
 
@@ -30,6 +33,46 @@ const BROWSER_COOKIE_PATH: &str = "/auth/sso/";
 const BROWSER_COOKIE_SECONDS: i64 = 600;
 /// The audit's actor of a callback that verified nobody.
 const UNVERIFIED: &str = "unverified-sso";
+/// Sign-in starts and callbacks per client address and minute. Each start writes a row and
+/// each callback may reach the provider: an anonymous flood must not do either without
+/// bound. A person needs two per sign-in.
+const PER_ADDRESS_PER_MINUTE: u32 = 30;
+
+/// `Ok` when the client at `ip` is within its budget; else the 429 to answer.
+async fn within_budget(state: &AppState, ip: std::net::IpAddr) -> Result<(), Response> {
+    let slot = state
+        .store
+        .reserve_rate_slot(
+            &crate::http::oauth::subject(ip),
+            (
+                "console_sso",
+                PER_ADDRESS_PER_MINUTE,
+                std::time::Duration::from_secs(60),
+            ),
+            chrono::Utc::now(),
+        )
+        .await;
+    match slot {
+        Ok(Slot::Reserved) => Ok(()),
+        Ok(Slot::Refused { retry_in }) => {
+            let secs = retry_after_secs(retry_in);
+            tracing::warn!(client = %ip, retry_after = secs, "console sign-in rate limit reached");
+            let mut response = (
+                StatusCode::TOO_MANY_REQUESTS,
+                format!("Too many sign-ins from this address. Try again in {secs} s.\n"),
+            )
+                .into_response();
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+            Err(response)
+        }
+        Err(error) => {
+            tracing::error!(%error, "cannot take a console sign-in rate limit slot");
+            Err(StatusCode::SERVICE_UNAVAILABLE.into_response())
+        }
+    }
+}
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -79,10 +122,17 @@ fn refused(code: &str, secure: bool) -> Response {
 }
 
 #[tracing::instrument(skip_all)]
-pub async fn start(State(state): State<AppState>, Query(query): Query<StartQuery>) -> Response {
+pub async fn start(
+    State(state): State<AppState>,
+    ClientAddr(ip): ClientAddr,
+    Query(query): Query<StartQuery>,
+) -> Response {
     let Some(sso) = &state.sso else {
         return StatusCode::NOT_FOUND.into_response();
     };
+    if let Err(refused) = within_budget(&state, ip).await {
+        return refused;
+    }
     let next = local_path(query.next.as_deref());
     match sso.begin(next, chrono::Utc::now()).await {
         Ok(started) => {
@@ -107,6 +157,7 @@ pub async fn start(State(state): State<AppState>, Query(query): Query<StartQuery
 #[tracing::instrument(skip_all)]
 pub async fn callback(
     State(state): State<AppState>,
+    ClientAddr(ip): ClientAddr,
     session: Session,
     headers: HeaderMap,
     Query(answer): Query<Callback>,
@@ -114,6 +165,9 @@ pub async fn callback(
     let Some(sso) = &state.sso else {
         return StatusCode::NOT_FOUND.into_response();
     };
+    if let Err(refused) = within_budget(&state, ip).await {
+        return refused;
+    }
     let secure = state.secure_cookies;
     let browser = browser_secret(&headers);
     let identity = match sso

@@ -97,7 +97,7 @@ impl RateLimits {
 /// What the slots of `ip` are counted under: the address itself for IPv4; for IPv6 its
 /// /64, the block one subscriber or host is usually given, so a client cannot take a
 /// fresh budget from each of its 2^64 addresses.
-fn subject(ip: std::net::IpAddr) -> String {
+pub(crate) fn subject(ip: std::net::IpAddr) -> String {
     match ip {
         std::net::IpAddr::V4(v4) => format!("addr:{v4}"),
         std::net::IpAddr::V6(v6) => {

@@ -378,3 +378,22 @@ async fn with_single_sign_on_passwords_are_for_break_glass_admins_or_off_and_ses
     let (_, login) = page(&server, "", "/login").await;
     assert!(login.contains(r#"id="sso-sign-in""#) && !login.contains(r#"name="password""#));
 }
+
+#[tokio::test]
+async fn sign_in_starts_and_callbacks_from_one_address_are_bounded_and_the_provider_is_asked_once()
+{
+    let provider = provider();
+    let dir = tempfile::tempdir().unwrap();
+    let server = server_with_sso(&provider, &dir, "");
+    let start = || http().get(format!("{}/auth/sso/start", server.base)).send();
+    for _ in 0..30 {
+        assert_eq!(start().await.unwrap().status(), StatusCode::SEE_OTHER);
+    }
+    let refused = start().await.unwrap();
+    assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert!(refused.headers().contains_key("retry-after"));
+    let callback = callback(&server, "/auth/sso/callback?state=s&code=c", "").await;
+    assert_eq!(callback.status(), StatusCode::TOO_MANY_REQUESTS);
+    // Thirty starts read the provider's discovery document once.
+    assert_eq!(provider.discovery_fetches().await, 1);
+}

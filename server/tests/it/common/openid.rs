@@ -185,6 +185,13 @@ impl OpenIdProvider {
         panic!("the provider never sent the browser back");
     }
 
+    /// How many times the discovery document was read.
+    pub async fn discovery_fetches(&self) -> u64 {
+        self.control(reqwest::Method::GET, "stats", None).await["discovery_fetches"]
+            .as_u64()
+            .unwrap()
+    }
+
     /// How many times the key set was fetched.
     pub async fn key_fetches(&self) -> u64 {
         self.control(reqwest::Method::GET, "stats", None).await["jwks_fetches"]
