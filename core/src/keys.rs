@@ -323,6 +323,12 @@ impl AgentKeys {
     pub async fn list(&self) -> Result<Vec<AgentKeyInfo>, KeyError> {
         Ok(self.store.list_agent_keys().await?)
     }
+
+    /// The agents that came with a trusted issuer's tokens (issue #52): one credential row
+    /// per subject, named `SUBJECT@ISSUER`; `created_by` is the issuer. Revoked like a key.
+    pub async fn list_external(&self) -> Result<Vec<AgentKeyInfo>, KeyError> {
+        Ok(self.store.list_external_subjects().await?)
+    }
 }
 
 #[cfg(test)]

@@ -17,11 +17,19 @@ use crate::scopes::edit::{CreateKeyPanel, key_form_resource, revoke_button};
 pub fn ScopesPage() -> impl IntoView {
     let scope_page = page_param("scopes_page");
     let key_page = page_param("page");
+    let external_page = page_param("agents_page");
     let revoke = ServerAction::<RevokeKey>::new();
     let key_form = key_form_resource();
     let data = Resource::new(
-        move || (scope_page(), key_page(), revoke.version().get()),
-        |(scopes, keys, _)| scopes_and_keys(scopes, keys),
+        move || {
+            (
+                scope_page(),
+                key_page(),
+                external_page(),
+                revoke.version().get(),
+            )
+        },
+        |(scopes, keys, external, _)| scopes_and_keys(scopes, keys, external),
     );
     view! {
         <Title text="Scopes & keys" />
@@ -36,9 +44,10 @@ pub fn ScopesPage() -> impl IntoView {
             {move || Suspend::new(async move {
                 match data.await {
                     Ok(o) => {
-                        let (scopes, keys) = (o.scopes, o.keys);
+                        let (scopes, keys, external) = (o.scopes, o.keys, o.external);
                         let key_page = keys.page;
                         let scope_page = scopes.page;
+                        let external_page = external.page;
                         view! {
                             <section aria-labelledby="scopes-heading">
                                 <h2 id="scopes-heading">"Scopes"</h2>
@@ -64,7 +73,11 @@ pub fn ScopesPage() -> impl IntoView {
                                             page=scopes.page
                                             pages=scopes.pages
                                             total=scopes.total
-                                            href=move |n| format!("/scopes?scopes_page={n}&page={key_page}")
+                                            href=move |n| {
+                                                format!(
+                                                    "/scopes?scopes_page={n}&page={key_page}&agents_page={external_page}",
+                                                )
+                                            }
                                             label="Scopes pages"
                                         />
                                     }
@@ -110,13 +123,62 @@ pub fn ScopesPage() -> impl IntoView {
                                             page=keys.page
                                             pages=keys.pages
                                             total=keys.total
-                                            href=move |n| format!("/scopes?scopes_page={scope_page}&page={n}")
+                                            href=move |n| {
+                                                format!(
+                                                    "/scopes?scopes_page={scope_page}&page={n}&agents_page={external_page}",
+                                                )
+                                            }
                                             label="Agent keys pages"
                                         />
                                     }
                                         .into_any()
                                 }}
                             </section>
+                            {(external.total > 0)
+                                .then(|| {
+                                    view! {
+                                        <section aria-labelledby="external-heading">
+                                            <h2 id="external-heading">
+                                                "Agents with identity provider tokens"
+                                            </h2>
+                                            <p class="muted">
+                                                "Each subject of a trusted issuer that brought a token, named subject@issuer. Revoking one refuses its tokens from the next request, whatever the provider says."
+                                            </p>
+                                            <table class="table" id="external-agents">
+                                                <thead>
+                                                    <tr>
+                                                        <th scope="col">"Name"</th>
+                                                        <th scope="col">"Scope"</th>
+                                                        <th scope="col">"Status"</th>
+                                                        <th scope="col">"First seen"</th>
+                                                        <th scope="col">"Last used"</th>
+                                                        <th scope="col">
+                                                            <span class="visually-hidden">"Actions"</span>
+                                                        </th>
+                                                    </tr>
+                                                </thead>
+                                                <tbody>
+                                                    {external
+                                                        .rows
+                                                        .into_iter()
+                                                        .map(|k| external_row(k, revoke))
+                                                        .collect_view()}
+                                                </tbody>
+                                            </table>
+                                            <Pager
+                                                page=external.page
+                                                pages=external.pages
+                                                total=external.total
+                                                href=move |n| {
+                                                    format!(
+                                                        "/scopes?scopes_page={scope_page}&page={key_page}&agents_page={n}",
+                                                    )
+                                                }
+                                                label="Identity provider agents pages"
+                                            />
+                                        </section>
+                                    }
+                                })}
                         }
                             .into_any()
                     }
@@ -180,6 +242,29 @@ fn key_row(key: KeyRow, revoke: ServerAction<RevokeKey>) -> impl IntoView {
             <td>{created}</td>
             <td>{key.expires_at.unwrap_or_else(|| "never".to_owned())}</td>
             <td>{key.last_used_at.unwrap_or_else(|| "never".to_owned())}</td>
+            <td>{action}</td>
+        </tr>
+    }
+}
+
+/// A subject of a trusted issuer: no key prefix and no expiry (its tokens expire).
+fn external_row(agent: KeyRow, revoke: ServerAction<RevokeKey>) -> impl IntoView {
+    let action = (agent.revoked_at.is_none()).then(|| revoke_button(agent.name.clone(), revoke));
+    let (badge, status) = match &agent.revoked_at {
+        Some(at) => ("revoked", format!("revoked {at}")),
+        None => ("active", "active".to_owned()),
+    };
+    view! {
+        <tr>
+            <td>{agent.name}</td>
+            <td>
+                <code>{agent.scope}</code>
+            </td>
+            <td>
+                <span class=format!("badge status-{badge}")>{status}</span>
+            </td>
+            <td>{agent.created_at}</td>
+            <td>{agent.last_used_at.unwrap_or_else(|| "never".to_owned())}</td>
             <td>{action}</td>
         </tr>
     }

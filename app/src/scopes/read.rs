@@ -34,12 +34,16 @@ pub struct KeyRow {
 pub struct ScopesOverview {
     pub scopes: Paged<ScopeRow>,
     pub keys: Paged<KeyRow>,
+    /// The agents that came with a trusted identity provider's tokens: one row per subject,
+    /// named `SUBJECT@ISSUER`, its issuer as `created_by`.
+    pub external: Paged<KeyRow>,
 }
 
 #[server(prefix = "/console/api")]
 pub async fn scopes_and_keys(
     scope_page: usize,
     key_page: usize,
+    external_page: usize,
 ) -> Result<ScopesOverview, ConsoleError> {
     use skillgate_core::users::ConsoleRole;
     crate::shared::ssr::require(ConsoleRole::Viewer).await?;
@@ -50,6 +54,11 @@ pub async fn scopes_and_keys(
         .list()
         .await
         .map_err(crate::shared::ssr::internal)?;
+    let external = ctx
+        .keys
+        .list_external()
+        .await
+        .map_err(crate::shared::ssr::internal)?;
     Ok(ScopesOverview {
         scopes: ssr::page_of(&compiled.catalog().scopes, scope_page, |s| ScopeRow {
             slug: s.slug.as_str().to_owned(),
@@ -58,6 +67,7 @@ pub async fn scopes_and_keys(
             guardrails: s.guardrail_sentences(),
         }),
         keys: ssr::page_of(&keys, key_page, ssr::key_row),
+        external: ssr::page_of(&external, external_page, ssr::key_row),
     })
 }
 

@@ -30,6 +30,16 @@ fn by_subject() -> String {
 }
 
 impl Store {
+    /// Every subject's credential row, by name (`SUBJECT@ISSUER`).
+    pub async fn list_external_subjects(&self) -> Result<Vec<AgentKeyInfo>, StoreError> {
+        let rows = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM agent_keys WHERE kind = 'external' ORDER BY name"
+        ))
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter().map(key_from_row).collect()
+    }
+
     /// The credential row of `subject` of `issuer`, whatever its state (revoked included).
     pub async fn external_subject(
         &self,

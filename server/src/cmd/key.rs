@@ -67,13 +67,17 @@ pub async fn run(target: &Target, command: KeyCommand) -> anyhow::Result<()> {
             );
         }
         KeyCommand::List => {
-            let keys = keys.list().await?;
-            if keys.is_empty() {
+            let (agent_keys, external) = (keys.list().await?, keys.list_external().await?);
+            if agent_keys.is_empty() {
                 println!(
                     "no agent keys; create one with `skillgate key create --name NAME --scope SCOPE`"
                 );
             } else {
-                print!("{}", render_table(&keys));
+                print!("{}", render_table(&agent_keys));
+            }
+            if !external.is_empty() {
+                println!("\nagents with tokens of trusted identity providers (--trusted-issuers):");
+                print!("{}", render_external(&external));
             }
         }
     }
@@ -113,20 +117,10 @@ fn when(at: Option<DateTime<Utc>>, none: &str) -> String {
 }
 
 fn render_table(keys: &[AgentKeyInfo]) -> String {
-    let header = [
-        "NAME",
-        "SCOPE",
-        "PREFIX",
-        "CREATED",
-        "EXPIRES",
-        "REVOKED",
-        "LAST USED",
-    ]
-    .map(String::from);
-    let rows: Vec<[String; 7]> = keys
+    let rows = keys
         .iter()
         .map(|k| {
-            [
+            vec![
                 k.name.clone(),
                 k.scope.to_string(),
                 format!("{}…", k.prefix),
@@ -137,7 +131,45 @@ fn render_table(keys: &[AgentKeyInfo]) -> String {
             ]
         })
         .collect();
-    let mut widths = [0usize; 7];
+    table(
+        &[
+            "NAME",
+            "SCOPE",
+            "PREFIX",
+            "CREATED",
+            "EXPIRES",
+            "REVOKED",
+            "LAST USED",
+        ],
+        rows,
+    )
+}
+
+/// The subjects of trusted issuers: no key to show a prefix of, and no expiry (their
+/// tokens expire); revoke one with `key revoke 'SUBJECT@ISSUER'`.
+fn render_external(subjects: &[AgentKeyInfo]) -> String {
+    let rows = subjects
+        .iter()
+        .map(|k| {
+            vec![
+                k.name.clone(),
+                k.scope.to_string(),
+                when(Some(k.created_at), "-"),
+                when(k.revoked_at, "-"),
+                when(k.last_used_at, "never"),
+            ]
+        })
+        .collect();
+    table(
+        &["NAME", "SCOPE", "FIRST SEEN", "REVOKED", "LAST USED"],
+        rows,
+    )
+}
+
+/// `rows` under `header`, each column as wide as its widest cell.
+fn table(header: &[&str], rows: Vec<Vec<String>>) -> String {
+    let header: Vec<String> = header.iter().map(|h| (*h).to_owned()).collect();
+    let mut widths = vec![0usize; header.len()];
     for row in std::iter::once(&header).chain(&rows) {
         for (width, cell) in widths.iter_mut().zip(row) {
             *width = (*width).max(cell.chars().count());
@@ -147,7 +179,7 @@ fn render_table(keys: &[AgentKeyInfo]) -> String {
     for row in std::iter::once(&header).chain(&rows) {
         let line: Vec<String> = row
             .iter()
-            .zip(widths)
+            .zip(&widths)
             .map(|(cell, width)| format!("{cell:<width$}"))
             .collect();
         out.push_str(line.join("  ").trim_end());

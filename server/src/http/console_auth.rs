@@ -162,12 +162,12 @@ const SIGNED_IN_KEY: &str = "signed_in_at_ms";
 /// expiry back, and how long a session may last however busy (single sign-on's maximum
 /// session age: a person whose group was removed at the provider is out within it).
 #[derive(Clone, Copy, Debug)]
-pub struct IdleTimeout {
+pub struct SessionLimits {
     every: Duration,
     max_age: Option<Duration>,
 }
 
-impl IdleTimeout {
+impl SessionLimits {
     /// Saving at most once a minute (a quarter of the timeout when that is shorter) keeps
     /// the database out of most requests; the session then ends between the timeout less
     /// that interval and the timeout after its last use.
@@ -192,26 +192,29 @@ impl IdleTimeout {
 /// writes the time of use whenever the last write is older than the interval. It runs
 /// before the handler, so a sign-out's flush still empties the session.
 pub async fn keep_alive(
-    State(idle): State<IdleTimeout>,
+    State(limits): State<SessionLimits>,
     session: Session,
     request: Request,
     next: Next,
 ) -> Response {
     let path = request.uri().path();
     let used = !is_public(path) || path.starts_with("/console/api/");
-    if used && let Err(error) = touch(&session, idle).await {
+    if used && let Err(error) = touch(&session, limits).await {
         tracing::error!(%error, "cannot extend the console session");
         return StatusCode::INTERNAL_SERVER_ERROR.into_response();
     }
     next.run(request).await
 }
 
-async fn touch(session: &Session, idle: IdleTimeout) -> Result<(), tower_sessions::session::Error> {
+async fn touch(
+    session: &Session,
+    limits: SessionLimits,
+) -> Result<(), tower_sessions::session::Error> {
     if session_user_id(session).await?.is_none() {
         return Ok(());
     }
     let now = chrono::Utc::now().timestamp_millis();
-    if let Some(max_age) = idle.max_age {
+    if let Some(max_age) = limits.max_age {
         // A session without its sign-in time predates the limit: it ends too.
         let signed_in = session
             .get::<String>(SIGNED_IN_KEY)
@@ -230,7 +233,7 @@ async fn touch(session: &Session, idle: IdleTimeout) -> Result<(), tower_session
         .await?
         .and_then(|ms| ms.parse::<i64>().ok())
         .unwrap_or(0);
-    let every = i64::try_from(idle.every.as_millis()).unwrap_or(i64::MAX);
+    let every = i64::try_from(limits.every.as_millis()).unwrap_or(i64::MAX);
     if now.saturating_sub(last) >= every {
         session.insert(TOUCHED_KEY, now.to_string()).await?;
     }

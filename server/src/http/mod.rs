@@ -49,7 +49,7 @@ pub struct Parts {
     /// Which bundle modules each lazy page needs; `None` when the site has no split bundle.
     pub split_manifest: Option<SplitManifest>,
     pub sessions: SessionManagerLayer<ConsoleSessionStore>,
-    pub idle: console_auth::IdleTimeout,
+    pub session_limits: console_auth::SessionLimits,
     pub origin_guard: console_guard::ConsoleGuard,
     /// Signs the compliance pages' checkpoints.
     pub signer: Arc<CheckpointSigner>,
@@ -122,7 +122,7 @@ pub fn router(parts: Parts) -> Router {
         ))
         // After the guard: a refused request does not keep a session alive.
         .layer(axum::middleware::from_fn_with_state(
-            parts.idle,
+            parts.session_limits,
             console_auth::keep_alive,
         ))
         // Before the login check, so posts to public paths (/login, server functions) pass it.

@@ -162,6 +162,24 @@ async fn a_token_of_a_trusted_issuer_opens_a_session_in_its_mapped_scope_as_its_
     assert_eq!(admitted[0]["actor"], alice.as_str());
     assert_eq!(provider.key_fetches(), 1);
 
+    // Listed beside the keys, by the command line and on the console's Scopes & keys page.
+    let listed = server.cli(&["key", "list"]);
+    let listed = String::from_utf8(listed.stdout).unwrap();
+    let (keys, external) = listed
+        .split_once("agents with tokens of trusted identity providers")
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert!(
+        !keys.contains(&alice) && external.contains(&alice),
+        "{listed}"
+    );
+    let admin = crate::common::console::sign_in_admin(&server).await;
+    let (_, page) = crate::common::console::page(&server, &admin.cookie, "/scopes").await;
+    let section = page
+        .split(r#"id="external-agents""#)
+        .nth(1)
+        .unwrap_or_else(|| panic!("the page lists identity provider agents: {page}"));
+    assert!(section.contains(&alice), "{section}");
+
     // Revoked here, the subject is refused whatever the provider says.
     let revoked = server.cli(&["key", "revoke", &alice]);
     assert!(revoked.status.success(), "{revoked:?}");

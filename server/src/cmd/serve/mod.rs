@@ -286,8 +286,9 @@ pub async fn build(
         .with_expiry(Expiry::OnInactivity(time::Duration::seconds(
             i64::try_from(args.console_idle_timeout).unwrap_or(i64::MAX),
         )));
-    let idle = console_auth::IdleTimeout::new(Duration::from_secs(args.console_idle_timeout))
-        .with_max_age(sso.as_ref().map(|sso| sso.config().max_session_age));
+    let session_limits =
+        console_auth::SessionLimits::new(Duration::from_secs(args.console_idle_timeout))
+            .with_max_age(sso.as_ref().map(|sso| sso.config().max_session_age));
     let origin_guard = ConsoleGuard::new(&args.public_origins)?;
 
     let signer = Arc::new(signing_key::load_signer(
@@ -408,7 +409,7 @@ pub async fn build(
         connect,
         split_manifest,
         sessions: session_layer,
-        idle,
+        session_limits,
         origin_guard,
         signer,
         mcp: mcp_router,
