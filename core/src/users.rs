@@ -352,6 +352,11 @@ impl Users {
         }))
     }
 
+    /// The issuer each user made by single sign-on signs in with, by user id.
+    pub async fn sso_issuers(&self) -> Result<std::collections::HashMap<i64, String>, UserError> {
+        Ok(self.store.console_user_issuers().await?)
+    }
+
     pub async fn list(&self) -> Result<Vec<ConsoleUser>, UserError> {
         self.store
             .list_users()

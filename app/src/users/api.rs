@@ -15,6 +15,9 @@ pub struct UserRow {
     pub is_me: bool,
     /// The OAuth scopes this person may consent to (the consent page offers these).
     pub oauth_scopes: Vec<String>,
+    /// The identity provider this person signs in with (single sign-on made the user): the
+    /// provider's groups set the role at each sign-in, and there is no password here.
+    pub provider: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -33,10 +36,12 @@ pub async fn list_users() -> Result<UsersView, ConsoleError> {
     let me = crate::shared::ssr::require(ConsoleRole::Admin).await?;
     let ctx = context();
     let users = ctx.users.list().await.map_err(internal)?;
+    let mut providers = ctx.users.sso_issuers().await.map_err(internal)?;
     let mut rows = Vec::with_capacity(users.len());
     for u in users {
         let oauth_scopes = ctx.authoring.user_scopes(u.id).await.map_err(internal)?;
         rows.push(UserRow {
+            provider: providers.remove(&u.id),
             is_me: u.id == me.id,
             name: u.name,
             role: u.role.to_string(),

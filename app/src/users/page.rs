@@ -153,6 +153,17 @@ fn UserLine(
             <th scope="row">
                 {user.name.clone()} {user.is_me.then(|| view! { <span class="muted">" (you)"</span> })}
                 " " <span class=status_class>{status}</span>
+                {user
+                    .provider
+                    .clone()
+                    .map(|issuer| {
+                        view! {
+                            " "
+                            <span class="badge sso-user" title=issuer>
+                                "identity provider"
+                            </span>
+                        }
+                    })}
             </th>
             <td>
                 {if user.is_me {
@@ -189,13 +200,25 @@ fn UserLine(
                 }}
             </td>
             <td>
-                <ActionForm action=reset attr:class="inline-form">
-                    <CsrfField />
-                    <input type="hidden" name="name" value=name_for_reset />
-                    <button type="submit" class="secondary" aria-label=reset_label>
-                        "Reset password"
-                    </button>
-                </ActionForm>
+                {if user.provider.is_some() {
+                    view! {
+                        <span class="muted">
+                            "Signs in through the identity provider; its groups set the role at each sign-in."
+                        </span>
+                    }
+                        .into_any()
+                } else {
+                    view! {
+                        <ActionForm action=reset attr:class="inline-form">
+                            <CsrfField />
+                            <input type="hidden" name="name" value=name_for_reset />
+                            <button type="submit" class="secondary" aria-label=reset_label>
+                                "Reset password"
+                            </button>
+                        </ActionForm>
+                    }
+                        .into_any()
+                }}
             </td>
             <td>{scope_form}</td>
         </tr>

@@ -6,6 +6,7 @@ use chrono::Utc;
 use serde_json::{Value, json};
 
 use super::{AdminError, AdminService, target};
+use crate::store::console_sso::issuer_of_user_on;
 use crate::store::users::{
     clear_login_failures_on, count_users_on, insert_user_on, set_user_password_on,
     update_user_access_on,
@@ -182,6 +183,13 @@ impl AdminService {
             user_target(&name),
             move |conn| {
                 Box::pin(async move {
+                    // A password would be a second way in, around the provider's groups.
+                    if issuer_of_user_on(conn, &name).await?.is_some() {
+                        return Err(crate::store::StoreError::Conflict(format!(
+                            "`{name}` signs in through the identity provider and has no \
+                             password here"
+                        )));
+                    }
                     set_user_password_on(conn, &name, &hash).await?;
                     clear_login_failures_on(conn, &name, Utc::now() - THROTTLE_WINDOW).await?;
                     Ok(((), Value::Null, Value::Null))

@@ -85,6 +85,35 @@ impl Store {
     }
 }
 
+impl Store {
+    /// The issuer each console user made by single sign-on signs in with, by user id.
+    pub async fn console_user_issuers(
+        &self,
+    ) -> Result<std::collections::HashMap<i64, String>, StoreError> {
+        use sqlx::Row as _;
+        let rows = sqlx::query("SELECT user_id, issuer FROM console_user_identities")
+            .fetch_all(self.pool())
+            .await?;
+        rows.iter()
+            .map(|row| Ok((row.try_get("user_id")?, row.try_get("issuer")?)))
+            .collect()
+    }
+}
+
+/// The issuer console user `name` signs in with, if single sign-on made them.
+pub(crate) async fn issuer_of_user_on(
+    conn: &mut Tx,
+    name: &str,
+) -> Result<Option<String>, StoreError> {
+    Ok(sqlx::query_scalar(
+        "SELECT i.issuer FROM console_user_identities i
+         JOIN console_users u ON u.id = i.user_id WHERE u.name = $1",
+    )
+    .bind(name)
+    .fetch_optional(conn.conn())
+    .await?)
+}
+
 /// The console user who is `subject` of `issuer`, inside the door's transaction.
 pub(crate) async fn user_by_identity_on(
     conn: &mut Tx,

@@ -221,10 +221,35 @@ async fn a_person_signs_in_through_the_provider_with_the_role_of_their_groups_un
         refusal_code(&callback(&server, &back, &browser).await),
         "conflict"
     );
-    // And a person made by the provider has no password here.
+    // And a person made by the provider has no password here, nor can an admin give one.
     let (status, location) = password_sign_in(&server, "alice", "any password").await;
     assert_eq!(status, StatusCode::SEE_OTHER);
     assert!(location.contains("error=invalid"), "{location}");
+    let admin = console::sign_in_admin(&server).await;
+    let (_, users) = page(&server, &admin.cookie, "/users").await;
+    let row = users
+        .split(r#"id="user-alice""#)
+        .nth(1)
+        .and_then(|rest| rest.split("</tr>").next())
+        .unwrap_or_else(|| panic!("alice's row: {users}"));
+    assert!(row.contains("identity provider"), "{row}");
+    assert!(!row.contains("Reset password"), "{row}");
+    let (_, refused) = console::fetch_post(
+        &server,
+        &admin,
+        "/console/api/reset_user_password",
+        &[("name", "alice"), ("csrf_token", &admin.token)],
+    )
+    .await;
+    assert!(
+        refused.contains("signs in through the identity provider"),
+        "{refused}"
+    );
+    assert!(
+        !user_changes(&server, "alice")
+            .iter()
+            .any(|e| e["payload"]["action"] == "console_user.reset_password")
+    );
 }
 
 /// A password sign-in: the answer's status and where it sends the browser.
