@@ -73,11 +73,7 @@ pub fn ScopesPage() -> impl IntoView {
                                             page=scopes.page
                                             pages=scopes.pages
                                             total=scopes.total
-                                            href=move |n| {
-                                                format!(
-                                                    "/scopes?scopes_page={n}&page={key_page}&agents_page={external_page}",
-                                                )
-                                            }
+                                            href=move |n| pages_href(n, key_page, external_page)
                                             label="Scopes pages"
                                         />
                                     }
@@ -123,11 +119,7 @@ pub fn ScopesPage() -> impl IntoView {
                                             page=keys.page
                                             pages=keys.pages
                                             total=keys.total
-                                            href=move |n| {
-                                                format!(
-                                                    "/scopes?scopes_page={scope_page}&page={n}&agents_page={external_page}",
-                                                )
-                                            }
+                                            href=move |n| pages_href(scope_page, n, external_page)
                                             label="Agent keys pages"
                                         />
                                     }
@@ -169,11 +161,7 @@ pub fn ScopesPage() -> impl IntoView {
                                                 page=external.page
                                                 pages=external.pages
                                                 total=external.total
-                                                href=move |n| {
-                                                    format!(
-                                                        "/scopes?scopes_page={scope_page}&page={key_page}&agents_page={n}",
-                                                    )
-                                                }
+                                                href=move |n| pages_href(scope_page, key_page, n)
                                                 label="Identity provider agents pages"
                                             />
                                         </section>
@@ -268,4 +256,9 @@ fn external_row(agent: KeyRow, revoke: ServerAction<RevokeKey>) -> impl IntoView
             <td>{action}</td>
         </tr>
     }
+}
+
+/// The page with these pages of its three lists.
+fn pages_href(scopes: usize, keys: usize, agents: usize) -> String {
+    format!("/scopes?scopes_page={scopes}&page={keys}&agents_page={agents}")
 }
