@@ -17,10 +17,9 @@ use axum::routing::get;
 use serde::Deserialize;
 use skillgate_core::admin::SsoSignIn;
 use skillgate_core::console_sso::{CALLBACK_PATH, Callback, ConsoleSso, SsoRefusal};
+use skillgate_core::revisions::limits::{Slot, retry_after_secs};
 use skillgate_core::users::ConsoleUser;
 use tower_sessions::Session;
-
-use skillgate_core::revisions::limits::{Slot, retry_after_secs};
 
 use crate::client_addr::ClientAddr;
 use crate::http::console_auth::{self, local_path};
