@@ -250,6 +250,27 @@ async fn a_person_signs_in_through_the_provider_with_the_role_of_their_groups_un
             .iter()
             .any(|e| e["payload"]["action"] == "console_user.reset_password")
     );
+
+    // Disabled by an admin, she stays out though the provider puts her back in a group.
+    let (_, saved) = console::fetch_post(
+        &server,
+        &admin,
+        "/console/api/update_user",
+        &[
+            ("name", "alice"),
+            ("role", "admin"),
+            ("disabled", "on"),
+            ("csrf_token", &admin.token),
+        ],
+    )
+    .await;
+    assert!(saved.contains(r#""error":false"#), "{saved}");
+    provider.set_groups("alice", &["skillgate-reviewers"]).await;
+    let (browser, back) = to_callback(&server, &provider, "alice").await;
+    assert_eq!(
+        refusal_code(&callback(&server, &back, &browser).await),
+        "disabled"
+    );
 }
 
 /// A password sign-in: the answer's status and where it sends the browser.
