@@ -97,6 +97,20 @@ pub struct ConsoleUser {
     pub disabled: bool,
 }
 
+impl TryFrom<crate::store::users::UserRecord> for ConsoleUser {
+    type Error = UserError;
+
+    /// The user a stored row is; a role the store should never hold is an error.
+    fn try_from(record: crate::store::users::UserRecord) -> Result<Self, UserError> {
+        Ok(Self {
+            id: record.id,
+            role: record.role.parse()?,
+            name: record.name,
+            disabled: record.disabled,
+        })
+    }
+}
+
 /// A password in transit. Never printed, never serialized.
 pub struct Password(String);
 
@@ -341,15 +355,11 @@ impl Users {
     }
 
     pub async fn get(&self, id: i64) -> Result<Option<ConsoleUser>, UserError> {
-        let Some(record) = self.store.find_user_by_id(id).await? else {
-            return Ok(None);
-        };
-        Ok(Some(ConsoleUser {
-            id: record.id,
-            role: record.role.parse()?,
-            name: record.name,
-            disabled: record.disabled,
-        }))
+        self.store
+            .find_user_by_id(id)
+            .await?
+            .map(ConsoleUser::try_from)
+            .transpose()
     }
 
     /// The issuer each user made by single sign-on signs in with, by user id.
@@ -362,14 +372,7 @@ impl Users {
             .list_users()
             .await?
             .into_iter()
-            .map(|r| {
-                Ok(ConsoleUser {
-                    id: r.id,
-                    role: r.role.parse()?,
-                    name: r.name,
-                    disabled: r.disabled,
-                })
-            })
+            .map(ConsoleUser::try_from)
             .collect()
     }
 
@@ -417,12 +420,7 @@ impl Users {
         match record {
             Some(record) if matches && !record.disabled => {
                 self.store.clear_login_failures(name, since).await?;
-                Ok(ConsoleUser {
-                    id: record.id,
-                    role: record.role.parse()?,
-                    name: record.name,
-                    disabled: false,
-                })
+                ConsoleUser::try_from(record)
             }
             // The reserved slot stays: it is this failure.
             _ => Err(UserError::InvalidCredentials),

@@ -5,6 +5,7 @@
 use chrono::Utc;
 use serde_json::json;
 
+use super::users::stored_user;
 use super::{AdminError, AdminService, Changed, target};
 use crate::console_sso::SsoIdentity;
 use crate::store::console_sso::{insert_identity_on, user_by_identity_on};
@@ -42,7 +43,11 @@ impl AdminService {
                     Box::pin(async move {
                         let access =
                             |role: ConsoleRole| json!({ "role": role.as_str(), "disabled": false });
-                        match user_by_identity_on(conn, &issuer, &subject).await? {
+                        let known = user_by_identity_on(conn, &issuer, &subject)
+                            .await?
+                            .map(stored_user)
+                            .transpose()?;
+                        match known {
                             Some(user) if user.disabled => Ok((
                                 SsoSignIn::Refused {
                                     code: "disabled",
@@ -54,10 +59,7 @@ impl AdminService {
                                 Vec::new(),
                             )),
                             Some(user) => {
-                                let before: ConsoleRole =
-                                    user.role.parse().map_err(|e: crate::users::UserError| {
-                                        crate::store::StoreError::Corrupt(e.to_string())
-                                    })?;
+                                let before = user.role;
                                 let mut changed = Vec::new();
                                 if before != role {
                                     update_user_access_on(conn, &user.name, role.as_str(), false)
@@ -69,13 +71,7 @@ impl AdminService {
                                         access(role),
                                     ));
                                 }
-                                let signed_in = ConsoleUser {
-                                    id: user.id,
-                                    name: user.name,
-                                    role,
-                                    disabled: false,
-                                };
-                                Ok((SsoSignIn::SignedIn(signed_in), changed))
+                                Ok((SsoSignIn::SignedIn(ConsoleUser { role, ..user }), changed))
                             }
                             None => {
                                 let id =

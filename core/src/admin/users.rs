@@ -19,6 +19,13 @@ fn access_json(user: &ConsoleUser) -> Value {
     json!({ "role": user.role.as_str(), "disabled": user.disabled })
 }
 
+/// The console user a row read inside a door's transaction is.
+pub(super) fn stored_user(
+    record: crate::store::users::UserRecord,
+) -> Result<ConsoleUser, crate::store::StoreError> {
+    ConsoleUser::try_from(record).map_err(|e| crate::store::StoreError::Corrupt(e.to_string()))
+}
+
 fn user_target(name: &str) -> String {
     target("console_user", name)
 }
@@ -120,16 +127,9 @@ impl AdminService {
             &actor.name,
             Box::new(move |conn| {
                 Box::pin(async move {
-                    let before =
-                        update_user_access_on(conn, &name, role.as_str(), disabled).await?;
-                    let before = ConsoleUser {
-                        id: before.id,
-                        role: before.role.parse().map_err(|e: UserError| {
-                            crate::store::StoreError::Corrupt(e.to_string())
-                        })?,
-                        name: before.name,
-                        disabled: before.disabled,
-                    };
+                    let before = stored_user(
+                        update_user_access_on(conn, &name, role.as_str(), disabled).await?,
+                    )?;
                     let after = ConsoleUser {
                         role,
                         disabled,

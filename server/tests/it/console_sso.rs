@@ -275,30 +275,7 @@ async fn a_person_signs_in_through_the_provider_with_the_role_of_their_groups_un
 
 /// A password sign-in: the answer's status and where it sends the browser.
 async fn password_sign_in(server: &Server, name: &str, password: &str) -> (StatusCode, String) {
-    let login = http()
-        .get(format!("{}/login", server.base))
-        .send()
-        .await
-        .unwrap();
-    let anonymous = session_cookie(login.headers()).unwrap();
-    let html = login.text().await.unwrap();
-    // With passwords off the page has no form, and so no form token.
-    let token = if html.contains(r#"name="csrf_token""#) {
-        console::form_token(&html)
-    } else {
-        String::new()
-    };
-    let answer = http()
-        .post(format!("{}/login", server.base))
-        .headers(console::navigation(server, &anonymous, "/login"))
-        .body(console::encode(&[
-            ("name", name),
-            ("password", password),
-            ("csrf_token", &token),
-        ]))
-        .send()
-        .await
-        .unwrap();
+    let answer = console::post_sign_in(server, name, password).await;
     let location = answer
         .headers()
         .get(LOCATION)
