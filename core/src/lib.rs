@@ -6,6 +6,7 @@
 //! crate knows about HTTP, Leptos or MCP framing.
 
 pub mod admin;
+pub mod api_tokens;
 pub mod audit;
 pub mod catalog_code;
 pub mod compliance;

@@ -139,7 +139,9 @@ mod ssr {
     use chrono::{DateTime, SecondsFormat, Utc};
     use serde_json::Value;
     use skillgate_core::audit::redact_sensitive;
-    use skillgate_core::holds::{self, HoldError, Holds};
+    use skillgate_core::holds::{
+        self, Decider, HoldError, Holds, MAX_ID, sensitive_arguments, shown_state,
+    };
     use skillgate_core::store::holds::{HoldRow, HoldState};
     use skillgate_core::users::ConsoleRole;
 
@@ -147,9 +149,6 @@ mod ssr {
     use crate::shared::ssr::{context, internal, require};
 
     const _: () = assert!(MAX_REASON == holds::MAX_REASON);
-
-    /// Longer than any id Skillgate issues (`hold_` and 32 hex digits).
-    const MAX_ID: usize = 100;
 
     /// The holds service the server provides next to the console context.
     fn service() -> Holds {
@@ -189,16 +188,6 @@ mod ssr {
         }
     }
 
-    /// The state a reviewer should see at `now`: a hold past its expiry can no longer be
-    /// decided or run, whether or not the sweep has recorded that yet.
-    fn shown_state(hold: &HoldRow, now: DateTime<Utc>) -> HoldState {
-        if hold.is_due(now) {
-            HoldState::Expired
-        } else {
-            hold.state
-        }
-    }
-
     fn summary(hold: &HoldRow, now: DateTime<Utc>) -> HoldSummary {
         let state = shown_state(hold, now);
         HoldSummary {
@@ -222,18 +211,10 @@ mod ssr {
         }
     }
 
-    /// The held call's arguments with every sensitive one replaced by its digest. A tool
-    /// the live catalog no longer has shows every argument as a digest: what it marked
-    /// sensitive is unknown, so nothing is shown in clear.
-    pub(super) fn arguments(arguments: &Value, sensitive: Option<&[String]>) -> Vec<HoldArgument> {
-        let Value::Object(map) = arguments else {
-            return Vec::new();
-        };
-        let sensitive: Vec<String> = match sensitive {
-            Some(names) => names.to_vec(),
-            None => map.keys().cloned().collect(),
-        };
-        let Value::Object(redacted) = redact_sensitive(arguments, &sensitive) else {
+    /// The held call's arguments with every argument named in `sensitive` replaced by its
+    /// digest (the holds service says which: see [`sensitive_arguments`]).
+    pub(super) fn arguments(arguments: &Value, sensitive: &[String]) -> Vec<HoldArgument> {
+        let Value::Object(redacted) = redact_sensitive(arguments, sensitive) else {
             return Vec::new();
         };
         redacted
@@ -256,21 +237,14 @@ mod ssr {
             .collect()
     }
 
+    /// The filter in force (`pending` when none is asked for) and the states it lists.
     fn state_filter(state: Option<String>) -> Result<(String, Option<HoldState>), ConsoleError> {
         let state = state
             .map(|s| s.trim().to_owned())
             .filter(|s| !s.is_empty())
             .unwrap_or_else(|| "pending".to_owned());
-        if state == "all" {
-            return Ok((state, None));
-        }
-        match HoldState::parse(&state) {
-            Some(parsed) => Ok((state, Some(parsed))),
-            None => Err(ConsoleError::Invalid(format!(
-                "Unknown hold state “{state}”: use one of {}.",
-                STATE_FILTERS.join(", ")
-            ))),
-        }
+        let parsed = holds::state_filter(&state).map_err(error)?;
+        Ok((state, parsed))
     }
 
     pub async fn list(
@@ -312,9 +286,7 @@ mod ssr {
         };
         let ctx = context();
         let catalog = ctx.catalog.load();
-        let sensitive = catalog
-            .tool(&hold.tool)
-            .map(|t| t.spec.sensitive_args.as_slice());
+        let sensitive = sensitive_arguments(&hold, &catalog);
         let key_created_by = ctx
             .store
             .agent_key_by_id(hold.key_id)
@@ -324,7 +296,7 @@ mod ssr {
         let now = Utc::now();
         Ok(Some(HoldDetail {
             summary: summary(&hold, now),
-            arguments: arguments(&hold.arguments, sensitive),
+            arguments: arguments(&hold.arguments, &sensitive),
             arguments_digest: hold.arguments_digest.clone(),
             key_created_by,
             minutes: hold.minutes,
@@ -361,7 +333,7 @@ mod ssr {
         let now = Utc::now();
         if approve {
             holds
-                .approve(&user.name, id, reason, now)
+                .approve(&Decider::console(&user.name), id, reason, now)
                 .await
                 .map_err(error)?;
             let hold = holds.get(id).await.map_err(error)?;
@@ -372,7 +344,7 @@ mod ssr {
             )))
         } else {
             holds
-                .deny(&user.name, id, reason, now)
+                .deny(&Decider::console(&user.name), id, reason, now)
                 .await
                 .map_err(error)?;
             Ok(Notice::ok(
@@ -389,24 +361,13 @@ mod ssr {
         #[test]
         fn a_sensitive_argument_is_shown_only_as_its_digest() {
             let args = json!({"amount": 300, "token": "tok_4111111111111111"});
-            let shown = arguments(&args, Some(&["token".to_owned()]));
+            let shown = arguments(&args, &["token".to_owned()]);
             let token = shown.iter().find(|a| a.name == "token").unwrap();
             assert!(token.digest);
             assert!(token.value.starts_with("sha256:"), "{}", token.value);
             assert!(!token.value.contains("4111"));
             let amount = shown.iter().find(|a| a.name == "amount").unwrap();
             assert_eq!((amount.value.as_str(), amount.digest), ("300", false));
-        }
-
-        #[test]
-        fn a_tool_the_catalog_no_longer_has_shows_no_argument_in_clear() {
-            let args = json!({"amount": 300, "note": "secret"});
-            let shown = arguments(&args, None);
-            assert!(
-                shown
-                    .iter()
-                    .all(|a| a.digest && a.value.starts_with("sha256:"))
-            );
         }
 
         #[test]

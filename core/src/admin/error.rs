@@ -1,5 +1,6 @@
 //! Why an admin change was refused or failed.
 
+use crate::api_tokens::ApiTokenError;
 use crate::audit::AuditError;
 use crate::keys::KeyError;
 use crate::model::CatalogError;
@@ -29,6 +30,9 @@ pub enum AdminError {
     /// A console-user change the user rules refused (bad name, weak password, …).
     #[error(transparent)]
     User(UserError),
+    /// An API token request the token rules refused (bad name, another person's token, …).
+    #[error(transparent)]
+    ApiToken(ApiTokenError),
     /// The catalog is managed as code (`serve --catalog FILE`): change the file instead.
     #[error(
         "the catalog is managed as code in `{file}`: change it there (in git) and it is applied; the console is read-only for the catalog"
@@ -64,6 +68,7 @@ impl AdminError {
             | Self::SharedUpstream { .. } => true,
             Self::Key(e) => !matches!(e, KeyError::Store(_)),
             Self::User(e) => e.is_user_error(),
+            Self::ApiToken(e) => !matches!(e, ApiTokenError::Store(_)),
             Self::Store(_) | Self::Audit(_) => false,
         }
     }
@@ -76,6 +81,7 @@ impl AdminError {
             Self::BadInput { field, .. } => Some(field),
             Self::Key(e) => e.field(),
             Self::User(e) => e.field(),
+            Self::ApiToken(e) => e.field(),
             Self::Conflict(_)
             | Self::NotFound(_)
             | Self::ManagedAsCode { .. }
@@ -102,6 +108,15 @@ impl From<KeyError> for AdminError {
         match error {
             KeyError::Store(e) => e.into(),
             other => Self::Key(other),
+        }
+    }
+}
+
+impl From<ApiTokenError> for AdminError {
+    fn from(error: ApiTokenError) -> Self {
+        match error {
+            ApiTokenError::Store(e) => e.into(),
+            other => Self::ApiToken(other),
         }
     }
 }

@@ -14,6 +14,7 @@
 //! catalog: tightening a limit or removing a role from a scope must bite at once for every
 //! session, because an agent that learned a looser rule yesterday has no claim to it today.
 
+mod api_tokens;
 mod catalog;
 mod error;
 mod external;

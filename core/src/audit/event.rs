@@ -182,6 +182,8 @@ impl NewEvent {
     }
 
     /// A reviewer's decision on a hold, in the hold's session, by the reviewer.
+    /// `channel` is the door the decision came through: `console`, `cli` or `api`.
+    #[allow(clippy::too_many_arguments)]
     pub fn hold_decided(
         session_id: &str,
         reviewer: &str,
@@ -190,6 +192,7 @@ impl NewEvent {
         approved: bool,
         reason: &str,
         catalog_revision: &str,
+        channel: &str,
     ) -> Self {
         let kind = if approved {
             EventKind::HoldApproved
@@ -203,6 +206,7 @@ impl NewEvent {
                 "tool": tool,
                 "reason": reason,
                 "catalog_revision": catalog_revision,
+                "channel": channel,
             }),
         )
         .in_session(session_id)

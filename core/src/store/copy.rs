@@ -37,6 +37,7 @@ pub const COPIED_TABLES: &[&str] = &[
     "wiki_patterns",
     "console_users",
     "console_user_identities",
+    "console_api_tokens",
     "console_user_scopes",
     "login_failures",
     "agent_keys",

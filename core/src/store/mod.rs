@@ -13,6 +13,7 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Any, AnyPool, Executor as _, PgPool, SqlitePool, Transaction};
 
+pub mod api_tokens;
 pub mod audit;
 pub mod audit_query;
 mod audit_row;

@@ -9,6 +9,7 @@ use futures::TryStreamExt;
 use rust_decimal::Decimal;
 use skillgate_core::audit::{AuditEvent, EventKind};
 use skillgate_core::gateway::{AgentIdentity, CallTask, Cancelled};
+use skillgate_core::holds::Decider;
 use skillgate_core::store::tasks::TaskStatus;
 
 use crate::desk::{Fixture, agent, desk_session, fixture, held, reply, slug};
@@ -57,7 +58,12 @@ fn hold_of(task: &CallTask) -> &str {
 
 async fn approve(f: &Fixture, task: &CallTask) {
     f.holds
-        .approve("rita", hold_of(task), "checked", Utc::now())
+        .approve(
+            &Decider::console("rita"),
+            hold_of(task),
+            "checked",
+            Utc::now(),
+        )
         .await
         .unwrap();
 }
@@ -162,7 +168,12 @@ async fn a_denied_or_expired_hold_completes_its_task_with_the_structured_refusal
     let f = fixture().await;
     let (_, denied) = task_of_held_call(&f, 300).await;
     f.holds
-        .deny("rita", hold_of(&denied), "not this customer", Utc::now())
+        .deny(
+            &Decider::console("rita"),
+            hold_of(&denied),
+            "not this customer",
+            Utc::now(),
+        )
         .await
         .unwrap();
     let ended = get(&f, &denied.id).await;
@@ -231,7 +242,12 @@ async fn cancelling_a_task_withdraws_its_hold_releases_its_usage_and_is_audited_
     assert_eq!(count(&events(&f).await, EventKind::HoldWithdrawn), 1);
     assert!(
         f.holds
-            .approve("rita", hold_of(&task), "late", Utc::now())
+            .approve(
+                &Decider::console("rita"),
+                hold_of(&task),
+                "late",
+                Utc::now()
+            )
             .await
             .is_err()
     );

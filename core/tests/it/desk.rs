@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use skillgate_core::admin::AdminService;
 use skillgate_core::audit::AuditLog;
 use skillgate_core::gateway::{AgentIdentity, Gateway, GatewayOptions, ToolReply};
-use skillgate_core::holds::Holds;
+use skillgate_core::holds::{Decider, Holds};
 use skillgate_core::model::{ApprovalCondition, ArgCheck, CmpOp, Limit, Role, Scope};
 use skillgate_core::policy::CatalogHandle;
 use skillgate_core::slug::Slug;
@@ -170,7 +170,7 @@ pub async fn approved_hold(f: &Fixture, sid: &str, amount: u32) -> String {
     let (_, held) = reply(held(f, sid, amount).await);
     let hold = held["hold_id"].as_str().unwrap().to_owned();
     f.holds
-        .approve("rita", &hold, "checked", Utc::now())
+        .approve(&Decider::console("rita"), &hold, "checked", Utc::now())
         .await
         .unwrap();
     hold

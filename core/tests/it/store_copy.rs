@@ -75,6 +75,14 @@ async fn source() -> Source {
         &[at],
     )
     .await;
+    exec(
+        pool,
+        "INSERT INTO console_api_tokens (user_id, name, token_hash, prefix, created_at, \
+         created_by, expires_at, revoked_at) VALUES (7, 'runbook', 'hash-of-sgp', 'sgp_AbCdEfGh', \
+         $1, 'admin', NULL, $1)",
+        &[at],
+    )
+    .await;
     for address in ["10.0.0.1", "10.0.0.2", "10.0.0.1"] {
         exec(
             pool,

@@ -26,7 +26,7 @@ pub struct Cli {
     )]
     pub database_url: String,
 
-    /// The workspace the key, catalog, skill and audit commands work in: its own catalog,
+    /// The workspace the key, catalog, skill, holds and audit commands work in: its own catalog,
     /// keys, sessions and audit chain. `default` is the platform database's own.
     #[arg(
         long,
@@ -62,6 +62,9 @@ pub enum Command {
     /// Import a skill bundle as a candidate, or export a skill version as a bundle.
     #[command(subcommand)]
     Skill(crate::cmd::skill::SkillCommand),
+    /// List, show, approve or deny approval holds (calls waiting for a person).
+    #[command(subcommand)]
+    Holds(crate::cmd::holds::HoldsCommand),
     /// Verify, export, checkpoint or prune the tamper-evident audit log.
     Audit(crate::cmd::audit::AuditArgs),
     /// Copy a SQLite deployment into an empty PostgreSQL database (--from, --to), then

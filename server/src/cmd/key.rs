@@ -1,6 +1,6 @@
 //! `skillgate key …`: agent keys (the MCP endpoint's bearer credentials) from the command line.
 
-use chrono::{DateTime, Duration, Utc};
+use chrono::{Duration, Utc};
 use clap::Subcommand;
 
 use skillgate_core::admin::AdminService;
@@ -8,6 +8,7 @@ use skillgate_core::keys::{AgentKeyInfo, AgentKeys, NewAgentKey};
 use skillgate_core::slug::Slug;
 
 use crate::cmd::Target;
+use crate::cmd::table::{table, when};
 
 pub const DEFAULT_MCP_URL: &str = "http://127.0.0.1:3000/mcp";
 
@@ -109,13 +110,6 @@ pub fn render_created(info: &AgentKeyInfo, key: &NewAgentKey, mcp_url: &str) -> 
     )
 }
 
-fn when(at: Option<DateTime<Utc>>, none: &str) -> String {
-    at.map_or_else(
-        || none.to_owned(),
-        |at| at.format("%Y-%m-%d %H:%M UTC").to_string(),
-    )
-}
-
 fn render_table(keys: &[AgentKeyInfo]) -> String {
     let rows = keys
         .iter()
@@ -166,31 +160,10 @@ fn render_external(subjects: &[AgentKeyInfo]) -> String {
     )
 }
 
-/// `rows` under `header`, each column as wide as its widest cell.
-fn table(header: &[&str], rows: Vec<Vec<String>>) -> String {
-    let header: Vec<String> = header.iter().map(|h| (*h).to_owned()).collect();
-    let mut widths = vec![0usize; header.len()];
-    for row in std::iter::once(&header).chain(&rows) {
-        for (width, cell) in widths.iter_mut().zip(row) {
-            *width = (*width).max(cell.chars().count());
-        }
-    }
-    let mut out = String::new();
-    for row in std::iter::once(&header).chain(&rows) {
-        let line: Vec<String> = row
-            .iter()
-            .zip(&widths)
-            .map(|(cell, width)| format!("{cell:<width$}"))
-            .collect();
-        out.push_str(line.join("  ").trim_end());
-        out.push('\n');
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use chrono::DateTime;
 
     fn info(name: &str, revoked: bool) -> AgentKeyInfo {
         let at = DateTime::parse_from_rfc3339("2026-03-01T09:30:00Z")

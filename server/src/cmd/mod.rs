@@ -5,11 +5,13 @@
 pub mod audit;
 pub mod catalog;
 pub mod cli;
+pub mod holds;
 pub mod key;
 pub mod migrate;
 pub mod serve;
 pub mod signing_key;
 pub mod skill;
+mod table;
 pub mod user;
 pub mod workspace;
 
@@ -94,11 +96,17 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     if target.workspace.as_str() != DEFAULT_WORKSPACE
         && !matches!(
             cli.command,
-            Some(Command::Key(_) | Command::Catalog(_) | Command::Skill(_) | Command::Audit(_))
+            Some(
+                Command::Key(_)
+                    | Command::Catalog(_)
+                    | Command::Skill(_)
+                    | Command::Holds(_)
+                    | Command::Audit(_)
+            )
         )
     {
         anyhow::bail!(
-            "--workspace applies to the key, catalog, skill and audit commands; this command \
+            "--workspace applies to the key, catalog, skill, holds and audit commands; this command \
              works on the whole deployment (unset SKILLGATE_WORKSPACE or pass --workspace default)"
         );
     }
@@ -109,6 +117,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Workspace(command)) => workspace::run(&cli.database_url, command).await,
         Some(Command::Key(command)) => key::run(&target, command).await,
         Some(Command::Skill(command)) => skill::run(&target, command).await,
+        Some(Command::Holds(command)) => holds::run(&target, command).await,
         Some(Command::DemoUpstream(args)) => {
             let options = skillgate_demo_upstream::DemoUpstreamOptions {
                 executions_log: args.executions_log,

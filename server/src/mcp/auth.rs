@@ -197,7 +197,7 @@ impl Admission {
 }
 
 /// The token of an `Authorization: Bearer …` header; `Err` for any other shape.
-fn bearer_token(value: &HeaderValue) -> Result<&str, ()> {
+pub(crate) fn bearer_token(value: &HeaderValue) -> Result<&str, ()> {
     let text = value.to_str().map_err(|_| ())?;
     let (scheme, token) = text.split_once(' ').ok_or(())?;
     if !scheme.eq_ignore_ascii_case("bearer") {

@@ -14,18 +14,18 @@ use common::{Reply, Server, call, init, may_refund_o5005, platform};
 use serde_json::{Value, json};
 use skillgate_core::admin::AdminService;
 use skillgate_core::audit::AuditLog;
-use skillgate_core::holds::{HoldError, Holds};
+use skillgate_core::holds::{Decider, HoldError, Holds};
 use skillgate_core::model::{ArgCheck, Limit};
 use skillgate_core::policy::CatalogHandle;
 use skillgate_core::slug::Slug;
 use skillgate_core::store::Store;
 
-fn refund(amount: u32) -> Value {
+pub(crate) fn refund(amount: u32) -> Value {
     json!({"customer_id": "C-1003", "order_id": "O-5005", "amount": amount,
            "reason": "Premium support not delivered"})
 }
 
-fn assert_ran(reply: &Reply) {
+pub(crate) fn assert_ran(reply: &Reply) {
     assert!(!reply.is_error, "expected the call to run: {}", reply.text);
     assert_ne!(
         reply.structured["decision"], "pending_approval",
@@ -52,7 +52,7 @@ async fn reviewer(server: &Server) -> Reviewer {
     }
 }
 
-async fn tier_one(server: &Server, key: &str) -> (common::Client, String) {
+pub(crate) async fn tier_one(server: &Server, key: &str) -> (common::Client, String) {
     let client = server.connect(key).await;
     let (session, _) = init(&client).await;
     may_refund_o5005(&client, &session).await;
@@ -60,7 +60,7 @@ async fn tier_one(server: &Server, key: &str) -> (common::Client, String) {
 }
 
 /// Asks for a refund that needs approval; returns its hold id.
-async fn held(client: &common::Client, session: &str, amount: u32) -> String {
+pub(crate) async fn held(client: &common::Client, session: &str, amount: u32) -> String {
     let reply = call(client, session, "process_refund", refund(amount)).await;
     assert!(
         reply.is_error,
@@ -81,7 +81,12 @@ async fn held(client: &common::Client, session: &str, amount: u32) -> String {
     reply.structured["hold_id"].as_str().unwrap().to_owned()
 }
 
-async fn resume(client: &common::Client, session: &str, hold: &str, extra: Value) -> Reply {
+pub(crate) async fn resume(
+    client: &common::Client,
+    session: &str,
+    hold: &str,
+    extra: Value,
+) -> Reply {
     let mut arguments = json!({"hold_id": hold, "session_id": session});
     if let (Value::Object(into), Value::Object(more)) = (&mut arguments, extra) {
         into.extend(more);
@@ -142,7 +147,12 @@ async fn an_approved_hold_runs_exactly_once_and_a_second_resume_runs_nothing() {
     let reviewer = reviewer(&server).await;
     reviewer
         .holds
-        .approve("rita", &hold, "Confirmed with the customer", Utc::now())
+        .approve(
+            &Decider::console("rita"),
+            &hold,
+            "Confirmed with the customer",
+            Utc::now(),
+        )
         .await
         .unwrap();
 
@@ -199,7 +209,7 @@ async fn making_the_same_call_again_runs_the_approved_hold() {
     reviewer(&server)
         .await
         .holds
-        .approve("rita", &hold, "ok", Utc::now())
+        .approve(&Decider::console("rita"), &hold, "ok", Utc::now())
         .await
         .unwrap();
     assert_ran(&call(&client, &session, "process_refund", refund(300)).await);
@@ -214,7 +224,7 @@ async fn other_arguments_another_key_or_a_foreign_session_cannot_use_an_approval
     reviewer(&server)
         .await
         .holds
-        .approve("rita", &hold, "ok", Utc::now())
+        .approve(&Decider::console("rita"), &hold, "ok", Utc::now())
         .await
         .unwrap();
 
@@ -256,7 +266,12 @@ async fn a_denied_hold_runs_nothing_and_gives_its_reserved_amount_back() {
     reviewer(&server)
         .await
         .holds
-        .deny("rita", &hold, "Not covered by the policy", Utc::now())
+        .deny(
+            &Decider::console("rita"),
+            &hold,
+            "Not covered by the policy",
+            Utc::now(),
+        )
         .await
         .unwrap();
     let denied = resume(&client, &session, &hold, json!({})).await;
@@ -281,7 +296,7 @@ async fn an_approval_that_expired_runs_nothing_and_gives_its_amount_back() {
     let reviewer = reviewer(&server).await;
     reviewer
         .holds
-        .approve("rita", &hold, "ok", Utc::now())
+        .approve(&Decider::console("rita"), &hold, "ok", Utc::now())
         .await
         .unwrap();
     // Fifteen minutes pass.
@@ -312,7 +327,7 @@ async fn a_limit_tightened_after_the_approval_refuses_the_call_when_it_comes_bac
     let reviewer = reviewer(&first).await;
     reviewer
         .holds
-        .approve("rita", &hold, "ok", Utc::now())
+        .approve(&Decider::console("rita"), &hold, "ok", Utc::now())
         .await
         .unwrap();
     // An admin lowers tier-1's per-refund bound from 500 to 250.
@@ -361,12 +376,12 @@ async fn a_reviewer_cannot_decide_a_hold_raised_by_their_own_agent_key() {
     let hold = held(&client, &session, 300).await;
     let own = reviewer
         .holds
-        .approve("rita", &hold, "mine", Utc::now())
+        .approve(&Decider::console("rita"), &hold, "mine", Utc::now())
         .await;
     assert!(matches!(own, Err(HoldError::OwnHold(_))), "{own:?}");
     reviewer
         .holds
-        .approve("sam", &hold, "checked", Utc::now())
+        .approve(&Decider::console("sam"), &hold, "checked", Utc::now())
         .await
         .unwrap();
     assert_ran(&resume(&client, &session, &hold, json!({})).await);
@@ -382,7 +397,7 @@ async fn concurrent_resumes_through_two_processes_run_the_approved_call_once() {
     reviewer(&first)
         .await
         .holds
-        .approve("rita", &hold, "ok", Utc::now())
+        .approve(&Decider::console("rita"), &hold, "ok", Utc::now())
         .await
         .unwrap();
     let replies = futures::future::join_all((0..6).map(|i| {

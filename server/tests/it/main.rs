@@ -20,6 +20,7 @@ mod guardrails;
 mod hardening;
 mod holds;
 mod holds_console;
+mod holds_doors;
 mod http_router;
 mod inspection_policy;
 mod mcp_endpoint;

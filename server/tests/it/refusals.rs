@@ -47,7 +47,7 @@ use chrono::Utc;
 use common::{Client, Reply, Server, call, init, learn, may_refund_o5005, platform};
 use serde_json::{Value, json};
 use skillgate_core::audit::AuditLog;
-use skillgate_core::holds::Holds;
+use skillgate_core::holds::{Decider, Holds};
 use skillgate_core::policy::CatalogHandle;
 use skillgate_core::store::Store;
 
@@ -544,7 +544,7 @@ async fn every_refusal_of_the_mcp_endpoint_is_audited_with_its_code_and_place() 
     );
     audit.one("another key's hold", "call_denied", "ACCESS_DENIED", None);
     holds
-        .approve("rita", &hold, "ok", Utc::now())
+        .approve(&Decider::console("rita"), &hold, "ok", Utc::now())
         .await
         .unwrap();
     let ran = resume(&client, &session, &hold).await;
@@ -561,7 +561,10 @@ async fn every_refusal_of_the_mcp_endpoint_is_audited_with_its_code_and_place() 
         assert_eq!(event["payload"]["tool"], "process_refund");
     }
     let denied = held(&client, &session).await;
-    holds.deny("rita", &denied, "no", Utc::now()).await.unwrap();
+    holds
+        .deny(&Decider::console("rita"), &denied, "no", Utc::now())
+        .await
+        .unwrap();
     audit.new_events();
     refused(&resume(&client, &session, &denied).await, "APPROVAL_DENIED");
     let event = audit.one("a denied hold", "call_denied", "APPROVAL_DENIED", own);
@@ -693,7 +696,9 @@ async fn a_refused_hold_decision_is_audited_and_changes_nothing() {
     let (holds, _) = reviewer(&server).await;
     let mut audit = Audit::new(&server);
 
-    let blank = holds.approve("rita", &hold, "   ", Utc::now()).await;
+    let blank = holds
+        .approve(&Decider::console("rita"), &hold, "   ", Utc::now())
+        .await;
     assert!(blank.is_err(), "{blank:?}");
     let event = audit.one(
         "a decision without a reason",
@@ -710,15 +715,22 @@ async fn a_refused_hold_decision_is_audited_and_changes_nothing() {
     );
     assert_eq!(holds.get(&hold).await.unwrap().state.as_str(), "pending");
 
-    let unknown = holds.deny("rita", "hold_nope", "no", Utc::now()).await;
+    let unknown = holds
+        .deny(&Decider::console("rita"), "hold_nope", "no", Utc::now())
+        .await;
     assert!(unknown.is_err(), "{unknown:?}");
     let event = audit.one("an unknown hold", "admin_refused", "NOT_FOUND", None);
     assert_eq!(event["payload"]["action"], "hold.deny", "{event}");
     assert_eq!(event["payload"]["target"], "hold:hold_nope", "{event}");
 
-    holds.deny("rita", &hold, "no", Utc::now()).await.unwrap();
+    holds
+        .deny(&Decider::console("rita"), &hold, "no", Utc::now())
+        .await
+        .unwrap();
     audit.new_events();
-    let again = holds.approve("sam", &hold, "yes", Utc::now()).await;
+    let again = holds
+        .approve(&Decider::console("sam"), &hold, "yes", Utc::now())
+        .await;
     assert!(again.is_err(), "{again:?}");
     let event = audit.one("a hold already decided", "admin_refused", "SETTLED", None);
     assert_eq!(event["actor"], "sam", "{event}");

@@ -19,6 +19,7 @@ use skillgate_app::login::{Passwords, SignInOptions};
 use skillgate_app::preload::ssr::SplitManifest;
 use skillgate_app::shared::ssr::ConsoleContext;
 use skillgate_core::admin::AdminService;
+use skillgate_core::api_tokens::ApiTokens;
 use skillgate_core::audit::checkpoint;
 use skillgate_core::audit::{AuditLog, CheckpointSigner};
 use skillgate_core::console_sso::{ConsoleSso, PasswordSignIn};
@@ -357,7 +358,13 @@ pub async fn build(
         },
         workspace_opener(store.clone(), shared),
     ));
-    let api_router = api::router(workspaces.clone(), &mcp_options, metrics.clone());
+    let api_router = api::router(
+        workspaces.clone(),
+        &mcp_options,
+        metrics.clone(),
+        holds.clone(),
+        ApiTokens::new(store.clone()),
+    );
     // The Connect page's try-it drives this same gateway as a console user.
     let connect = skillgate_app::connect::api::ssr::ConnectContext {
         gateway: gateway.clone(),

@@ -5,6 +5,15 @@
 //! Every change of a hold commits with its audit event through the one audit writer, and a
 //! hold that stops reserving (denied, expired) gives its usage back to its session in the
 //! same transaction.
+//!
+//! A hold is decided through one of three doors (the console, the command line, the HTTP
+//! API), all through [`Holds::approve`] and [`Holds::deny`], so the same rules hold for
+//! each: a reason, never the decider's own agent, one decision per hold. The event records
+//! the decider and the door ([`Channel`]).
+
+mod view;
+
+pub use view::{HoldView, sensitive_arguments, shown_state};
 
 use std::sync::Arc;
 
@@ -22,11 +31,29 @@ use crate::store::{Store, StoreError};
 pub const MAX_REASON: usize = 2000;
 /// The most holds one page of the queue shows.
 pub const PAGE: u32 = 50;
+/// Longer than any id Skillgate issues (`hold_` and 32 hex digits): a longer one is not
+/// looked up.
+pub const MAX_ID: usize = 100;
+
+/// A queue filter as a decider writes it: a state (`pending`, `approved`, …) or `all`
+/// (`None`).
+pub fn state_filter(text: &str) -> Result<Option<HoldState>, HoldError> {
+    match text.trim() {
+        "all" => Ok(None),
+        state => HoldState::parse(state)
+            .map(Some)
+            .ok_or_else(|| HoldError::UnknownState(state.to_owned())),
+    }
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum HoldError {
     #[error("there is no hold `{0}`")]
     NotFound(String),
+    #[error(
+        "unknown hold state `{0}`: use pending, approved, denied, expired, executed, refused, withdrawn or all"
+    )]
+    UnknownState(String),
     #[error("give a reason for the decision (at most {MAX_REASON} characters)")]
     Reason,
     #[error(
@@ -51,10 +78,50 @@ impl HoldError {
     fn refusal_code(&self) -> Option<&'static str> {
         match self {
             Self::NotFound(_) => Some("NOT_FOUND"),
-            Self::Reason => Some("INVALID"),
+            Self::Reason | Self::UnknownState(_) => Some("INVALID"),
             Self::OwnHold(_) => Some("OWN_HOLD"),
             Self::Settled { .. } => Some("SETTLED"),
             Self::Store(_) | Self::Audit(_) => None,
+        }
+    }
+}
+
+/// The door a decision came through, recorded in its audit event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Channel {
+    Console,
+    Cli,
+    Api,
+}
+
+impl Channel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Console => "console",
+            Self::Cli => "cli",
+            Self::Api => "api",
+        }
+    }
+}
+
+/// Who decides a hold, and through which door.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decider {
+    /// The console user (or `cli:` local account) the decision is made as: the identity the
+    /// "not your own agent's call" rule compares with the key's creator.
+    pub name: String,
+    pub channel: Channel,
+}
+
+impl Decider {
+    pub fn console(name: &str) -> Self {
+        Self::new(name, Channel::Console)
+    }
+
+    pub fn new(name: &str, channel: Channel) -> Self {
+        Self {
+            name: name.to_owned(),
+            channel,
         }
     }
 }
@@ -92,52 +159,58 @@ impl Holds {
             .ok_or_else(|| HoldError::NotFound(id.to_owned()))
     }
 
+    /// `hold` as a decider reads it at `now`, under the live catalog.
+    pub fn view(&self, hold: &HoldRow, now: DateTime<Utc>) -> HoldView {
+        HoldView::new(hold, &self.catalog.load(), now)
+    }
+
     /// Approves the exact call held as `id`: it may run once within the hold's minutes.
     #[tracing::instrument(skip(self, reason))]
     pub async fn approve(
         &self,
-        reviewer: &str,
+        decider: &Decider,
         id: &str,
         reason: &str,
         now: DateTime<Utc>,
     ) -> Result<(), HoldError> {
-        self.decide(reviewer, id, true, reason, now).await
+        self.decide(decider, id, true, reason, now).await
     }
 
     /// Denies the call held as `id` and gives its reserved usage back to its session.
     #[tracing::instrument(skip(self, reason))]
     pub async fn deny(
         &self,
-        reviewer: &str,
+        decider: &Decider,
         id: &str,
         reason: &str,
         now: DateTime<Utc>,
     ) -> Result<(), HoldError> {
-        self.decide(reviewer, id, false, reason, now).await
+        self.decide(decider, id, false, reason, now).await
     }
 
     /// Decides the hold; a decision the reviewer is refused (no reason, their own agent's
     /// hold, a settled or unknown hold) is audited as `admin_refused` before they hear it.
     async fn decide(
         &self,
-        reviewer: &str,
+        decider: &Decider,
         id: &str,
         approve: bool,
         reason: &str,
         now: DateTime<Utc>,
     ) -> Result<(), HoldError> {
-        let result = self.try_decide(reviewer, id, approve, reason, now).await;
+        let result = self.try_decide(decider, id, approve, reason, now).await;
         if let Err(refused) = &result
             && let Some(code) = refused.refusal_code()
         {
             let action = if approve { "hold.approve" } else { "hold.deny" };
-            let event = refusal_event(
-                reviewer,
+            let mut event = refusal_event(
+                &decider.name,
                 action,
                 &target("hold", id),
                 code,
                 &refused.to_string(),
             );
+            event.payload["channel"] = decider.channel.as_str().into();
             self.audit.append(event).await?;
         }
         result
@@ -145,7 +218,7 @@ impl Holds {
 
     async fn try_decide(
         &self,
-        reviewer: &str,
+        decider: &Decider,
         id: &str,
         approve: bool,
         reason: &str,
@@ -156,7 +229,7 @@ impl Holds {
             return Err(HoldError::Reason);
         }
         let hold = self.get(id).await?;
-        if self.raised_by_own_key(reviewer, &hold).await? {
+        if self.raised_by_own_key(&decider.name, &hold).await? {
             return Err(HoldError::OwnHold(hold.id));
         }
         if hold.is_due(now) {
@@ -168,7 +241,8 @@ impl Holds {
         }
         let revision = self.catalog.load().revision().to_owned();
         let until = approve.then(|| now + Duration::minutes(i64::from(hold.minutes)));
-        let reviewer = reviewer.to_owned();
+        let reviewer = decider.name.clone();
+        let channel = decider.channel;
         let decided = hold.clone();
         let done = self
             .audit
@@ -198,6 +272,7 @@ impl Holds {
                         until.is_some(),
                         &reason,
                         &revision,
+                        channel.as_str(),
                     );
                     Ok(Some(((), vec![event])))
                 })

@@ -1,4 +1,4 @@
-//! `/api/v1`: HTTP endpoints for agents, admitted by the same Host, Origin and agent-key
+//! Proposals of skill revisions by agents, admitted by the same Host, Origin and agent-key
 //! checks as `/mcp`.
 //!
 //! `POST /api/v1/skills/{skill}/candidates` records a proposed revision by driving the
@@ -15,11 +15,13 @@ use axum::extract::{Extension, Path};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
-use http::{HeaderValue, StatusCode, header};
+use http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use skillgate_core::gateway::{GatewayError, ToolReply};
+use skillgate_core::gateway::ToolReply;
 use skillgate_core::metrics::Metrics;
+
+use super::error::ApiError;
 
 use crate::mcp::auth::{ANONYMOUS_KEY_ID, AgentCaller, admit};
 use crate::mcp::workspaces::{CallerGateway, Workspaces};
@@ -32,60 +34,6 @@ const PROPOSE_TOOL: &str = "propose_skill_revision";
 /// The connection label of sessions the API starts, so an MCP client's fallback to "the
 /// newest session of my connection" never picks one of them up.
 const API_CONNECTION: &str = "http-api";
-
-/// Errors at the `/api/v1` boundary, answered as `{"error", "message"}`.
-#[derive(Debug, thiserror::Error)]
-enum ApiError {
-    #[error("an agent key is required")]
-    Unauthorized,
-    #[error("{0}")]
-    Forbidden(String),
-    #[error("{0}")]
-    NotFound(String),
-    #[error("{0}")]
-    Unprocessable(String),
-    #[error("{message}")]
-    TooManyRequests { message: String, retry_after: u64 },
-    #[error("{0}")]
-    Upstream(String),
-    #[error(transparent)]
-    Internal(anyhow::Error),
-}
-
-impl From<GatewayError> for ApiError {
-    fn from(error: GatewayError) -> Self {
-        Self::Internal(error.into())
-    }
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let (status, code) = match &self {
-            Self::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
-            Self::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
-            Self::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
-            Self::Unprocessable(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid"),
-            Self::TooManyRequests { .. } => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
-            Self::Upstream(_) => (StatusCode::BAD_GATEWAY, "upstream"),
-            Self::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
-        };
-        let message = match &self {
-            Self::Internal(error) => {
-                tracing::error!(error = %error, "api request failed");
-                "the server could not complete the request".to_owned()
-            }
-            other => other.to_string(),
-        };
-        let mut response =
-            (status, Json(json!({"error": code, "message": message}))).into_response();
-        if let Self::TooManyRequests { retry_after, .. } = &self {
-            response
-                .headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from(*retry_after));
-        }
-        response
-    }
-}
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -138,7 +86,7 @@ async fn propose(
 ) -> Result<Response, ApiError> {
     // An anonymous caller has no identity to propose under.
     if caller.key_id == ANONYMOUS_KEY_ID {
-        return Err(ApiError::Unauthorized);
+        return Err(ApiError::Unauthorized("an agent key is required"));
     }
     let Json(body) = body.map_err(|e| ApiError::Unprocessable(e.body_text()))?;
     let agent = caller.identity(Some(API_CONNECTION.to_owned()));
@@ -197,8 +145,12 @@ async fn propose(
     Ok((StatusCode::CREATED, Json(structured)).into_response())
 }
 
-/// The `/api/v1` routes, ready to merge into the server's router.
-pub fn router(workspaces: Arc<Workspaces>, options: &McpOptions, metrics: Arc<Metrics>) -> Router {
+/// `POST /api/v1/skills/{skill}/candidates`, admitted by agent key.
+pub(super) fn router(
+    workspaces: Arc<Workspaces>,
+    options: &McpOptions,
+    metrics: Arc<Metrics>,
+) -> Router {
     Router::new()
         .route("/api/v1/skills/{skill}/candidates", post(propose))
         .route_layer(tower_http::limit::RequestBodyLimitLayer::new(
