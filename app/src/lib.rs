@@ -28,6 +28,7 @@ pub mod revisions;
 pub mod roles;
 pub mod scopes;
 pub mod skills;
+pub mod tokens;
 pub mod tools;
 pub mod upstreams;
 pub mod users;
@@ -201,6 +202,11 @@ pub fn App() -> impl IntoView {
                     <Route
                         path=path!("connected")
                         view=routes::CONNECTED
+                        ssr=SsrMode::Async
+                    />
+                    <Route
+                        path=path!("tokens")
+                        view=routes::TOKENS
                         ssr=SsrMode::Async
                     />
                     <Route

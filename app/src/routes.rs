@@ -30,6 +30,7 @@ use crate::revisions::{CandidatePage, CandidatesPage};
 use crate::roles::{NewRolePage, RoleEditPage, RolePage, RolesPage};
 use crate::scopes::{NewScopePage, ScopeEditPage, ScopesPage};
 use crate::skills::{SkillEditPage, SkillPage, SkillVersionPage, SkillsPage};
+use crate::tokens::TokensPage;
 use crate::tools::{ToolPage, ToolsPage};
 use crate::upstreams::UpstreamsPage;
 use crate::users::UsersPage;
@@ -108,5 +109,6 @@ lazy_pages! {
     CHANGES, changes_page, __preload_changes_page => ChangesPage,
     CONNECT, connect_page, __preload_connect_page => ConnectPage,
     CONNECTED, connected_page, __preload_connected_page => ConnectedPage,
+    TOKENS, tokens_page, __preload_tokens_page => TokensPage,
     CONSENT, consent_page, __preload_consent_page => ConsentPage,
 }

@@ -72,6 +72,11 @@ const GROUPS: &[Group] = &[
                 owns: &["/connected", "/oauth"],
             },
             Link {
+                href: "/tokens",
+                label: "API tokens",
+                owns: &["/tokens"],
+            },
+            Link {
                 href: "/users",
                 label: "Users",
                 owns: &["/users"],

@@ -229,7 +229,7 @@ fn fresh_key(key: CreatedKey) -> impl IntoView {
 /// `navigator.clipboard.writeText(text)`, looked up dynamically: a browser without the
 /// Clipboard API (or a plain-HTTP origin) leaves the key selectable on the page instead.
 #[cfg(feature = "hydrate")]
-fn copy_to_clipboard(text: &str) {
+pub(crate) fn copy_to_clipboard(text: &str) {
     use js_sys::{Function, Reflect};
     let call = || -> Result<(), wasm_bindgen::JsValue> {
         let navigator = Reflect::get(&window(), &"navigator".into())?;
