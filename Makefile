@@ -159,7 +159,7 @@ clippy: deps-build
 PG_SERVER_TESTS := mcp_endpoint hardening mcp_skills oauth holds holds_console feedback \
   guardrails guardrail_hook inspection_policy upstream_guardrails revisions console_security connect_console gitops tool_pins upstream_errors \
   upstream_schemas catalog_code skill_bundles refusals upstream_identity tasks core_tasks workspaces \
-  trusted_issuers console_sso holds_doors
+  trusted_issuers console_sso holds_doors hold_notifications
 empty :=
 space := $(empty) $(empty)
 PG_TESTS_FILTER := package(skillgate-core) | (binary_id(skillgate::it) & test(/^($(subst $(space),|,$(strip $(PG_SERVER_TESTS))))::/))

@@ -138,6 +138,12 @@ pub struct Metrics {
     hooks: Family<HookLabel, Histogram>,
     panics: Counter,
     password_verifications: Counter,
+    notifications: Family<OutcomeLabel, Counter>,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabel {
+    outcome: &'static str,
 }
 
 /// Bucket bounds in seconds: 25 µs doubling to about 0.8 s, so both a 0.1 ms store read
@@ -215,6 +221,12 @@ impl Metrics {
             "Console passwords checked with argon2, including the dummy check for unknown names",
             password_verifications.clone(),
         );
+        let notifications = Family::<OutcomeLabel, Counter>::default();
+        registry.register(
+            "hold_notifications",
+            "Delivery attempts of hold announcements to approvers, by outcome (delivered, retry, failed: every retry spent)",
+            notifications.clone(),
+        );
         Self {
             registry,
             phases,
@@ -225,6 +237,7 @@ impl Metrics {
             hooks,
             panics,
             password_verifications,
+            notifications,
         }
     }
 
@@ -300,6 +313,13 @@ impl Metrics {
                 outcome,
             })
             .observe(elapsed.as_secs_f64());
+    }
+
+    /// Counts one delivery attempt of a hold announcement: `delivered`, `retry` or `failed`.
+    pub fn count_notification(&self, outcome: &'static str) {
+        self.notifications
+            .get_or_create(&OutcomeLabel { outcome })
+            .inc();
     }
 
     /// Counts an MCP request whose handler panicked.

@@ -213,6 +213,29 @@ impl NewEvent {
         .by(reviewer)
     }
 
+    /// The announcement `event` of hold `hold_id` to notifier `notifier` failed `attempts`
+    /// times, the last with `error`; nobody heard of the hold through it.
+    pub fn hold_notification_failed(
+        session_id: &str,
+        hold_id: &str,
+        notifier: &str,
+        event: &str,
+        attempts: u32,
+        error: &str,
+    ) -> Self {
+        Self::new(
+            EventKind::HoldNotificationFailed,
+            json!({
+                "hold_id": hold_id,
+                "notifier": notifier,
+                "event": event,
+                "attempts": attempts,
+                "error": error,
+            }),
+        )
+        .in_session(session_id)
+    }
+
     /// A hold that ran out of time; `was` is the state it expired in.
     pub fn hold_expired(session_id: &str, hold_id: &str, tool: &str, was: &str) -> Self {
         Self::new(

@@ -285,6 +285,21 @@ pub fn decode_entries_after(rows: &[AuditRow], learned_before: Vec<String>) -> V
                         hold_id.unwrap_or_default(),
                     ));
                 }
+                EventKind::HoldNotificationFailed => {
+                    entry.tone = Tone::Error;
+                    entry.badge = "not notified".into();
+                    entry.headline = format!(
+                        "Approvers not notified through {}",
+                        text(&payload, "notifier").unwrap_or_default()
+                    );
+                    entry.detail = Some(format!(
+                        "The {} announcement of hold {} failed {} times: {}",
+                        text(&payload, "event").unwrap_or_default(),
+                        hold_id.unwrap_or_default(),
+                        text(&payload, "attempts").unwrap_or_default(),
+                        text(&payload, "error").unwrap_or_default()
+                    ));
+                }
                 EventKind::HoldWithdrawn => {
                     entry.badge = "hold withdrawn".into();
                     entry.headline = "Hold withdrawn by the agent".into();

@@ -11,6 +11,7 @@
 //! each: a reason, never the decider's own agent, one decision per hold. The event records
 //! the decider and the door ([`Channel`]).
 
+pub mod notify;
 mod view;
 
 pub use view::{HoldView, sensitive_arguments, shown_state};

@@ -41,10 +41,13 @@ pub enum EventKind {
     /// Someone replayed the audit against a proposed catalog (what-if): who, over which
     /// window, against which file, and what it found. It changed nothing.
     WhatIfReplay,
+    /// An announcement of a hold to its approvers (a webhook) could not be delivered after
+    /// every retry. It changed no decision.
+    HoldNotificationFailed,
 }
 
 impl EventKind {
-    pub const ALL: [EventKind; 18] = [
+    pub const ALL: [EventKind; 19] = [
         EventKind::SessionStarted,
         EventKind::LearnGranted,
         EventKind::LearnDenied,
@@ -63,6 +66,7 @@ impl EventKind {
         EventKind::InspectionFinding,
         EventKind::HoldWithdrawn,
         EventKind::WhatIfReplay,
+        EventKind::HoldNotificationFailed,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -85,6 +89,7 @@ impl EventKind {
             EventKind::InspectionFinding => "inspection_finding",
             EventKind::HoldWithdrawn => "hold_withdrawn",
             EventKind::WhatIfReplay => "what_if_replay",
+            EventKind::HoldNotificationFailed => "hold_notification_failed",
         }
     }
 }
@@ -173,6 +178,7 @@ mod tests {
                 "inspection_finding",
                 "hold_withdrawn",
                 "what_if_replay",
+                "hold_notification_failed",
             ]
         );
     }

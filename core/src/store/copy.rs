@@ -47,6 +47,8 @@ pub const COPIED_TABLES: &[&str] = &[
     "governance_sessions",
     "skill_feedback",
     "holds",
+    "hold_notifiers",
+    "hold_notifications",
     "call_tasks",
     "rate_limit_slots",
     "oauth_clients",

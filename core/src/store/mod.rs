@@ -28,6 +28,7 @@ pub(crate) mod external_subjects;
 pub mod holds;
 pub mod keys;
 mod lane;
+pub mod notifications;
 pub mod oauth;
 pub mod replay;
 pub mod reveals;

@@ -77,6 +77,22 @@ async fn source() -> Source {
     .await;
     exec(
         pool,
+        "INSERT INTO hold_notifiers (id, name, kind, target, secret, scopes, roles, \
+         expiring_minutes, created_at, created_by) VALUES (3, 'ops-chat', 'webhook', \
+         'https://hooks.example.com/x', 'whsec_s3cret', '[\"support\"]', '[]', 30, $1, 'admin')",
+        &[at],
+    )
+    .await;
+    exec(
+        pool,
+        "INSERT INTO hold_notifications (id, notifier_id, hold_id, event, state, attempts, \
+         next_attempt_at, last_status, created_at, delivered_at) VALUES ('ntf_1', 3, \
+         'hold_gone', 'hold.created', 'delivered', 2, $1, 200, $1, $1)",
+        &[at],
+    )
+    .await;
+    exec(
+        pool,
         "INSERT INTO console_api_tokens (user_id, name, token_hash, prefix, created_at, \
          created_by, expires_at, revoked_at) VALUES (7, 'runbook', 'hash-of-sgp', 'sgp_AbCdEfGh', \
          $1, 'admin', NULL, $1)",

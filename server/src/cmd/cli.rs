@@ -26,7 +26,7 @@ pub struct Cli {
     )]
     pub database_url: String,
 
-    /// The workspace the key, catalog, skill, holds and audit commands work in: its own catalog,
+    /// The workspace the key, catalog, skill, holds, notifier and audit commands work in: its own catalog,
     /// keys, sessions and audit chain. `default` is the platform database's own.
     #[arg(
         long,
@@ -65,6 +65,9 @@ pub enum Command {
     /// List, show, approve or deny approval holds (calls waiting for a person).
     #[command(subcommand)]
     Holds(crate::cmd::holds::HoldsCommand),
+    /// Where approvers hear of holds: webhooks, and their delivery log.
+    #[command(subcommand)]
+    Notifier(crate::cmd::notifier::NotifierCommand),
     /// Verify, export, checkpoint or prune the tamper-evident audit log.
     Audit(crate::cmd::audit::AuditArgs),
     /// Copy a SQLite deployment into an empty PostgreSQL database (--from, --to), then
@@ -204,6 +207,28 @@ pub struct ServeArgs {
         value_parser = clap::value_parser!(u64).range(20..=60_000)
     )]
     pub catalog_poll_ms: u64,
+
+    /// How often each replica looks for holds to announce to their notifiers (webhooks) and
+    /// for announcements due: a hold is announced within about this long of being raised.
+    #[arg(
+        long,
+        env = "SKILLGATE_HOLD_NOTIFY_POLL_MS",
+        value_name = "MILLISECONDS",
+        default_value_t = 1000,
+        value_parser = clap::value_parser!(u64).range(20..=60_000)
+    )]
+    pub hold_notify_poll_ms: u64,
+
+    /// The wait before a failed hold announcement is sent again; each later retry waits
+    /// three times longer, six attempts in all.
+    #[arg(
+        long,
+        env = "SKILLGATE_HOLD_NOTIFY_RETRY_MS",
+        value_name = "MILLISECONDS",
+        default_value_t = 10_000,
+        value_parser = clap::value_parser!(u64).range(10..=3_600_000)
+    )]
+    pub hold_notify_retry_ms: u64,
 
     /// Lifetime of an OAuth access token.
     #[arg(

@@ -8,6 +8,7 @@ pub mod cli;
 pub mod holds;
 pub mod key;
 pub mod migrate;
+pub mod notifier;
 pub mod serve;
 pub mod signing_key;
 pub mod skill;
@@ -101,12 +102,13 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
                     | Command::Catalog(_)
                     | Command::Skill(_)
                     | Command::Holds(_)
+                    | Command::Notifier(_)
                     | Command::Audit(_)
             )
         )
     {
         anyhow::bail!(
-            "--workspace applies to the key, catalog, skill, holds and audit commands; this command \
+            "--workspace applies to the key, catalog, skill, holds, notifier and audit commands; this command \
              works on the whole deployment (unset SKILLGATE_WORKSPACE or pass --workspace default)"
         );
     }
@@ -118,6 +120,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Key(command)) => key::run(&target, command).await,
         Some(Command::Skill(command)) => skill::run(&target, command).await,
         Some(Command::Holds(command)) => holds::run(&target, command).await,
+        Some(Command::Notifier(command)) => notifier::run(&target, command).await,
         Some(Command::DemoUpstream(args)) => {
             let options = skillgate_demo_upstream::DemoUpstreamOptions {
                 executions_log: args.executions_log,

@@ -18,6 +18,7 @@ mod gitops;
 mod guardrail_hook;
 mod guardrails;
 mod hardening;
+mod hold_notifications;
 mod holds;
 mod holds_console;
 mod holds_doors;

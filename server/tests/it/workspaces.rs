@@ -128,7 +128,8 @@ fn an_unknown_workspace_or_one_given_to_a_deployment_wide_command_is_refused() {
     assert!(malformed.contains("--workspace"), "{malformed}");
     let deployment_wide = failed(server.cli(&["--workspace", "nope", "workspace", "list"]));
     assert!(
-        deployment_wide.contains("applies to the key, catalog, skill, holds and audit commands"),
+        deployment_wide
+            .contains("applies to the key, catalog, skill, holds, notifier and audit commands"),
         "{deployment_wide}"
     );
     let taken = failed(server.cli(&["workspace", "create", "default"]));

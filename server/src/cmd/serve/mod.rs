@@ -25,6 +25,7 @@ use skillgate_core::audit::{AuditLog, CheckpointSigner};
 use skillgate_core::console_sso::{ConsoleSso, PasswordSignIn};
 use skillgate_core::gateway::{Gateway, GatewayOptions};
 use skillgate_core::holds::Holds;
+use skillgate_core::holds::notify::{HoldNotifier, RetryPolicy};
 use skillgate_core::keys::AgentKeys;
 use skillgate_core::metrics::Metrics;
 use skillgate_core::oauth::OAuthService;
@@ -79,6 +80,11 @@ struct Shared {
     metrics: Arc<Metrics>,
     checkpoint_interval: Duration,
     catalog_poll: Duration,
+    /// How each workspace's holds are announced: the console's address for their links,
+    /// how often the worker looks, and how it retries.
+    console_url: Arc<str>,
+    notify_poll: Duration,
+    notify_retry: RetryPolicy,
     /// The store of every workspace served, for the final checkpoints.
     served: Arc<Mutex<Vec<Store>>>,
 }
@@ -155,6 +161,15 @@ impl WorkspaceServices {
         let revisions = Revisions::new(admin.clone());
         let holds = Holds::new(store.clone(), audit.clone(), catalog.clone());
         spawn_hold_expiry(holds.clone());
+        HoldNotifier::new(
+            store.clone(),
+            audit.clone(),
+            catalog.clone(),
+            &shared.console_url,
+            shared.notify_retry,
+        )
+        .with_metrics(shared.metrics.clone())
+        .spawn(shared.notify_poll);
         upstreams.upsert(CURATION_UPSTREAM, in_process_config(revisions.clone()));
         upstream_sync::spawn_catalog_follow(admin.clone(), upstreams.clone(), shared.catalog_poll);
         let gateway = Gateway::new(
@@ -303,6 +318,12 @@ pub async fn build(
         metrics: metrics.clone(),
         checkpoint_interval: Duration::from_secs(args.audit_checkpoint_interval),
         catalog_poll: Duration::from_millis(args.catalog_poll_ms),
+        console_url: args.public_url()?.into(),
+        notify_poll: Duration::from_millis(args.hold_notify_poll_ms),
+        notify_retry: RetryPolicy {
+            base: Duration::from_millis(args.hold_notify_retry_ms),
+            ..RetryPolicy::default()
+        },
         served: Arc::default(),
     };
     let checkpoints = AuditCheckpoints {

@@ -1,0 +1,149 @@
+//! Hold notifiers: added and removed through the door, so each has its `admin_change`
+//! event. A notifier's signing secret is generated here and returned once; the audit and
+//! every listing see only that it exists.
+
+use chrono::Utc;
+use serde_json::{Value, json};
+
+use super::{AdminError, AdminService, target};
+use crate::model::check_upstream_url;
+use crate::store::StoreError;
+use crate::store::notifications::{
+    NewNotifier, NotifierInfo, NotifierSecret, delete_notifier_on, insert_notifier_on,
+};
+
+/// The longest wait before expiry a notifier may announce: a day.
+pub const MAX_EXPIRING_MINUTES: u32 = 24 * 60;
+const MAX_NAME_LEN: usize = 64;
+
+/// A webhook notifier to add: which holds (scopes, roles; empty: all) and whether to warn
+/// before expiry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebhookSpec {
+    pub name: String,
+    pub url: String,
+    pub scopes: Vec<String>,
+    pub roles: Vec<String>,
+    pub expiring_minutes: Option<u32>,
+}
+
+fn notifier_json(n: &NotifierInfo) -> Value {
+    json!({
+        "kind": n.kind,
+        "target": n.target,
+        "scopes": n.scopes,
+        "roles": n.roles,
+        "expiring_minutes": n.expiring_minutes,
+    })
+}
+
+impl AdminService {
+    /// Adds a webhook that announces holds; returns it and its signing secret, shown once.
+    #[tracing::instrument(skip(self))]
+    pub async fn add_webhook_notifier(
+        &self,
+        actor: &str,
+        spec: WebhookSpec,
+    ) -> Result<(NotifierInfo, NotifierSecret), AdminError> {
+        let name = spec.name.trim().to_owned();
+        let plain = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
+        if name.is_empty() || name.len() > MAX_NAME_LEN || !name.chars().all(plain) {
+            return Err(AdminError::bad_input(
+                "name",
+                format!("a notifier name is 1 to {MAX_NAME_LEN} letters, digits, `.`, `_` or `-`"),
+            ));
+        }
+        let url = spec.url.trim().to_owned();
+        check_upstream_url(&url, false).map_err(|_| {
+            AdminError::bad_input(
+                "url",
+                format!(
+                    "`{url}` must be an https:// URL, or http:// to this machine (localhost, \
+                     127.0.0.1, ::1): a webhook receives what held calls would do"
+                ),
+            )
+        })?;
+        if spec
+            .expiring_minutes
+            .is_some_and(|m| m == 0 || m > MAX_EXPIRING_MINUTES)
+        {
+            return Err(AdminError::bad_input(
+                "expiring_minutes",
+                format!(
+                    "warn 1 to {MAX_EXPIRING_MINUTES} minutes before a hold expires, or not at all"
+                ),
+            ));
+        }
+        let catalog = self.live();
+        for scope in &spec.scopes {
+            if catalog.scope(scope).is_none() {
+                return Err(AdminError::bad_input(
+                    "scopes",
+                    format!("there is no scope `{scope}`"),
+                ));
+            }
+        }
+        for role in &spec.roles {
+            if catalog.role(role).is_none() {
+                return Err(AdminError::bad_input(
+                    "roles",
+                    format!("there is no role `{role}`"),
+                ));
+            }
+        }
+        let secret = NotifierSecret(crate::keys::random_secret("whsec_"));
+        let actor_name = actor.to_owned();
+        self.save_record(
+            actor,
+            "hold_notifier.create",
+            target("hold_notifier", &name),
+            move |conn| {
+                Box::pin(async move {
+                    let info = insert_notifier_on(
+                        conn,
+                        &NewNotifier {
+                            name: &name,
+                            kind: "webhook",
+                            target: &url,
+                            secret: &secret,
+                            scopes: &spec.scopes,
+                            roles: &spec.roles,
+                            expiring_minutes: spec.expiring_minutes,
+                            created_at: Utc::now(),
+                            created_by: &actor_name,
+                        },
+                    )
+                    .await?;
+                    let after = notifier_json(&info);
+                    Ok(((info, secret), Value::Null, after))
+                })
+            },
+        )
+        .await
+    }
+
+    /// Removes a notifier and its delivery log: holds are no longer announced through it.
+    #[tracing::instrument(skip(self))]
+    pub async fn remove_notifier(
+        &self,
+        actor: &str,
+        name: &str,
+    ) -> Result<NotifierInfo, AdminError> {
+        let name = name.to_owned();
+        self.save_record(
+            actor,
+            "hold_notifier.delete",
+            target("hold_notifier", &name),
+            move |conn| {
+                Box::pin(async move {
+                    let info = delete_notifier_on(conn, &name)
+                        .await?
+                        .ok_or_else(|| StoreError::NotFound(format!("notifier `{name}`")))?;
+                    let before = notifier_json(&info);
+                    Ok((info, before, Value::Null))
+                })
+            },
+        )
+        .await
+    }
+}
