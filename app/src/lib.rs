@@ -22,6 +22,7 @@ pub mod holds;
 pub mod inspection;
 pub mod limits;
 pub mod login;
+pub mod notifiers;
 pub mod oauth;
 pub mod preload;
 pub mod revisions;
@@ -207,6 +208,11 @@ pub fn App() -> impl IntoView {
                     <Route
                         path=path!("tokens")
                         view=routes::TOKENS
+                        ssr=SsrMode::Async
+                    />
+                    <Route
+                        path=path!("notifications")
+                        view=routes::NOTIFICATIONS
                         ssr=SsrMode::Async
                     />
                     <Route

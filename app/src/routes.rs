@@ -25,6 +25,7 @@ use crate::dashboard::Dashboard;
 use crate::holds::{HoldPage, HoldsPage};
 use crate::inspection::InspectorsPage;
 use crate::login::LoginPage;
+use crate::notifiers::NotifiersPage;
 use crate::oauth::{ConnectedPage, ConsentPage};
 use crate::revisions::{CandidatePage, CandidatesPage};
 use crate::roles::{NewRolePage, RoleEditPage, RolePage, RolesPage};
@@ -110,5 +111,6 @@ lazy_pages! {
     CONNECT, connect_page, __preload_connect_page => ConnectPage,
     CONNECTED, connected_page, __preload_connected_page => ConnectedPage,
     TOKENS, tokens_page, __preload_tokens_page => TokensPage,
+    NOTIFICATIONS, notifications_page, __preload_notifications_page => NotifiersPage,
     CONSENT, consent_page, __preload_consent_page => ConsentPage,
 }

@@ -10,7 +10,7 @@ import { ADMIN_PASSWORD, expectHeading, launch, navLink, newPage, screenshot, si
 
 const SECTIONS = [
   'Roles', 'Skills', 'Tools', 'Upstreams', 'Scopes & keys', 'Connect an agent', 'Sessions',
-  'Connected clients', 'API tokens', 'Holds', 'Candidates', 'Users', 'Audit integrity', 'Dashboard',
+  'Connected clients', 'API tokens', 'Holds', 'Notifications', 'Candidates', 'Users', 'Audit integrity', 'Dashboard',
 ];
 
 /**

@@ -92,6 +92,11 @@ const GROUPS: &[Group] = &[
                 owns: &["/holds"],
             },
             Link {
+                href: "/notifications",
+                label: "Notifications",
+                owns: &["/notifications"],
+            },
+            Link {
                 href: "/candidates",
                 label: "Candidates",
                 owns: &["/candidates"],

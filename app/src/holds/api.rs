@@ -87,8 +87,35 @@ pub struct HoldDetail {
     pub finished_at: Option<String>,
     /// Whether the signed-in user has a console role that decides holds.
     pub can_review: bool,
+    /// The session's calls before this one (at most ten, oldest first).
+    pub earlier: Vec<EarlierCall>,
+    /// Who was told of the hold, and when.
+    pub notified: Vec<Notified>,
     /// What a plain (no JavaScript) decision on this page reported.
     pub notice: Option<Notice>,
+}
+
+/// One call the hold's session made before it, as its timeline shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EarlierCall {
+    pub at: String,
+    pub badge: String,
+    pub headline: String,
+}
+
+/// One announcement of the hold to its approvers, and how its delivery went.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Notified {
+    pub notifier: String,
+    /// `hold.created` or `hold.expiring`.
+    pub event: String,
+    /// `pending`, `delivered` or `failed`.
+    pub state: String,
+    pub attempts: u32,
+    /// When it was delivered, or when it is tried next (failed: the last attempt's time).
+    pub at: String,
+    pub last_status: Option<u16>,
+    pub last_error: Option<String>,
 }
 
 /// Pending holds for the dashboard: how many (at most one page), and whether there are more.
@@ -293,8 +320,33 @@ mod ssr {
             .await
             .map_err(internal)?
             .and_then(|k| k.created_by);
+        let around = service().surroundings(&hold).await.map_err(error)?;
+        let earlier = around
+            .earlier
+            .into_iter()
+            .map(|e| EarlierCall {
+                at: e.at,
+                badge: e.badge,
+                headline: e.headline,
+            })
+            .collect();
+        let notified = around
+            .notified
+            .into_iter()
+            .map(|n| Notified {
+                at: stamp(n.delivered_at.unwrap_or(n.next_attempt_at)),
+                notifier: n.notifier,
+                event: n.event,
+                state: n.state,
+                attempts: n.attempts,
+                last_status: n.last_status,
+                last_error: n.last_error,
+            })
+            .collect();
         let now = Utc::now();
         Ok(Some(HoldDetail {
+            earlier,
+            notified,
             summary: summary(&hold, now),
             arguments: arguments(&hold.arguments, &sensitive),
             arguments_digest: hold.arguments_digest.clone(),

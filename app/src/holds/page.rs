@@ -14,7 +14,8 @@ use leptos_router::hooks::{use_params_map, use_query_map};
 use crate::components::flash::Notice;
 use crate::components::{ErrorNotice, Loading};
 use crate::holds::api::{
-    ApproveHold, DenyHold, HoldDetail, HoldSummary, MAX_REASON, STATE_FILTERS, get_hold, list_holds,
+    ApproveHold, DenyHold, HoldDetail, HoldSummary, MAX_REASON, Notified, STATE_FILTERS, get_hold,
+    list_holds,
 };
 use crate::revisions::candidates::{pager, when};
 use crate::shared::ConsoleError;
@@ -308,11 +309,82 @@ fn hold_view(
                     .into_any()
             }}
         </section>
+        <section aria-labelledby="hold-earlier">
+            <h2 id="hold-earlier">"The session's earlier calls"</h2>
+            {if h.earlier.is_empty() {
+                view! { <p class="muted">"None: this is the session's first call."</p> }.into_any()
+            } else {
+                view! {
+                    <ol class="hold-earlier" aria-labelledby="hold-earlier">
+                        {h.earlier
+                            .iter()
+                            .map(|c| view! {
+                                <li>
+                                    <time datetime=c.at.clone()>{when(&c.at)}</time>
+                                    " " <span class="badge">{c.badge.clone()}</span>
+                                    " " {c.headline.clone()}
+                                </li>
+                            })
+                            .collect_view()}
+                    </ol>
+                }
+                    .into_any()
+            }}
+        </section>
+        <section aria-labelledby="hold-notified">
+            <h2 id="hold-notified">"Who was notified"</h2>
+            {if h.notified.is_empty() {
+                view! {
+                    <p class="muted">
+                        "Nobody yet: no notifier announces this hold, or its announcement is still being recorded."
+                    </p>
+                }
+                    .into_any()
+            } else {
+                view! {
+                    <ul class="hold-notified" aria-labelledby="hold-notified">
+                        {h.notified.iter().map(notified_line).collect_view()}
+                    </ul>
+                }
+                    .into_any()
+            }}
+        </section>
         <section aria-labelledby="hold-decision">
             <h2 id="hold-decision">"Decision"</h2>
             {move || latest.get().or_else(|| from_redirect.clone()).map(outcome)}
             {decision(&h, approve, deny)}
         </section>
+    }
+}
+
+/// One announcement: to whom, what, and how its delivery went.
+fn notified_line(n: &Notified) -> impl IntoView + use<> {
+    let what = if n.event == "hold.expiring" {
+        "that it expires soon"
+    } else {
+        "that it waits"
+    };
+    let how = match n.state.as_str() {
+        "delivered" => format!("delivered {}", when(&n.at)),
+        "failed" => format!(
+            "failed after {} attempts: {}",
+            n.attempts,
+            n.last_error.clone().unwrap_or_default()
+        ),
+        _ if n.attempts == 0 => "being sent".to_owned(),
+        _ => format!(
+            "retrying ({} failed, last: {}); next try {}",
+            n.attempts,
+            n.last_error.clone().unwrap_or_default(),
+            when(&n.at)
+        ),
+    };
+    view! {
+        <li class=format!("notified-{}", n.state)>
+            <strong>{n.notifier.clone()}</strong>
+            {format!(", {what}: ")}
+            <span class=format!("badge status-{}", n.state)>{how}</span>
+        </li>
     }
 }
 

@@ -127,6 +127,20 @@ impl Decider {
     }
 }
 
+/// The most earlier calls [`Holds::surroundings`] shows, and the session events it reads
+/// to find them.
+pub const EARLIER_CALLS: usize = 10;
+const SESSION_EVENTS_READ: u32 = 500;
+
+/// What a decider reads beside a hold ([`Holds::surroundings`]).
+#[derive(Debug, Clone)]
+pub struct Surroundings {
+    /// The session's calls before the hold, as its timeline shows them, oldest first.
+    pub earlier: Vec<crate::compliance::TimelineEntry>,
+    /// Each announcement of the hold to a notifier, and how its delivery went.
+    pub notified: Vec<crate::store::notifications::NotificationRow>,
+}
+
 /// The reviewers' service. Cheap to share behind an `Arc`.
 #[derive(Debug, Clone)]
 pub struct Holds {
@@ -158,6 +172,31 @@ impl Holds {
             .hold(id)
             .await?
             .ok_or_else(|| HoldError::NotFound(id.to_owned()))
+    }
+
+    /// What a decider reads beside `hold`: up to `EARLIER_CALLS` calls its session made
+    /// before it (newest last), and every announcement of it to the approvers.
+    pub async fn surroundings(&self, hold: &HoldRow) -> Result<Surroundings, HoldError> {
+        let rows = self
+            .store
+            .audit_session_rows(&hold.session_id, 0, SESSION_EVENTS_READ)
+            .await?;
+        let held_at = rows.iter().position(|row| {
+            row.kind == crate::names::EventKind::CallHeld.as_str()
+                && serde_json::from_str::<serde_json::Value>(&row.payload)
+                    .is_ok_and(|payload| payload["hold_id"] == hold.id.as_str())
+        });
+        let before = &rows[..held_at.unwrap_or(rows.len())];
+        let mut earlier: Vec<_> = crate::compliance::decode_entries(before)
+            .into_iter()
+            .filter(|entry| entry.kind.starts_with("call_"))
+            .collect();
+        let skip = earlier.len().saturating_sub(EARLIER_CALLS);
+        earlier.drain(..skip);
+        Ok(Surroundings {
+            earlier,
+            notified: self.store.notifications_of_hold(&hold.id).await?,
+        })
     }
 
     /// `hold` as a decider reads it at `now`, under the live catalog.

@@ -1,0 +1,252 @@
+//! The notifications page: the webhooks that announce holds to approvers, the form that
+//! adds one (admins; its signing secret shown once), and the delivery log.
+
+use leptos::form::ActionForm;
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::components::A;
+
+use super::api::{
+    AddWebhook, CreatedNotifier, DeliveryLine, NotifierLine, RemoveNotifier, list_notifiers,
+};
+use crate::components::csrf::CsrfField;
+use crate::components::flash::Notice;
+use crate::components::forms::{FieldError, FormOutcome, error_for, last_error};
+use crate::components::{ErrorNotice, Loading};
+use crate::shared::ConsoleError;
+
+#[component]
+pub fn NotifiersPage() -> impl IntoView {
+    let add = ServerAction::<AddWebhook>::new();
+    let remove = ServerAction::<RemoveNotifier>::new();
+    // Outside any `Suspend`: reading a reveal consumes it, so this fetch runs once per render.
+    let query = leptos_router::hooks::use_query_map();
+    let data = Resource::new(
+        move || {
+            (
+                query.read().get("reveal"),
+                add.version().get(),
+                remove.version().get(),
+            )
+        },
+        |(reveal, _, _)| list_notifiers(reveal),
+    );
+    view! {
+        <Title text="Notifications" />
+        <h1>"Notifications"</h1>
+        <p class="lead">
+            "Webhooks that tell approvers a call waits for them: when a hold is raised and, if you ask, before it expires. Each request is signed; a chat channel's incoming webhook can post it as it is."
+        </p>
+        <Suspense fallback=|| view! { <Loading /> }>
+            {move || Suspend::new(async move {
+                match data.await {
+                    Ok(view) => {
+                        let from_redirect = view.notice.map(Ok);
+                        let fresh = view.fresh.map(fresh_secret);
+                        let form = view.can_edit.then(|| add_form(add));
+                        let notifiers = if view.notifiers.is_empty() {
+                            view! {
+                                <p class="muted" id="notifiers-none">
+                                    "No notifiers: holds are seen only on the Holds page."
+                                </p>
+                            }
+                                .into_any()
+                        } else {
+                            notifier_table(view.notifiers, view.can_edit, remove).into_any()
+                        };
+                        view! {
+                            {move || {
+                                remove.value().get().or_else(|| from_redirect.clone()).map(outcome)
+                            }}
+                            {fresh}
+                            {move || {
+                                add.value().get().and_then(Result::ok).flatten().map(fresh_secret)
+                            }}
+                            <h2 id="notifiers-heading">"Notifiers"</h2>
+                            {notifiers}
+                            {form}
+                            <h2 id="log-heading">"Delivery log"</h2>
+                            {delivery_log(view.log)}
+                        }
+                            .into_any()
+                    }
+                    Err(e) => view! { <ErrorNotice error=e /> }.into_any(),
+                }
+            })}
+        </Suspense>
+    }
+}
+
+fn add_form(add: ServerAction<AddWebhook>) -> impl IntoView {
+    let error = last_error(add);
+    let err = move |f: &'static str| Signal::derive(move || error_for(error(), f));
+    view! {
+        <ActionForm action=add attr:class="card form" attr:aria-labelledby="new-notifier-heading">
+            <CsrfField />
+            <h2 id="new-notifier-heading">"Add a webhook"</h2>
+            <FormOutcome
+                action=add
+                fields=&["name", "url", "scopes", "roles", "expiring_minutes"]
+                saved="Webhook added."
+            />
+            <div class="form-row">
+                <div>
+                    <label for="notifier-name">"Name"</label>
+                    <input id="notifier-name" name="name" required placeholder="ops-chat" aria-describedby="notifier-name-error" />
+                    <FieldError id="notifier-name-error" message=err("name") />
+                </div>
+                <div>
+                    <label for="notifier-url">"URL (https://, or http:// to this machine)"</label>
+                    <input id="notifier-url" name="url" required aria-describedby="notifier-url-error" />
+                    <FieldError id="notifier-url-error" message=err("url") />
+                </div>
+            </div>
+            <div class="form-row">
+                <div>
+                    <label for="notifier-scopes">"Scopes (comma-separated; empty: all)"</label>
+                    <input id="notifier-scopes" name="scopes" aria-describedby="notifier-scopes-error" />
+                    <FieldError id="notifier-scopes-error" message=err("scopes") />
+                </div>
+                <div>
+                    <label for="notifier-roles">"Roles (comma-separated; empty: all)"</label>
+                    <input id="notifier-roles" name="roles" aria-describedby="notifier-roles-error" />
+                    <FieldError id="notifier-roles-error" message=err("roles") />
+                </div>
+                <div>
+                    <label for="notifier-expiring">"Also warn this many minutes before expiry (empty: no)"</label>
+                    <input id="notifier-expiring" name="expiring_minutes" inputmode="numeric" aria-describedby="notifier-expiring-error" />
+                    <FieldError id="notifier-expiring-error" message=err("expiring_minutes") />
+                </div>
+            </div>
+            <button type="submit" class="primary">"Add webhook"</button>
+        </ActionForm>
+    }
+}
+
+/// The new webhook's signing secret, shown once.
+fn fresh_secret(created: CreatedNotifier) -> impl IntoView {
+    view! {
+        <div class="card fresh-key" id="new-notifier" role="status" aria-labelledby="fresh-notifier-heading">
+            <h3 id="fresh-notifier-heading">{format!("Webhook “{}” to {}", created.name, created.url)}</h3>
+            <p class="notice info">
+                "Its signing secret is shown only once. Check each request's skillgate-signature: v1= and the hex HMAC-SHA256, under this secret, of skillgate-timestamp, a dot and the body."
+            </p>
+            <div class="key-line">
+                <code id="fresh-notifier-secret">{created.secret}</code>
+            </div>
+        </div>
+    }
+}
+
+fn outcome(result: Result<Notice, ConsoleError>) -> impl IntoView {
+    let (class, role, message) = match result {
+        Ok(n) if !n.error => ("notice ok", "status", n.message),
+        Ok(n) => ("notice error", "alert", n.message),
+        Err(e) => ("notice error", "alert", e.to_string()),
+    };
+    view! {
+        <div class=class role=role id="form-outcome">
+            <p>{message}</p>
+        </div>
+    }
+}
+
+fn notifier_table(
+    rows: Vec<NotifierLine>,
+    can_edit: bool,
+    remove: ServerAction<RemoveNotifier>,
+) -> impl IntoView {
+    view! {
+        <table class="table" aria-label="Notifiers">
+            <thead>
+                <tr>
+                    <th scope="col">"Name"</th>
+                    <th scope="col">"Kind"</th>
+                    <th scope="col">"Target"</th>
+                    <th scope="col">"Scopes"</th>
+                    <th scope="col">"Roles"</th>
+                    <th scope="col">"Before expiry"</th>
+                    <th scope="col">"Added"</th>
+                    {can_edit.then(|| view! { <th scope="col"><span class="visually-hidden">"Remove"</span></th> })}
+                </tr>
+            </thead>
+            <tbody>
+                {rows
+                    .into_iter()
+                    .map(|n| {
+                        let name = n.name.clone();
+                        let action = can_edit.then(move || {
+                            let label = format!("Remove notifier {name}");
+                            view! {
+                                <td>
+                                    <ActionForm action=remove attr:class="inline-form">
+                                        <CsrfField />
+                                        <input type="hidden" name="name" value=name />
+                                        <button type="submit" class="danger" aria-label=label>"Remove"</button>
+                                    </ActionForm>
+                                </td>
+                            }
+                        });
+                        view! {
+                            <tr id=format!("notifier-{}", n.name)>
+                                <td>{n.name.clone()}</td>
+                                <td>{n.kind.clone()}</td>
+                                <td><code>{n.target.clone()}</code></td>
+                                <td>{n.scopes.clone()}</td>
+                                <td>{n.roles.clone()}</td>
+                                <td>{n.expiring_minutes.map_or_else(|| "no".to_owned(), |m| format!("{m} min"))}</td>
+                                <td>{n.created.clone()}</td>
+                                {action}
+                            </tr>
+                        }
+                    })
+                    .collect_view()}
+            </tbody>
+        </table>
+    }
+}
+
+fn delivery_log(rows: Vec<DeliveryLine>) -> impl IntoView {
+    if rows.is_empty() {
+        return view! { <p class="muted" id="log-none">"Nothing announced yet."</p> }.into_any();
+    }
+    view! {
+        <table class="table" aria-label="Delivery log">
+            <thead>
+                <tr>
+                    <th scope="col">"When"</th>
+                    <th scope="col">"Notifier"</th>
+                    <th scope="col">"Hold"</th>
+                    <th scope="col">"Event"</th>
+                    <th scope="col">"State"</th>
+                    <th scope="col">"Attempts"</th>
+                    <th scope="col">"Last answer"</th>
+                </tr>
+            </thead>
+            <tbody>
+                {rows
+                    .into_iter()
+                    .map(|d| {
+                        let answer = match (d.last_status, &d.last_error) {
+                            (_, Some(error)) => error.clone(),
+                            (Some(status), None) => format!("HTTP {status}"),
+                            (None, None) => "-".to_owned(),
+                        };
+                        view! {
+                            <tr id=format!("delivery-{}", d.id)>
+                                <td>{d.at.clone()}</td>
+                                <td>{d.notifier.clone()}</td>
+                                <td><A href=format!("/holds/{}", d.hold_id)><code>{d.hold_id.clone()}</code></A></td>
+                                <td>{d.event.clone()}</td>
+                                <td><span class=format!("badge status-{}", d.state)>{d.state.clone()}</span></td>
+                                <td>{d.attempts}</td>
+                                <td>{answer}</td>
+                            </tr>
+                        }
+                    })
+                    .collect_view()}
+            </tbody>
+        </table>
+    }
+    .into_any()
+}
