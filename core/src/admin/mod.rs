@@ -47,7 +47,7 @@ pub use catalog::CredentialUpdate;
 pub use error::AdminError;
 pub use external::{ExternalAdmission, external_credential_name};
 pub use inspection::{INSPECTION_TARGET, PolicyIssue, policy_issues};
-pub use notifiers::{MAX_EXPIRING_MINUTES, WebhookSpec};
+pub use notifiers::{EmailSpec, MAX_EXPIRING_MINUTES, WebhookSpec};
 pub use oauth::{NewConsent, OAUTH_ACTOR};
 pub use shares::SharesProjected;
 pub use sso::SsoSignIn;

@@ -6,6 +6,7 @@ use chrono::Utc;
 use serde_json::{Value, json};
 
 use super::{AdminError, AdminService, target};
+use crate::holds::notify::SmtpSettings;
 use crate::model::check_upstream_url;
 use crate::store::StoreError;
 use crate::store::notifications::{
@@ -27,10 +28,35 @@ pub struct WebhookSpec {
     pub expiring_minutes: Option<u32>,
 }
 
+/// An email notifier to add: the recipients, the SMTP server (`tls` defaults to STARTTLS),
+/// and which holds, as for a webhook.
+#[derive(Clone, PartialEq, Eq)]
+pub struct EmailSpec {
+    pub name: String,
+    pub to: Vec<String>,
+    pub smtp: SmtpSettings,
+    /// The SMTP password; stored like a webhook's secret, never shown again.
+    pub password: Option<String>,
+    pub scopes: Vec<String>,
+    pub roles: Vec<String>,
+    pub expiring_minutes: Option<u32>,
+}
+
+impl std::fmt::Debug for EmailSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EmailSpec")
+            .field("name", &self.name)
+            .field("to", &self.to)
+            .field("smtp", &self.smtp)
+            .finish_non_exhaustive()
+    }
+}
+
 fn notifier_json(n: &NotifierInfo) -> Value {
     json!({
         "kind": n.kind,
         "target": n.target,
+        "settings": n.settings,
         "scopes": n.scopes,
         "roles": n.roles,
         "expiring_minutes": n.expiring_minutes,
@@ -45,14 +71,8 @@ impl AdminService {
         actor: &str,
         spec: WebhookSpec,
     ) -> Result<(NotifierInfo, NotifierSecret), AdminError> {
-        let name = spec.name.trim().to_owned();
-        let plain = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
-        if name.is_empty() || name.len() > MAX_NAME_LEN || !name.chars().all(plain) {
-            return Err(AdminError::bad_input(
-                "name",
-                format!("a notifier name is 1 to {MAX_NAME_LEN} letters, digits, `.`, `_` or `-`"),
-            ));
-        }
+        let name =
+            self.check_selection(&spec.name, &spec.scopes, &spec.roles, spec.expiring_minutes)?;
         let url = spec.url.trim().to_owned();
         check_upstream_url(&url, false).map_err(|_| {
             AdminError::bad_input(
@@ -63,34 +83,6 @@ impl AdminService {
                 ),
             )
         })?;
-        if spec
-            .expiring_minutes
-            .is_some_and(|m| m == 0 || m > MAX_EXPIRING_MINUTES)
-        {
-            return Err(AdminError::bad_input(
-                "expiring_minutes",
-                format!(
-                    "warn 1 to {MAX_EXPIRING_MINUTES} minutes before a hold expires, or not at all"
-                ),
-            ));
-        }
-        let catalog = self.live();
-        for scope in &spec.scopes {
-            if catalog.scope(scope).is_none() {
-                return Err(AdminError::bad_input(
-                    "scopes",
-                    format!("there is no scope `{scope}`"),
-                ));
-            }
-        }
-        for role in &spec.roles {
-            if catalog.role(role).is_none() {
-                return Err(AdminError::bad_input(
-                    "roles",
-                    format!("there is no role `{role}`"),
-                ));
-            }
-        }
         let secret = NotifierSecret(crate::keys::random_secret("whsec_"));
         let actor_name = actor.to_owned();
         self.save_record(
@@ -105,6 +97,7 @@ impl AdminService {
                             name: &name,
                             kind: "webhook",
                             target: &url,
+                            settings: None,
                             secret: &secret,
                             scopes: &spec.scopes,
                             roles: &spec.roles,
@@ -120,6 +113,109 @@ impl AdminService {
             },
         )
         .await
+    }
+
+    /// Adds an email notifier that announces holds to `spec.to` through `spec.smtp`.
+    #[tracing::instrument(skip(self))]
+    pub async fn add_email_notifier(
+        &self,
+        actor: &str,
+        spec: EmailSpec,
+    ) -> Result<NotifierInfo, AdminError> {
+        let name =
+            self.check_selection(&spec.name, &spec.scopes, &spec.roles, spec.expiring_minutes)?;
+        if spec.to.is_empty() {
+            return Err(AdminError::bad_input("to", "name at least one recipient"));
+        }
+        for address in spec.to.iter().chain([&spec.smtp.from]) {
+            address.parse::<lettre::Address>().map_err(|e| {
+                AdminError::bad_input("to", format!("`{address}` is not an email address: {e}"))
+            })?;
+        }
+        let host = spec.smtp.host.trim();
+        if host.is_empty() || host.contains(['/', ' ', ':']) {
+            return Err(AdminError::bad_input(
+                "smtp",
+                "name the SMTP server's host, and its port apart",
+            ));
+        }
+        let settings = serde_json::to_value(&spec.smtp).expect("settings serialize");
+        let secret = NotifierSecret(spec.password.clone().unwrap_or_default());
+        let to = spec.to.join(",");
+        let actor_name = actor.to_owned();
+        self.save_record(
+            actor,
+            "hold_notifier.create",
+            target("hold_notifier", &name),
+            move |conn| {
+                Box::pin(async move {
+                    let info = insert_notifier_on(
+                        conn,
+                        &NewNotifier {
+                            name: &name,
+                            kind: "email",
+                            target: &to,
+                            settings: Some(&settings),
+                            secret: &secret,
+                            scopes: &spec.scopes,
+                            roles: &spec.roles,
+                            expiring_minutes: spec.expiring_minutes,
+                            created_at: Utc::now(),
+                            created_by: &actor_name,
+                        },
+                    )
+                    .await?;
+                    let after = notifier_json(&info);
+                    Ok((info, Value::Null, after))
+                })
+            },
+        )
+        .await
+    }
+
+    /// Checks what every notifier has: its name (returned trimmed), its warning before
+    /// expiry, and scopes and roles the catalog has.
+    fn check_selection(
+        &self,
+        name: &str,
+        scopes: &[String],
+        roles: &[String],
+        expiring_minutes: Option<u32>,
+    ) -> Result<String, AdminError> {
+        let name = name.trim().to_owned();
+        let plain = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
+        if name.is_empty() || name.len() > MAX_NAME_LEN || !name.chars().all(plain) {
+            return Err(AdminError::bad_input(
+                "name",
+                format!("a notifier name is 1 to {MAX_NAME_LEN} letters, digits, `.`, `_` or `-`"),
+            ));
+        }
+        if expiring_minutes.is_some_and(|m| m == 0 || m > MAX_EXPIRING_MINUTES) {
+            return Err(AdminError::bad_input(
+                "expiring_minutes",
+                format!(
+                    "warn 1 to {MAX_EXPIRING_MINUTES} minutes before a hold expires, or not at all"
+                ),
+            ));
+        }
+        let catalog = self.live();
+        for scope in scopes {
+            if catalog.scope(scope).is_none() {
+                return Err(AdminError::bad_input(
+                    "scopes",
+                    format!("there is no scope `{scope}`"),
+                ));
+            }
+        }
+        for role in roles {
+            if catalog.role(role).is_none() {
+                return Err(AdminError::bad_input(
+                    "roles",
+                    format!("there is no role `{role}`"),
+                ));
+            }
+        }
+        Ok(name)
     }
 
     /// Removes a notifier and its delivery log: holds are no longer announced through it.

@@ -20,6 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
@@ -237,7 +238,10 @@ impl HoldNotifier {
         let attempt = delivery.attempts + 1;
         let hold = self.store.hold(&delivery.hold_id).await?;
         let result = match (notifier, &hold) {
-            (Some((info, secret)), Some(hold)) => self.post(info, secret, &delivery, hold).await,
+            (Some((info, secret)), Some(hold)) => match info.kind.as_str() {
+                "email" => self.email(info, secret, &delivery, hold).await,
+                _ => self.post(info, secret, &delivery, hold).await,
+            },
             (None, _) => Err(Failure::Gone("the notifier was removed".to_owned())),
             (_, None) => Err(Failure::Gone("the hold is gone".to_owned())),
         };
@@ -327,13 +331,105 @@ impl HoldNotifier {
         }
     }
 
+    /// One email to the notifier's recipients through its SMTP server; `250` once the
+    /// server accepted it.
+    async fn email(
+        &self,
+        notifier: &NotifierInfo,
+        password: &NotifierSecret,
+        delivery: &NotificationRow,
+        hold: &HoldRow,
+    ) -> Result<u16, Failure> {
+        use lettre::message::header::ContentType;
+        use lettre::transport::smtp::authentication::Credentials;
+        use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
+
+        let smtp: SmtpSettings = notifier
+            .settings
+            .clone()
+            .and_then(|s| serde_json::from_value(s).ok())
+            .ok_or_else(|| Failure::Gone("the notifier has no SMTP settings".to_owned()))?;
+        let invalid = |e: &dyn std::fmt::Display| Failure::Gone(format!("cannot be sent: {e}"));
+        let mut message = Message::builder()
+            .from(smtp.from.parse().map_err(|e| invalid(&e))?)
+            .subject(self.subject(delivery, hold))
+            .header(ContentType::TEXT_PLAIN);
+        for to in notifier
+            .target
+            .split(',')
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+        {
+            message = message.to(to.parse().map_err(|e| invalid(&e))?);
+        }
+        let body = format!(
+            "{}\n\nThe call, exactly as it would run:\n{}\n\nDelivery {}.\n",
+            self.text(delivery, hold),
+            serde_json::to_string_pretty(
+                &HoldView::new(hold, &self.catalog.load(), Utc::now()).arguments
+            )
+            .unwrap_or_default(),
+            delivery.id
+        );
+        let message = message.body(body).map_err(|e| invalid(&e))?;
+        let smtp_error = |e: lettre::transport::smtp::Error| {
+            Failure::Smtp(e.to_string().chars().take(MAX_ERROR_CHARS).collect())
+        };
+        let builder = match smtp.tls {
+            SmtpTls::Starttls => AsyncSmtpTransport::<Tokio1Executor>::starttls_relay(&smtp.host)
+                .map_err(smtp_error)?,
+            SmtpTls::Tls => {
+                AsyncSmtpTransport::<Tokio1Executor>::relay(&smtp.host).map_err(smtp_error)?
+            }
+            SmtpTls::None => AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(&smtp.host),
+        };
+        let mut builder = builder.port(smtp.port).timeout(Some(DELIVERY_TIMEOUT));
+        if let Some(username) = &smtp.username {
+            builder = builder.credentials(Credentials::new(
+                username.clone(),
+                password.expose().to_owned(),
+            ));
+        }
+        let response = builder.build().send(message).await.map_err(smtp_error)?;
+        Ok(u16::from(response.code()))
+    }
+
+    fn subject(&self, delivery: &NotificationRow, hold: &HoldRow) -> String {
+        match delivery.event.as_str() {
+            EXPIRING => format!(
+                "Expiring soon: {} waits for approval ({})",
+                hold.tool, hold.id
+            ),
+            _ => format!(
+                "Approval needed: {} for {} ({})",
+                hold.tool, hold.key_name, hold.id
+            ),
+        }
+    }
+
     /// The announcement: the hold as a decider reads it, its console link, and one line
     /// a chat channel shows as it is.
     fn body(&self, delivery: &NotificationRow, hold: &HoldRow) -> Value {
         let now = Utc::now();
         let view = HoldView::new(hold, &self.catalog.load(), now);
-        let url = format!("{}/holds/{}", self.console, hold.id);
-        let text = match delivery.event.as_str() {
+        json!({
+            "type": delivery.event,
+            "delivery": delivery.id,
+            "text": self.text(delivery, hold),
+            "url": self.link(hold),
+            "hold": view,
+            "state_now": shown_state(hold, now).as_str(),
+        })
+    }
+
+    fn link(&self, hold: &HoldRow) -> String {
+        format!("{}/holds/{}", self.console, hold.id)
+    }
+
+    /// One sentence about the hold with its console link.
+    fn text(&self, delivery: &NotificationRow, hold: &HoldRow) -> String {
+        let url = self.link(hold);
+        match delivery.event.as_str() {
             EXPIRING => format!(
                 "Hold {id} expires {expires} unless someone decides it: {tool} for key {key} \
                  (scope {scope}, role {role}), held by {rule}. Decide: {url}",
@@ -355,15 +451,7 @@ impl HoldNotifier {
                 rule = hold.rule,
                 expires = hold.expires_at.format("%Y-%m-%d %H:%M UTC"),
             ),
-        };
-        json!({
-            "type": delivery.event,
-            "delivery": delivery.id,
-            "text": text,
-            "url": url,
-            "hold": view,
-            "state_now": shown_state(hold, now).as_str(),
-        })
+        }
     }
 }
 
@@ -401,10 +489,37 @@ fn state_word(outcome: Outcome) -> &'static str {
     }
 }
 
+/// How an email notifier reaches its SMTP server.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SmtpSettings {
+    pub host: String,
+    pub port: u16,
+    #[serde(default)]
+    pub tls: SmtpTls,
+    /// Sign in as this user (with the notifier's password), when the server asks it.
+    #[serde(default)]
+    pub username: Option<String>,
+    /// The sender's address.
+    pub from: String,
+}
+
+/// STARTTLS (the default, refusing a server that does not offer it), TLS from the first
+/// byte (port 465), or none: plain text, for a relay on this machine.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SmtpTls {
+    #[default]
+    Starttls,
+    Tls,
+    None,
+}
+
 #[derive(Debug, thiserror::Error)]
 enum Failure {
     #[error("answered HTTP {0}")]
     Status(u16),
+    #[error("SMTP: {0}")]
+    Smtp(String),
     #[error("could not be reached: {0}")]
     Unreachable(String),
     /// Nothing to deliver any more: not retried.

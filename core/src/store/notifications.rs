@@ -13,10 +13,12 @@ use super::{Store, StoreError, Tx, stamp};
 pub struct NotifierInfo {
     pub id: i64,
     pub name: String,
-    /// `webhook`.
+    /// `webhook` or `email`.
     pub kind: String,
-    /// The webhook's URL.
+    /// The webhook's URL, or the email's recipients (comma-separated).
     pub target: String,
+    /// An email notifier's SMTP server (host, port, tls, username, from); no password.
+    pub settings: Option<serde_json::Value>,
     /// The scopes and roles whose holds it announces; empty: every one.
     pub scopes: Vec<String>,
     pub roles: Vec<String>,
@@ -67,6 +69,7 @@ pub struct NewNotifier<'a> {
     pub name: &'a str,
     pub kind: &'a str,
     pub target: &'a str,
+    pub settings: Option<&'a serde_json::Value>,
     pub secret: &'a NotifierSecret,
     pub scopes: &'a [String],
     pub roles: &'a [String],
@@ -76,7 +79,7 @@ pub struct NewNotifier<'a> {
 }
 
 const NOTIFIER_COLUMNS: &str =
-    "id, name, kind, target, scopes, roles, expiring_minutes, created_at, created_by";
+    "id, name, kind, target, settings, scopes, roles, expiring_minutes, created_at, created_by";
 
 const NOTIFICATION_SELECT: &str = "SELECT d.id, d.notifier_id, n.name AS notifier, d.hold_id, \
      d.event, d.state, d.attempts, d.next_attempt_at, d.last_status, d.last_error, \
@@ -102,11 +105,17 @@ fn names(row: &AnyRow, column: &str) -> Result<Vec<String>, StoreError> {
 
 fn notifier_from_row(row: &AnyRow) -> Result<NotifierInfo, StoreError> {
     let minutes: Option<i64> = row.try_get("expiring_minutes")?;
+    let settings = row
+        .try_get::<Option<String>, _>("settings")?
+        .map(|text| serde_json::from_str(&text))
+        .transpose()
+        .map_err(|e| StoreError::Corrupt(format!("notifier settings: {e}")))?;
     Ok(NotifierInfo {
         id: row.try_get("id")?,
         name: row.try_get("name")?,
         kind: row.try_get("kind")?,
         target: row.try_get("target")?,
+        settings,
         scopes: names(row, "scopes")?,
         roles: names(row, "roles")?,
         expiring_minutes: minutes.and_then(|m| u32::try_from(m).ok()),
@@ -336,13 +345,15 @@ pub(crate) async fn insert_notifier_on(
     let json = |names: &[String]| serde_json::to_string(names).expect("strings serialize");
     let row = sqlx::query(&format!(
         "INSERT INTO hold_notifiers
-             (name, kind, target, secret, scopes, roles, expiring_minutes, created_at, created_by)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+             (name, kind, target, settings, secret, scopes, roles, expiring_minutes, created_at,
+              created_by)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
          RETURNING {NOTIFIER_COLUMNS}"
     ))
     .bind(notifier.name)
     .bind(notifier.kind)
     .bind(notifier.target)
+    .bind(notifier.settings.map(|s| s.to_string()))
     .bind(notifier.secret.expose())
     .bind(json(notifier.scopes))
     .bind(json(notifier.roles))

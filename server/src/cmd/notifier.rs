@@ -3,7 +3,8 @@
 //! signing secret is printed once. `log` is the delivery log.
 
 use clap::Subcommand;
-use skillgate_core::admin::{AdminService, WebhookSpec};
+use skillgate_core::admin::{AdminService, EmailSpec, WebhookSpec};
+use skillgate_core::holds::notify::{SmtpSettings, SmtpTls};
 use skillgate_core::store::notifications::{NotificationRow, NotifierInfo};
 
 use crate::cmd::Target;
@@ -28,6 +29,35 @@ pub enum NotifierCommand {
         #[arg(long, value_name = "MINUTES")]
         expiring_minutes: Option<u32>,
     },
+    /// Add an email notifier: holds are mailed to the recipients through an SMTP server.
+    AddEmail {
+        name: String,
+        /// A recipient; repeatable.
+        #[arg(long = "to", value_name = "ADDRESS", required = true)]
+        to: Vec<String>,
+        /// The sender's address.
+        #[arg(long, value_name = "ADDRESS")]
+        from: String,
+        /// The SMTP server's host.
+        #[arg(long, value_name = "HOST")]
+        smtp_host: String,
+        /// Its port (default: 587 for STARTTLS, 465 for TLS, 25 for none).
+        #[arg(long, value_name = "PORT")]
+        smtp_port: Option<u16>,
+        /// starttls (default: refuses a server that does not offer it), tls (from the first
+        /// byte), or none (plain text: a relay on this machine only).
+        #[arg(long, value_enum, default_value_t = Tls::Starttls)]
+        tls: Tls,
+        /// Sign in as this user; the password is read from the first line of standard input.
+        #[arg(long, value_name = "USER")]
+        username: Option<String>,
+        #[arg(long = "scope", value_name = "SCOPE")]
+        scopes: Vec<String>,
+        #[arg(long = "role", value_name = "ROLE")]
+        roles: Vec<String>,
+        #[arg(long, value_name = "MINUTES")]
+        expiring_minutes: Option<u32>,
+    },
     /// List the notifiers (never their secrets).
     List,
     /// Remove a notifier and its delivery log.
@@ -37,6 +67,13 @@ pub enum NotifierCommand {
         #[arg(long, value_name = "HOLD_ID")]
         hold: Option<String>,
     },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Tls {
+    Starttls,
+    Tls,
+    None,
 }
 
 pub async fn run(target: &Target, command: NotifierCommand) -> anyhow::Result<()> {
@@ -68,6 +105,56 @@ pub async fn run(target: &Target, command: NotifierCommand) -> anyhow::Result<()
                 info.name,
                 info.target,
                 secret.expose()
+            );
+        }
+        NotifierCommand::AddEmail {
+            name,
+            to,
+            from,
+            smtp_host,
+            smtp_port,
+            tls,
+            username,
+            scopes,
+            roles,
+            expiring_minutes,
+        } => {
+            let tls = match tls {
+                Tls::Starttls => SmtpTls::Starttls,
+                Tls::Tls => SmtpTls::Tls,
+                Tls::None => SmtpTls::None,
+            };
+            let port = smtp_port.unwrap_or(match tls {
+                SmtpTls::Starttls => 587,
+                SmtpTls::Tls => 465,
+                SmtpTls::None => 25,
+            });
+            let password = match &username {
+                Some(_) => Some(crate::cmd::user::read_password()?.expose().to_owned()),
+                None => None,
+            };
+            let spec = EmailSpec {
+                name,
+                to,
+                smtp: SmtpSettings {
+                    host: smtp_host,
+                    port,
+                    tls,
+                    username,
+                    from,
+                },
+                password,
+                scopes,
+                roles,
+                expiring_minutes,
+            };
+            let info = AdminService::open(store)
+                .await?
+                .add_email_notifier(&actor, spec)
+                .await?;
+            println!(
+                "email notifier `{}` announces holds to {}",
+                info.name, info.target
             );
         }
         NotifierCommand::List => {

@@ -12,7 +12,7 @@ use crate::cmd::cli::UserCommand;
 
 /// Reads one line from stdin as the password, so scripts can pipe it in and it never
 /// appears in the process list or shell history.
-fn read_password() -> anyhow::Result<Password> {
+pub(crate) fn read_password() -> anyhow::Result<Password> {
     // A line, not all of stdin: `< /dev/zero` or a wrong file must not fill the memory.
     const MAX_LINE: u64 = 4096;
     let mut line = String::new();

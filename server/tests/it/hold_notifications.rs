@@ -320,3 +320,187 @@ async fn a_receiver_that_does_not_answer_holds_up_no_governed_call() {
     gate.add_permits(10);
     receiver.wait_for(2).await;
 }
+
+/// One message an SMTP sink accepted.
+#[derive(Debug, Clone)]
+struct Mail {
+    from: String,
+    to: Vec<String>,
+    data: String,
+}
+
+/// A small SMTP server on loopback that accepts every message and keeps it: what a mail
+/// relay would be handed. It offers no STARTTLS.
+struct SmtpSink {
+    mails: Arc<Mutex<Vec<Mail>>>,
+    arrived: Arc<Notify>,
+    port: u16,
+}
+
+impl SmtpSink {
+    async fn start() -> Self {
+        use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let mails = Arc::new(Mutex::new(Vec::new()));
+        let arrived = Arc::new(Notify::new());
+        let (kept, told) = (mails.clone(), arrived.clone());
+        tokio::spawn(async move {
+            loop {
+                let (stream, _) = listener.accept().await.unwrap();
+                let (kept, told) = (kept.clone(), told.clone());
+                tokio::spawn(async move {
+                    let (read, mut write) = stream.into_split();
+                    let mut lines = BufReader::new(read).lines();
+                    write.write_all(b"220 sink ESMTP\r\n").await.unwrap();
+                    let mut mail = Mail {
+                        from: String::new(),
+                        to: Vec::new(),
+                        data: String::new(),
+                    };
+                    while let Ok(Some(line)) = lines.next_line().await {
+                        let verb = line.get(..4).unwrap_or("").to_ascii_uppercase();
+                        let answer: &[u8] = match verb.as_str() {
+                            "EHLO" => b"250-sink\r\n250 8BITMIME\r\n",
+                            "HELO" | "RSET" | "NOOP" => b"250 ok\r\n",
+                            "MAIL" => {
+                                mail.from = line.clone();
+                                b"250 ok\r\n"
+                            }
+                            "RCPT" => {
+                                mail.to.push(line.clone());
+                                b"250 ok\r\n"
+                            }
+                            "DATA" => {
+                                write.write_all(b"354 go on\r\n").await.unwrap();
+                                while let Ok(Some(data)) = lines.next_line().await {
+                                    if data == "." {
+                                        break;
+                                    }
+                                    mail.data.push_str(&data);
+                                    mail.data.push('\n');
+                                }
+                                kept.lock().unwrap().push(mail.clone());
+                                told.notify_waiters();
+                                b"250 kept\r\n"
+                            }
+                            "QUIT" => {
+                                let _ = write.write_all(b"221 bye\r\n").await;
+                                return;
+                            }
+                            _ => b"502 not here\r\n",
+                        };
+                        write.write_all(answer).await.unwrap();
+                    }
+                });
+            }
+        });
+        Self {
+            mails,
+            arrived,
+            port,
+        }
+    }
+
+    async fn wait_for_mail(&self) -> Mail {
+        loop {
+            let arrived = self.arrived.notified();
+            if let Some(mail) = self.mails.lock().unwrap().first().cloned() {
+                return mail;
+            }
+            arrived.await;
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_hold_is_emailed_to_approvers_through_an_smtp_server_with_its_link() {
+    let sink = SmtpSink::start().await;
+    let server = Server::start_with(&FAST);
+    let port = sink.port.to_string();
+    let added = cli_ok(
+        &server,
+        &[
+            "notifier",
+            "add-email",
+            "approvers",
+            "--to",
+            "rita@example.com",
+            "--to",
+            "sam@example.com",
+            "--from",
+            "skillgate@example.com",
+            "--smtp-host",
+            "127.0.0.1",
+            "--smtp-port",
+            &port,
+            "--tls",
+            "none",
+        ],
+    );
+    assert!(
+        added.contains("rita@example.com,sam@example.com"),
+        "{added}"
+    );
+    let (client, session) = tier_one(&server, &server.support_key).await;
+    let hold = held(&client, &session, 300).await;
+
+    let mail = sink.wait_for_mail().await;
+    // The body is quoted-printable: join its soft line breaks.
+    let text = mail.data.replace("=\n", "");
+    assert!(mail.from.contains("<skillgate@example.com>"), "{mail:?}");
+    assert_eq!(mail.to.len(), 2, "{mail:?}");
+    assert!(
+        text.contains("Subject: Approval needed: process_refund"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("{}/holds/{hold}", server.base)),
+        "{text}"
+    );
+    assert!(text.contains("\"amount\": 300"), "{text}");
+    // The delivery is recorded with the server's acceptance. (The sink runs on this
+    // test's thread: the wait yields to it, so it can answer the client's QUIT.)
+    let log = loop {
+        let log = cli_ok(&server, &["notifier", "log", "--hold", &hold]);
+        if log.contains("delivered") {
+            break log;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(log.contains("250"), "{log}");
+}
+
+#[tokio::test]
+async fn an_email_notifier_refuses_to_send_in_clear_to_a_server_without_starttls() {
+    let sink = SmtpSink::start().await;
+    let server = Server::start_with(&FAST);
+    let port = sink.port.to_string();
+    // No --tls: STARTTLS is required, and the sink does not offer it.
+    cli_ok(
+        &server,
+        &[
+            "notifier",
+            "add-email",
+            "strict",
+            "--to",
+            "rita@example.com",
+            "--from",
+            "skillgate@example.com",
+            "--smtp-host",
+            "127.0.0.1",
+            "--smtp-port",
+            &port,
+        ],
+    );
+    let (client, session) = tier_one(&server, &server.support_key).await;
+    let hold = held(&client, &session, 300).await;
+    let failed = wait_for_event(&server, "hold_notification_failed").await;
+    assert_eq!(failed["payload"]["hold_id"], hold.as_str());
+    let error = failed["payload"]["error"].as_str().unwrap();
+    assert!(error.starts_with("SMTP:"), "{error}");
+    assert!(
+        sink.mails.lock().unwrap().is_empty(),
+        "nothing was sent in clear"
+    );
+}
