@@ -5,7 +5,10 @@
 //! for requests that accept HTML), and the result would be lost; so the server function also
 //! leaves it in the console session, and the page takes it out exactly once when it renders.
 
+use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
+
+use crate::shared::ConsoleError;
 
 /// What a form post reports back to the page it came from.
 #[derive(Clone, PartialEq, Serialize, Deserialize)]
@@ -41,6 +44,21 @@ impl Notice {
             secret: Some(secret),
             ..Self::ok(message)
         }
+    }
+}
+
+/// A form's outcome above a page's lists (`#form-outcome`): a success as a status, a
+/// refusal or failure as an alert.
+pub fn outcome(result: Result<Notice, ConsoleError>) -> impl IntoView {
+    let (class, role, message) = match result {
+        Ok(n) if !n.error => ("notice ok", "status", n.message),
+        Ok(n) => ("notice error", "alert", n.message),
+        Err(e) => ("notice error", "alert", e.to_string()),
+    };
+    view! {
+        <div class=class role=role id="form-outcome">
+            <p>{message}</p>
+        </div>
     }
 }
 

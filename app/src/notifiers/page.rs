@@ -10,10 +10,9 @@ use super::api::{
     AddWebhook, CreatedNotifier, DeliveryLine, NotifierLine, RemoveNotifier, list_notifiers,
 };
 use crate::components::csrf::CsrfField;
-use crate::components::flash::Notice;
+use crate::components::flash::outcome;
 use crate::components::forms::{FieldError, FormOutcome, error_for, last_error};
 use crate::components::{ErrorNotice, Loading};
-use crate::shared::ConsoleError;
 
 #[component]
 pub fn NotifiersPage() -> impl IntoView {
@@ -134,19 +133,6 @@ fn fresh_secret(created: CreatedNotifier) -> impl IntoView {
             <div class="key-line">
                 <code id="fresh-notifier-secret">{created.secret}</code>
             </div>
-        </div>
-    }
-}
-
-fn outcome(result: Result<Notice, ConsoleError>) -> impl IntoView {
-    let (class, role, message) = match result {
-        Ok(n) if !n.error => ("notice ok", "status", n.message),
-        Ok(n) => ("notice error", "alert", n.message),
-        Err(e) => ("notice error", "alert", e.to_string()),
-    };
-    view! {
-        <div class=class role=role id="form-outcome">
-            <p>{message}</p>
         </div>
     }
 }

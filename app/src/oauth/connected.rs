@@ -8,10 +8,9 @@ use crate::components::csrf::CsrfField;
 use leptos::prelude::*;
 use leptos_meta::Title;
 
-use crate::components::flash::Notice;
+use crate::components::flash::outcome;
 use crate::components::{ErrorNotice, Loading};
 use crate::oauth::api::{GrantLine, RevokeGrant, list_grants};
-use crate::shared::ConsoleError;
 
 #[component]
 pub fn ConnectedPage() -> impl IntoView {
@@ -102,19 +101,6 @@ fn allowed_scopes(scopes: Vec<String>) -> impl IntoView {
         <ul class="inline-list" aria-labelledby="my-allowed-scopes">{list}</ul>
     }
     .into_any()
-}
-
-fn outcome(result: Result<Notice, ConsoleError>) -> impl IntoView {
-    let (class, role, message) = match result {
-        Ok(n) if !n.error => ("notice ok", "status", n.message),
-        Ok(n) => ("notice error", "alert", n.message),
-        Err(e) => ("notice error", "alert", e.to_string()),
-    };
-    view! {
-        <div class=class role=role id="form-outcome">
-            <p>{message}</p>
-        </div>
-    }
 }
 
 fn grant_table(

@@ -9,10 +9,9 @@ use leptos_meta::Title;
 
 use super::api::{CreateApiToken, CreatedToken, RevokeApiToken, TokenLine, list_api_tokens};
 use crate::components::csrf::CsrfField;
-use crate::components::flash::Notice;
+use crate::components::flash::outcome;
 use crate::components::forms::{FieldError, FormOutcome, error_for, last_error};
 use crate::components::{ErrorNotice, Loading};
-use crate::shared::ConsoleError;
 
 #[component]
 pub fn TokensPage() -> impl IntoView {
@@ -193,19 +192,6 @@ fn fresh_token(token: CreatedToken) -> impl IntoView {
             <pre class="schema" id="fresh-token-example">
                 <code>{token.example}</code>
             </pre>
-        </div>
-    }
-}
-
-fn outcome(result: Result<Notice, ConsoleError>) -> impl IntoView {
-    let (class, role, message) = match result {
-        Ok(n) if !n.error => ("notice ok", "status", n.message),
-        Ok(n) => ("notice error", "alert", n.message),
-        Err(e) => ("notice error", "alert", e.to_string()),
-    };
-    view! {
-        <div class=class role=role id="form-outcome">
-            <p>{message}</p>
         </div>
     }
 }

@@ -52,6 +52,17 @@ impl std::fmt::Debug for EmailSpec {
     }
 }
 
+/// A checked notifier, ready to store.
+struct NewStored {
+    name: String,
+    kind: &'static str,
+    target: String,
+    settings: Option<Value>,
+    scopes: Vec<String>,
+    roles: Vec<String>,
+    expiring_minutes: Option<u32>,
+}
+
 fn notifier_json(n: &NotifierInfo) -> Value {
     json!({
         "kind": n.kind,
@@ -84,35 +95,17 @@ impl AdminService {
             )
         })?;
         let secret = NotifierSecret(crate::keys::random_secret("whsec_"));
-        let actor_name = actor.to_owned();
-        self.save_record(
-            actor,
-            "hold_notifier.create",
-            target("hold_notifier", &name),
-            move |conn| {
-                Box::pin(async move {
-                    let info = insert_notifier_on(
-                        conn,
-                        &NewNotifier {
-                            name: &name,
-                            kind: "webhook",
-                            target: &url,
-                            settings: None,
-                            secret: &secret,
-                            scopes: &spec.scopes,
-                            roles: &spec.roles,
-                            expiring_minutes: spec.expiring_minutes,
-                            created_at: Utc::now(),
-                            created_by: &actor_name,
-                        },
-                    )
-                    .await?;
-                    let after = notifier_json(&info);
-                    Ok(((info, secret), Value::Null, after))
-                })
-            },
-        )
-        .await
+        let stored = NewStored {
+            name,
+            kind: "webhook",
+            target: url,
+            settings: None,
+            scopes: spec.scopes,
+            roles: spec.roles,
+            expiring_minutes: spec.expiring_minutes,
+        };
+        let info = self.store_notifier(actor, stored, &secret).await?;
+        Ok((info, secret))
     }
 
     /// Adds an email notifier that announces holds to `spec.to` through `spec.smtp`.
@@ -141,25 +134,44 @@ impl AdminService {
         }
         let settings = serde_json::to_value(&spec.smtp).expect("settings serialize");
         let secret = NotifierSecret(spec.password.clone().unwrap_or_default());
-        let to = spec.to.join(",");
+        let stored = NewStored {
+            name,
+            kind: "email",
+            target: spec.to.join(","),
+            settings: Some(settings),
+            scopes: spec.scopes,
+            roles: spec.roles,
+            expiring_minutes: spec.expiring_minutes,
+        };
+        self.store_notifier(actor, stored, &secret).await
+    }
+
+    /// Stores a checked notifier with its `admin_change` event.
+    async fn store_notifier(
+        &self,
+        actor: &str,
+        stored: NewStored,
+        secret: &NotifierSecret,
+    ) -> Result<NotifierInfo, AdminError> {
+        let secret = NotifierSecret(secret.expose().to_owned());
         let actor_name = actor.to_owned();
         self.save_record(
             actor,
             "hold_notifier.create",
-            target("hold_notifier", &name),
+            target("hold_notifier", &stored.name),
             move |conn| {
                 Box::pin(async move {
                     let info = insert_notifier_on(
                         conn,
                         &NewNotifier {
-                            name: &name,
-                            kind: "email",
-                            target: &to,
-                            settings: Some(&settings),
+                            name: &stored.name,
+                            kind: stored.kind,
+                            target: &stored.target,
+                            settings: stored.settings.as_ref(),
                             secret: &secret,
-                            scopes: &spec.scopes,
-                            roles: &spec.roles,
-                            expiring_minutes: spec.expiring_minutes,
+                            scopes: &stored.scopes,
+                            roles: &stored.roles,
+                            expiring_minutes: stored.expiring_minutes,
                             created_at: Utc::now(),
                             created_by: &actor_name,
                         },
