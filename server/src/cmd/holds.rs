@@ -15,7 +15,7 @@ use skillgate_core::audit::AuditLog;
 use skillgate_core::holds::{Channel, Decider, HoldView, Holds, PAGE, state_filter};
 use skillgate_core::policy::CatalogHandle;
 use skillgate_core::store::Store;
-use skillgate_core::users::{ConsoleRole, Users};
+use skillgate_core::users::{ConsoleRole, ConsoleUser};
 
 use crate::cmd::Target;
 use crate::cmd::table::{table, when};
@@ -145,14 +145,11 @@ async fn decider(target: &Target, decision: &Decision) -> anyhow::Result<Decider
         return Ok(Decider::new(&crate::cmd::local_actor(), Channel::Cli));
     };
     let platform = Store::open(&target.database_url).await?;
-    let user = Users::new(platform.clone())
-        .list()
-        .await?
-        .into_iter()
-        .find(|u| u.name == name);
+    let found = platform.find_user(name).await;
     platform.close().await;
-    let user = user
-        .ok_or_else(|| anyhow::anyhow!("--as `{name}`: there is no console user of that name"))?;
+    let user: ConsoleUser = found?
+        .ok_or_else(|| anyhow::anyhow!("--as `{name}`: there is no console user of that name"))?
+        .try_into()?;
     anyhow::ensure!(
         !user.disabled,
         "--as `{name}`: that console user is disabled"
