@@ -242,18 +242,27 @@ impl Holds {
         if let Err(refused) = &result
             && let Some(code) = refused.refusal_code()
         {
-            let action = if approve { "hold.approve" } else { "hold.deny" };
-            let mut event = refusal_event(
-                &decider.name,
-                action,
-                &target("hold", id),
-                code,
-                &refused.to_string(),
-            );
-            event.payload["channel"] = decider.channel.as_str().into();
-            self.audit.append(event).await?;
+            self.record_refusal(decider, id, approve, code, &refused.to_string())
+                .await?;
         }
         result
+    }
+
+    /// Audits a decision refused before it reached this service (a door's role check:
+    /// a viewer's API token) as the service audits its own refusals.
+    pub async fn record_refusal(
+        &self,
+        decider: &Decider,
+        id: &str,
+        approve: bool,
+        code: &str,
+        message: &str,
+    ) -> Result<(), HoldError> {
+        let action = if approve { "hold.approve" } else { "hold.deny" };
+        let mut event = refusal_event(&decider.name, action, &target("hold", id), code, message);
+        event.payload["channel"] = decider.channel.as_str().into();
+        self.audit.append(event).await?;
+        Ok(())
     }
 
     async fn try_decide(

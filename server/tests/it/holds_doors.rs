@@ -240,6 +240,13 @@ async fn the_api_refuses_bad_requests_with_a_clear_status_and_changes_nothing() 
         body["message"].as_str().unwrap().contains("reviewer"),
         "{body}"
     );
+    let refused = server
+        .audit_events()
+        .into_iter()
+        .find(|e| e["kind"] == "admin_refused" && e["actor"] == "vic")
+        .expect("the viewer's attempt is on the record");
+    assert_eq!(refused["payload"]["code"], "FORBIDDEN");
+    assert_eq!(refused["payload"]["channel"], "api");
 
     let (status, body) = api
         .decide("hold_nope", "approve", &rita, json!({"reason": "ok"}))

@@ -91,14 +91,25 @@ async fn authenticate(
     }
 }
 
-fn deciding(holder: &TokenHolder) -> Result<Decider, ApiError> {
+/// The token's user as a decider, when their role decides holds; a refusal is audited.
+async fn deciding(
+    holds: &Holds,
+    holder: &TokenHolder,
+    id: &str,
+    approve: bool,
+) -> Result<Decider, ApiError> {
+    let decider = Decider::new(&holder.user.name, Channel::Api);
     if !holder.user.role.allows(ConsoleRole::Reviewer) {
-        return Err(ApiError::Forbidden(format!(
+        let message = format!(
             "deciding a hold needs the reviewer or admin role; `{}` is {}",
             holder.user.name, holder.user.role
-        )));
+        );
+        holds
+            .record_refusal(&decider, id, approve, "FORBIDDEN", &message)
+            .await?;
+        return Err(ApiError::Forbidden(message));
     }
-    Ok(Decider::new(&holder.user.name, Channel::Api))
+    Ok(decider)
 }
 
 /// An id longer than any hold's is not looked up.
@@ -163,8 +174,8 @@ async fn decide(
     body: Result<Json<DecisionBody>, JsonRejection>,
     approve: bool,
 ) -> Result<Json<HoldView>, ApiError> {
-    let decider = deciding(&holder)?;
     let id = checked_id(&id)?;
+    let decider = deciding(&holds, &holder, id, approve).await?;
     let Json(body) = body.map_err(ApiError::body)?;
     let now = Utc::now();
     if approve {
