@@ -115,7 +115,10 @@ async fn deciding(
 /// An id longer than any hold's is not looked up.
 fn checked_id(id: &str) -> Result<&str, ApiError> {
     if id.is_empty() || id.chars().count() > MAX_ID {
-        return Err(ApiError::NotFound(format!("there is no hold `{id}`")));
+        // Not echoed: it may be as long as a URL can be.
+        return Err(ApiError::NotFound(
+            "there is no hold with that id".to_owned(),
+        ));
     }
     Ok(id)
 }
