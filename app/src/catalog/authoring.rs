@@ -250,6 +250,44 @@ pub async fn client_config(key: &str) -> String {
 }
 
 /// A browser form post without JavaScript asks for HTML; a server-function call does not.
+/// Keeps a secret just made (`value`) for one render of `page` by `user_id`, and
+/// redirects there: a plain form post is answered with a redirect, which cannot carry
+/// the secret, so the page names it by a one-time reveal token (`page?reveal=…#anchor`).
+pub async fn reveal_after_redirect<T: serde::Serialize>(
+    ctx: &ConsoleContext,
+    user_id: i64,
+    value: &T,
+    page: &str,
+    anchor: &str,
+) -> Result<(), ConsoleError> {
+    let payload = serde_json::to_string(value).map_err(internal)?;
+    let reveal = ctx
+        .authoring
+        .stash_key_reveal(user_id, &payload)
+        .await
+        .map_err(internal)?;
+    leptos_axum::redirect(&format!("{page}?reveal={reveal}#{anchor}"));
+    Ok(())
+}
+
+/// The secret [`reveal_after_redirect`] kept under `reveal` for `user_id`: at most once,
+/// and only within its minute.
+pub async fn take_reveal<T: serde::de::DeserializeOwned>(
+    ctx: &ConsoleContext,
+    user_id: i64,
+    reveal: Option<String>,
+) -> Result<Option<T>, ConsoleError> {
+    let Some(reveal) = reveal else {
+        return Ok(None);
+    };
+    Ok(ctx
+        .authoring
+        .take_key_reveal(user_id, &reveal)
+        .await
+        .map_err(internal)?
+        .and_then(|payload| serde_json::from_str(&payload).ok()))
+}
+
 pub async fn is_plain_form_post() -> bool {
     leptos_axum::extract::<http::HeaderMap>()
         .await

@@ -84,7 +84,9 @@ mod ssr {
     use skillgate_core::users::ConsoleRole;
 
     use super::*;
-    use crate::catalog::authoring::{authoring_error, is_plain_form_post};
+    use crate::catalog::authoring::{
+        authoring_error, is_plain_form_post, reveal_after_redirect, take_reveal,
+    };
     use crate::shared::ssr::{context, internal, require};
 
     /// The delivery log's length on the page.
@@ -149,15 +151,7 @@ mod ssr {
                 last_error: d.last_error,
             })
             .collect();
-        let fresh = match reveal.filter(|_| can_edit) {
-            Some(reveal) => ctx
-                .authoring
-                .take_key_reveal(user.id, &reveal)
-                .await
-                .map_err(internal)?
-                .and_then(|payload| leptos::serde_json::from_str(&payload).ok()),
-            None => None,
-        };
+        let fresh = take_reveal(&ctx, user.id, reveal.filter(|_| can_edit)).await?;
         Ok(NotifiersView {
             notifiers,
             log,
@@ -201,13 +195,8 @@ mod ssr {
             secret: secret.expose().to_owned(),
         };
         if is_plain_form_post().await {
-            let payload = leptos::serde_json::to_string(&created).map_err(internal)?;
-            let reveal = ctx
-                .authoring
-                .stash_key_reveal(user.id, &payload)
-                .await
-                .map_err(internal)?;
-            leptos_axum::redirect(&format!("/notifications?reveal={reveal}#new-notifier"));
+            reveal_after_redirect(&ctx, user.id, &created, "/notifications", "new-notifier")
+                .await?;
             return Ok(None);
         }
         Ok(Some(created))

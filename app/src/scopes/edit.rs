@@ -192,8 +192,7 @@ pub fn ScopeEditPage() -> impl IntoView {
 
 /// The new key, shown once: the key, a copy button, and a client configuration to paste.
 fn fresh_key(key: CreatedKey) -> impl IntoView {
-    let copy_key = key.key.clone();
-    let copied = RwSignal::new(false);
+    let copy = copy_button(key.key.clone(), "Copy key");
     view! {
         <div class="card fresh-key" id="new-key" role="status" aria-labelledby="fresh-key-heading">
             <h3 id="fresh-key-heading">
@@ -204,19 +203,7 @@ fn fresh_key(key: CreatedKey) -> impl IntoView {
             </p>
             <div class="key-line">
                 <code id="fresh-key-value">{key.key}</code>
-                <button
-                    type="button"
-                    class="secondary"
-                    on:click=move |_| {
-                        #[cfg(feature = "hydrate")]
-                        copy_to_clipboard(&copy_key);
-                        #[cfg(not(feature = "hydrate"))]
-                        let _ = &copy_key;
-                        copied.set(true);
-                    }
-                >
-                    {move || if copied.get() { "Copied" } else { "Copy key" }}
-                </button>
+                {copy}
             </div>
             <p class="label">"MCP client configuration"</p>
             <pre class="schema" id="fresh-key-config">
@@ -226,10 +213,30 @@ fn fresh_key(key: CreatedKey) -> impl IntoView {
     }
 }
 
+/// A button that copies `text` (a secret shown once) to the clipboard; `label` until it did.
+pub(crate) fn copy_button(text: String, label: &'static str) -> impl IntoView {
+    let copied = RwSignal::new(false);
+    view! {
+        <button
+            type="button"
+            class="secondary"
+            on:click=move |_| {
+                #[cfg(feature = "hydrate")]
+                copy_to_clipboard(&text);
+                #[cfg(not(feature = "hydrate"))]
+                let _ = &text;
+                copied.set(true);
+            }
+        >
+            {move || if copied.get() { "Copied" } else { label }}
+        </button>
+    }
+}
+
 /// `navigator.clipboard.writeText(text)`, looked up dynamically: a browser without the
 /// Clipboard API (or a plain-HTTP origin) leaves the key selectable on the page instead.
 #[cfg(feature = "hydrate")]
-pub(crate) fn copy_to_clipboard(text: &str) {
+fn copy_to_clipboard(text: &str) {
     use js_sys::{Function, Reflect};
     let call = || -> Result<(), wasm_bindgen::JsValue> {
         let navigator = Reflect::get(&window(), &"navigator".into())?;

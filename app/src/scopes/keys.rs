@@ -32,15 +32,7 @@ pub async fn get_key_form(reveal: Option<String>) -> Result<KeyForm, ConsoleErro
     let user = crate::shared::ssr::require(ConsoleRole::Viewer).await?;
     let ctx = crate::shared::ssr::context();
     let can_edit = user.role.allows(ConsoleRole::Admin);
-    let fresh = match reveal.filter(|_| can_edit) {
-        Some(token) => ctx
-            .authoring
-            .take_key_reveal(user.id, &token)
-            .await
-            .map_err(crate::shared::ssr::internal)?
-            .and_then(|payload| leptos::serde_json::from_str(&payload).ok()),
-        None => None,
-    };
+    let fresh = ssr::take_reveal(&ctx, user.id, reveal.filter(|_| can_edit)).await?;
     Ok(KeyForm {
         scopes: ctx
             .authoring
@@ -81,14 +73,7 @@ pub async fn create_key(
         key: key.expose().to_owned(),
     };
     if ssr::is_plain_form_post().await {
-        let payload =
-            leptos::serde_json::to_string(&created).map_err(crate::shared::ssr::internal)?;
-        let token = ctx
-            .authoring
-            .stash_key_reveal(user.id, &payload)
-            .await
-            .map_err(crate::shared::ssr::internal)?;
-        leptos_axum::redirect(&format!("/scopes?reveal={token}#new-key"));
+        ssr::reveal_after_redirect(&ctx, user.id, &created, "/scopes", "new-key").await?;
         return Ok(None);
     }
     Ok(Some(created))

@@ -80,7 +80,9 @@ mod ssr {
     use skillgate_core::users::ConsoleRole;
 
     use super::*;
-    use crate::catalog::authoring::{authoring_error, expiry, is_plain_form_post};
+    use crate::catalog::authoring::{
+        authoring_error, expiry, is_plain_form_post, reveal_after_redirect, take_reveal,
+    };
     use crate::shared::ssr::{context, internal, require};
 
     fn stamp(at: DateTime<Utc>) -> String {
@@ -146,15 +148,7 @@ mod ssr {
         } else {
             None
         };
-        let fresh = match reveal {
-            Some(reveal) => ctx
-                .authoring
-                .take_key_reveal(user.id, &reveal)
-                .await
-                .map_err(internal)?
-                .and_then(|payload| leptos::serde_json::from_str(&payload).ok()),
-            None => None,
-        };
+        let fresh = take_reveal(&ctx, user.id, reveal).await?;
         Ok(TokensView {
             mine: mine.into_iter().map(|t| line(t, now)).collect(),
             others: is_admin.then(|| others.into_iter().map(|t| line(t, now)).collect()),
@@ -190,13 +184,7 @@ mod ssr {
             token: token.expose().to_owned(),
         };
         if is_plain_form_post().await {
-            let payload = leptos::serde_json::to_string(&created).map_err(internal)?;
-            let reveal = ctx
-                .authoring
-                .stash_key_reveal(user.id, &payload)
-                .await
-                .map_err(internal)?;
-            leptos_axum::redirect(&format!("/tokens?reveal={reveal}#new-token"));
+            reveal_after_redirect(&ctx, user.id, &created, "/tokens", "new-token").await?;
             return Ok(None);
         }
         Ok(Some(created))

@@ -162,8 +162,7 @@ fn issue_form(
 
 /// The new token, shown once, with a request to try it.
 fn fresh_token(token: CreatedToken) -> impl IntoView {
-    let copy = token.token.clone();
-    let copied = RwSignal::new(false);
+    let copy = crate::scopes::edit::copy_button(token.token.clone(), "Copy token");
     view! {
         <div class="card fresh-key" id="new-token" role="status" aria-labelledby="fresh-token-heading">
             <h3 id="fresh-token-heading">
@@ -174,19 +173,7 @@ fn fresh_token(token: CreatedToken) -> impl IntoView {
             </p>
             <div class="key-line">
                 <code id="fresh-token-value">{token.token}</code>
-                <button
-                    type="button"
-                    class="secondary"
-                    on:click=move |_| {
-                        #[cfg(feature = "hydrate")]
-                        crate::scopes::edit::copy_to_clipboard(&copy);
-                        #[cfg(not(feature = "hydrate"))]
-                        let _ = &copy;
-                        copied.set(true);
-                    }
-                >
-                    {move || if copied.get() { "Copied" } else { "Copy token" }}
-                </button>
+                {copy}
             </div>
             <p class="label">"Try it: the pending holds"</p>
             <pre class="schema" id="fresh-token-example">

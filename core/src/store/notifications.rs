@@ -239,24 +239,37 @@ impl Store {
         limit: u32,
     ) -> Result<Vec<NotificationRow>, StoreError> {
         let now = stamp(now);
-        // The outer conditions repeat the inner ones: on PostgreSQL a second worker that
-        // waited on a row's lock re-checks them against the row the first one leased.
-        let ids: Vec<String> = sqlx::query_scalar(
-            "UPDATE hold_notifications SET claimed_until = $1
-             WHERE id IN (SELECT id FROM hold_notifications
-                          WHERE state = 'pending' AND next_attempt_at <= $2
-                            AND (claimed_until IS NULL OR claimed_until < $3)
-                          ORDER BY next_attempt_at LIMIT $4)
-               AND state = 'pending' AND (claimed_until IS NULL OR claimed_until < $5)
-             RETURNING id",
+        // A read first: an idle worker (every second, on every replica) must not begin a
+        // write, which on SQLite would contend with the audit writer for the lock.
+        let due: Vec<String> = sqlx::query_scalar(
+            "SELECT id FROM hold_notifications
+             WHERE state = 'pending' AND next_attempt_at <= $1
+               AND (claimed_until IS NULL OR claimed_until < $2)
+             ORDER BY next_attempt_at LIMIT $3",
         )
-        .bind(stamp(lease_until))
         .bind(&now)
         .bind(&now)
         .bind(i64::from(limit))
-        .bind(&now)
         .fetch_all(self.pool())
         .await?;
+        if due.is_empty() {
+            return Ok(Vec::new());
+        }
+        // The conditions again: another worker may have leased some of them meanwhile (on
+        // PostgreSQL one that waited on a row's lock re-checks them against its lease).
+        let params: Vec<String> = (3..3 + due.len()).map(|i| format!("${i}")).collect();
+        let sql = format!(
+            "UPDATE hold_notifications SET claimed_until = $1
+             WHERE id IN ({}) AND state = 'pending'
+               AND (claimed_until IS NULL OR claimed_until < $2)
+             RETURNING id",
+            params.join(", ")
+        );
+        let mut claim = sqlx::query_scalar(&sql).bind(stamp(lease_until)).bind(&now);
+        for id in &due {
+            claim = claim.bind(id);
+        }
+        let ids: Vec<String> = claim.fetch_all(self.pool()).await?;
         let mut claimed = Vec::with_capacity(ids.len());
         for id in ids {
             if let Some(row) = self.notification(&id).await? {
