@@ -225,6 +225,7 @@ bench: deps-postgres
 	$(TARGET_DIR)/release/skillgate-dev memory --sessions 100000 --time-limit 900
 	$(TARGET_DIR)/release/skillgate-dev workspaces --workspaces 100
 	$(TARGET_DIR)/release/skillgate-dev crowd
+	$(TARGET_DIR)/release/skillgate-dev notify
 	python3 tools/bench/catalog_as_code.py $(TARGET_DIR)/release/skillgate
 
 # The side-by-side table of BENCHMARKS.md ("Peers"): the demo upstream directly, Skillgate

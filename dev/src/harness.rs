@@ -186,6 +186,11 @@ impl Stack {
         self.dir.path()
     }
 
+    /// The gateway's SQLite database, for the CLI's commands beside it.
+    pub fn database_url(&self) -> String {
+        self.dir.database_url()
+    }
+
     /// Process ids of the gateway and the demo upstream.
     pub fn pids(&self) -> anyhow::Result<(u32, u32)> {
         let gateway = self.gateway.pid().context("the gateway has exited")?;

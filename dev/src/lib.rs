@@ -12,6 +12,7 @@ pub mod database;
 mod harness;
 mod load;
 mod memory;
+mod notify;
 mod pg_stats;
 pub mod seed_audit;
 mod seed_catalog;
@@ -30,6 +31,8 @@ pub enum DevCommand {
     ContextCost(context_cost::ContextCostArgs),
     /// Resident memory of a gateway holding many governance sessions.
     Memory(memory::MemoryArgs),
+    /// Governed calls while holds are announced to a webhook that never answers, and not.
+    Notify(notify::NotifyArgs),
     /// Connections kept after an early refusal, and probes while one address crowds the rest.
     Crowd(crowd::CrowdArgs),
     /// Adds a large synthetic catalog to a database (console benchmarks).
@@ -49,6 +52,7 @@ pub async fn run(command: DevCommand) -> anyhow::Result<()> {
         DevCommand::ContextCost(args) => context_cost::run(args).await,
         DevCommand::Memory(args) => memory::run(args).await,
         DevCommand::Crowd(args) => crowd::run(args).await,
+        DevCommand::Notify(args) => notify::run(args).await,
         DevCommand::SeedCatalog(args) => seed_catalog::run(args).await,
         DevCommand::SeedAudit(args) => seed_audit::run(args).await,
         DevCommand::Walk(args) => walk::run(args).await,

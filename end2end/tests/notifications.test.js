@@ -1,7 +1,8 @@
 // Approvers hear of holds: an admin adds a webhook on the Notifications page (its signing
 // secret shown once), a held refund is announced to a receiver on loopback with a valid
 // signature and a link to the hold, and the hold's page shows whom it was announced to
-// and the session's earlier calls. With JavaScript on and off.
+// and the session's earlier calls; an admin adds an email notifier whose SMTP password the
+// page never shows again. With JavaScript on and off.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
@@ -111,6 +112,57 @@ for (const js of [true, false]) {
 
       const removed = await submit(admin, js, `[aria-label="Remove notifier ${name}"]`);
       assert.match(removed.message, new RegExp(`Removed the notifier “${name}”`));
+      assert.equal(await admin.locator(`#notifier-${name}`).count(), 0);
+      if (js) assert.deepEqual(admin.hydrationErrors, []);
+      await admin.context().close();
+    });
+
+    it('an admin adds an email notifier, a bad sender is refused, and its password is never shown', async () => {
+      const name = `approvers-mail-${mode}`;
+      const password = `smtp-pass-${mode}-7f3a`;
+      const admin = await newPage(browser, js);
+      await signIn(admin, 'admin', ADMIN_PASSWORD);
+      await admin.goto('/notifications');
+      if (js) await waitHydrated(admin);
+      const fill = async (from) => {
+        await admin.fill('#email-name', name);
+        await admin.fill('#email-to', 'approvers@example.com, oncall@example.com');
+        await admin.fill('#email-from', from);
+        await admin.fill('#email-host', '127.0.0.1');
+        await admin.selectOption('#email-tls', 'none');
+        await admin.fill('#email-port', '2525');
+        await admin.fill('#email-username', 'mailer');
+        await admin.fill('#email-password', password);
+        await admin.fill('#email-scopes', 'support');
+      };
+
+      await fill('not-an-address');
+      if (js) {
+        await admin.click('text="Add email notifier"');
+        await admin.locator('#email-from-error').filter({ hasText: 'not an email address' }).waitFor();
+      } else {
+        const refused = await submit(admin, js, 'text="Add email notifier"');
+        assert.match(refused.message, /not an email address/);
+      }
+      assert.equal(await admin.locator(`#notifier-${name}`).count(), 0, 'nothing was added');
+
+      await fill('skillgate@example.com');
+      if (js) {
+        await admin.click('text="Add email notifier"');
+        await admin.getByText('Email notifier added.').waitFor();
+      } else {
+        const added = await submit(admin, js, 'text="Add email notifier"');
+        assert.match(added.message, new RegExp(`Added the email notifier “${name}”`));
+      }
+      const row = admin.locator(`#notifier-${name}`);
+      await row.waitFor();
+      assert.match(await row.textContent(), /email.*approvers@example\.com,oncall@example\.com.*support/);
+      await admin.reload();
+      if (js) await waitHydrated(admin);
+      assert.ok(!(await admin.content()).includes(password), 'the password is never shown');
+      await screenshot(admin, `notifications-email-${mode}`);
+
+      await submit(admin, js, `[aria-label="Remove notifier ${name}"]`);
       assert.equal(await admin.locator(`#notifier-${name}`).count(), 0);
       if (js) assert.deepEqual(admin.hydrationErrors, []);
       await admin.context().close();

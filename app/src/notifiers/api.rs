@@ -1,6 +1,6 @@
 //! Server functions of the notifications page: the notifiers and the delivery log (every
-//! console role reads them), adding a webhook (its secret shown once) and removing one
-//! (admins).
+//! console role reads them), adding a webhook (its secret shown once) or an email notifier
+//! (its SMTP password never shown again), and removing one (admins).
 
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -72,6 +72,48 @@ pub async fn add_webhook(
     ssr::add(name, url, scopes, roles, expiring_minutes).await
 }
 
+/// The email form's fields, posted as `email[name]`, `email[to]`, … `to`, `scopes` and
+/// `roles` are comma-separated; `tls` is `starttls` (the default), `tls` or `none`; an
+/// empty port is the mode's usual one.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+pub struct EmailFields {
+    pub name: String,
+    pub to: String,
+    pub from: String,
+    pub smtp_host: String,
+    #[serde(default)]
+    pub smtp_port: Option<String>,
+    #[serde(default)]
+    pub tls: Option<String>,
+    #[serde(default)]
+    pub username: Option<String>,
+    /// The SMTP password: stored like a webhook's secret, never shown again, never logged.
+    #[serde(default)]
+    pub password: Option<String>,
+    #[serde(default)]
+    pub scopes: Option<String>,
+    #[serde(default)]
+    pub roles: Option<String>,
+    #[serde(default)]
+    pub expiring_minutes: Option<String>,
+}
+
+impl std::fmt::Debug for EmailFields {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EmailFields")
+            .field("name", &self.name)
+            .field("to", &self.to)
+            .field("smtp_host", &self.smtp_host)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Adds an email notifier: holds are mailed to the recipients through the SMTP server.
+#[server(prefix = "/console/api", endpoint = "add_email_notifier")]
+pub async fn add_email_notifier(email: EmailFields) -> Result<Notice, ConsoleError> {
+    crate::components::flash::ssr::keep_for_redirect(ssr::add_email(email).await).await
+}
+
 #[server(prefix = "/console/api", endpoint = "remove_notifier")]
 pub async fn remove_notifier(name: String) -> Result<Notice, ConsoleError> {
     crate::components::flash::ssr::keep_for_redirect(ssr::remove(&name).await).await
@@ -80,7 +122,8 @@ pub async fn remove_notifier(name: String) -> Result<Notice, ConsoleError> {
 #[cfg(feature = "ssr")]
 mod ssr {
     use chrono::{DateTime, Utc};
-    use skillgate_core::admin::WebhookSpec;
+    use skillgate_core::admin::{EmailSpec, WebhookSpec};
+    use skillgate_core::holds::notify::{SmtpSettings, SmtpTls};
     use skillgate_core::users::ConsoleRole;
 
     use super::*;
@@ -161,6 +204,72 @@ mod ssr {
         })
     }
 
+    fn field(field: &str, message: &str) -> ConsoleError {
+        ConsoleError::Field {
+            field: field.to_owned(),
+            message: message.to_owned(),
+        }
+    }
+
+    fn minutes(text: Option<String>) -> Result<Option<u32>, ConsoleError> {
+        match text.as_deref().map(str::trim) {
+            None | Some("") => Ok(None),
+            Some(text) => text.parse::<u32>().map(Some).map_err(|_| {
+                field(
+                    "expiring_minutes",
+                    "Enter a number of minutes, or leave it empty.",
+                )
+            }),
+        }
+    }
+
+    pub async fn add_email(form: EmailFields) -> Result<Notice, ConsoleError> {
+        let user = require(ConsoleRole::Admin).await?;
+        let tls = match form.tls.as_deref() {
+            None | Some("") => SmtpTls::default(),
+            Some(text) => {
+                SmtpTls::parse(text).ok_or_else(|| field("tls", "Pick STARTTLS, TLS or none."))?
+            }
+        };
+        let port = match form.smtp_port.as_deref().map(str::trim) {
+            None | Some("") => tls.default_port(),
+            Some(text) => text
+                .parse::<u16>()
+                .ok()
+                .filter(|port| *port > 0)
+                .ok_or_else(|| {
+                    field(
+                        "smtp_port",
+                        "Enter a port from 1 to 65535, or leave it empty.",
+                    )
+                })?,
+        };
+        let spec = EmailSpec {
+            name: form.name,
+            to: names(Some(form.to)),
+            smtp: SmtpSettings {
+                host: form.smtp_host,
+                port,
+                tls,
+                username: form.username.filter(|u| !u.trim().is_empty()),
+                from: form.from.trim().to_owned(),
+            },
+            password: form.password.filter(|p| !p.is_empty()),
+            scopes: names(form.scopes),
+            roles: names(form.roles),
+            expiring_minutes: minutes(form.expiring_minutes)?,
+        };
+        let info = context()
+            .authoring
+            .add_email_notifier(&user.name, spec)
+            .await
+            .map_err(authoring_error)?;
+        Ok(Notice::ok(format!(
+            "Added the email notifier “{}”: holds are mailed to {}.",
+            info.name, info.target
+        )))
+    }
+
     pub async fn add(
         name: String,
         url: String,
@@ -169,19 +278,12 @@ mod ssr {
         expiring_minutes: Option<String>,
     ) -> Result<Option<CreatedNotifier>, ConsoleError> {
         let user = require(ConsoleRole::Admin).await?;
-        let expiring_minutes = match expiring_minutes.as_deref().map(str::trim) {
-            None | Some("") => None,
-            Some(text) => Some(text.parse::<u32>().map_err(|_| ConsoleError::Field {
-                field: "expiring_minutes".to_owned(),
-                message: "Enter a number of minutes, or leave it empty.".to_owned(),
-            })?),
-        };
         let spec = WebhookSpec {
             name,
             url,
             scopes: names(scopes),
             roles: names(roles),
-            expiring_minutes,
+            expiring_minutes: minutes(expiring_minutes)?,
         };
         let ctx = context();
         let (info, secret) = ctx

@@ -1,6 +1,8 @@
-//! Notifications: where approvers hear of holds (signed webhooks), and the delivery log.
+//! Notifications: where approvers hear of holds (signed webhooks, email), and the delivery
+//! log.
 
 pub mod api;
+mod forms;
 mod page;
 
 pub use page::NotifiersPage;

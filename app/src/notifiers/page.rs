@@ -1,5 +1,5 @@
-//! The notifications page: the webhooks that announce holds to approvers, the form that
-//! adds one (admins; its signing secret shown once), and the delivery log.
+//! The notifications page: the webhooks and email notifiers that announce holds to
+//! approvers, the forms that add them (admins), and the delivery log.
 
 use leptos::form::ActionForm;
 use leptos::prelude::*;
@@ -7,16 +7,18 @@ use leptos_meta::Title;
 use leptos_router::components::A;
 
 use super::api::{
-    AddWebhook, CreatedNotifier, DeliveryLine, NotifierLine, RemoveNotifier, list_notifiers,
+    AddEmailNotifier, AddWebhook, CreatedNotifier, DeliveryLine, NotifierLine, RemoveNotifier,
+    list_notifiers,
 };
+use super::forms::{email_form, webhook_form};
 use crate::components::csrf::CsrfField;
 use crate::components::flash::outcome;
-use crate::components::forms::{FieldError, FormOutcome, error_for, last_error};
 use crate::components::{ErrorNotice, Loading};
 
 #[component]
 pub fn NotifiersPage() -> impl IntoView {
     let add = ServerAction::<AddWebhook>::new();
+    let email = ServerAction::<AddEmailNotifier>::new();
     let remove = ServerAction::<RemoveNotifier>::new();
     // Outside any `Suspend`: reading a reveal consumes it, so this fetch runs once per render.
     let query = leptos_router::hooks::use_query_map();
@@ -25,16 +27,17 @@ pub fn NotifiersPage() -> impl IntoView {
             (
                 query.read().get("reveal"),
                 add.version().get(),
+                email.version().get(),
                 remove.version().get(),
             )
         },
-        |(reveal, _, _)| list_notifiers(reveal),
+        |(reveal, _, _, _)| list_notifiers(reveal),
     );
     view! {
         <Title text="Notifications" />
         <h1>"Notifications"</h1>
         <p class="lead">
-            "Webhooks that tell approvers a call waits for them: when a hold is raised and, if you ask, before it expires. Each request is signed; a chat channel's incoming webhook can post it as it is."
+            "Webhooks and email that tell approvers a call waits for them: when a hold is raised and, if you ask, before it expires. Each webhook request is signed; a chat channel's incoming webhook can post it as it is."
         </p>
         <Suspense fallback=|| view! { <Loading /> }>
             {move || Suspend::new(async move {
@@ -42,7 +45,9 @@ pub fn NotifiersPage() -> impl IntoView {
                     Ok(view) => {
                         let from_redirect = view.notice.map(Ok);
                         let fresh = view.fresh.map(fresh_secret);
-                        let form = view.can_edit.then(|| add_form(add));
+                        let forms = view
+                            .can_edit
+                            .then(|| view! { {webhook_form(add)} {email_form(email)} });
                         let notifiers = if view.notifiers.is_empty() {
                             view! {
                                 <p class="muted" id="notifiers-none">
@@ -63,7 +68,7 @@ pub fn NotifiersPage() -> impl IntoView {
                             }}
                             <h2 id="notifiers-heading">"Notifiers"</h2>
                             {notifiers}
-                            {form}
+                            {forms}
                             <h2 id="log-heading">"Delivery log"</h2>
                             {delivery_log(view.log)}
                         }
@@ -73,52 +78,6 @@ pub fn NotifiersPage() -> impl IntoView {
                 }
             })}
         </Suspense>
-    }
-}
-
-fn add_form(add: ServerAction<AddWebhook>) -> impl IntoView {
-    let error = last_error(add);
-    let err = move |f: &'static str| Signal::derive(move || error_for(error(), f));
-    view! {
-        <ActionForm action=add attr:class="card form" attr:aria-labelledby="new-notifier-heading">
-            <CsrfField />
-            <h2 id="new-notifier-heading">"Add a webhook"</h2>
-            <FormOutcome
-                action=add
-                fields=&["name", "url", "scopes", "roles", "expiring_minutes"]
-                saved="Webhook added."
-            />
-            <div class="form-row">
-                <div>
-                    <label for="notifier-name">"Name"</label>
-                    <input id="notifier-name" name="name" required placeholder="ops-chat" aria-describedby="notifier-name-error" />
-                    <FieldError id="notifier-name-error" message=err("name") />
-                </div>
-                <div>
-                    <label for="notifier-url">"URL (https://, or http:// to this machine)"</label>
-                    <input id="notifier-url" name="url" required aria-describedby="notifier-url-error" />
-                    <FieldError id="notifier-url-error" message=err("url") />
-                </div>
-            </div>
-            <div class="form-row">
-                <div>
-                    <label for="notifier-scopes">"Scopes (comma-separated; empty: all)"</label>
-                    <input id="notifier-scopes" name="scopes" aria-describedby="notifier-scopes-error" />
-                    <FieldError id="notifier-scopes-error" message=err("scopes") />
-                </div>
-                <div>
-                    <label for="notifier-roles">"Roles (comma-separated; empty: all)"</label>
-                    <input id="notifier-roles" name="roles" aria-describedby="notifier-roles-error" />
-                    <FieldError id="notifier-roles-error" message=err("roles") />
-                </div>
-                <div>
-                    <label for="notifier-expiring">"Also warn this many minutes before expiry (empty: no)"</label>
-                    <input id="notifier-expiring" name="expiring_minutes" inputmode="numeric" aria-describedby="notifier-expiring-error" />
-                    <FieldError id="notifier-expiring-error" message=err("expiring_minutes") />
-                </div>
-            </div>
-            <button type="submit" class="primary">"Add webhook"</button>
-        </ActionForm>
     }
 }
 

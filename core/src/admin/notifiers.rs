@@ -120,10 +120,27 @@ impl AdminService {
         if spec.to.is_empty() {
             return Err(AdminError::bad_input("to", "name at least one recipient"));
         }
-        for address in spec.to.iter().chain([&spec.smtp.from]) {
+        let addresses = spec.to.iter().map(|a| ("to", a));
+        for (field, address) in addresses.chain([("from", &spec.smtp.from)]) {
             address.parse::<lettre::Address>().map_err(|e| {
-                AdminError::bad_input("to", format!("`{address}` is not an email address: {e}"))
+                AdminError::bad_input(field, format!("`{address}` is not an email address: {e}"))
             })?;
+        }
+        let password = spec.password.as_deref().filter(|p| !p.is_empty());
+        match (&spec.smtp.username, password) {
+            (Some(_), None) => {
+                return Err(AdminError::bad_input(
+                    "password",
+                    "give the password the SMTP user signs in with",
+                ));
+            }
+            (None, Some(_)) => {
+                return Err(AdminError::bad_input(
+                    "username",
+                    "name the SMTP user the password signs in",
+                ));
+            }
+            _ => {}
         }
         let host = spec.smtp.host.trim();
         if host.is_empty() || host.contains(['/', ' ', ':']) {

@@ -514,6 +514,28 @@ pub enum SmtpTls {
     None,
 }
 
+impl SmtpTls {
+    /// The port a server of this kind listens on by convention: submission with STARTTLS
+    /// (587), implicit TLS (465), plain relay (25).
+    pub fn default_port(self) -> u16 {
+        match self {
+            SmtpTls::Starttls => 587,
+            SmtpTls::Tls => 465,
+            SmtpTls::None => 25,
+        }
+    }
+
+    /// `starttls`, `tls` or `none`, as the catalog and the console's form spell them.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text.trim() {
+            "starttls" => Some(SmtpTls::Starttls),
+            "tls" => Some(SmtpTls::Tls),
+            "none" => Some(SmtpTls::None),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 enum Failure {
     #[error("answered HTTP {0}")]
@@ -562,5 +584,17 @@ mod tests {
         let waits: Vec<u64> = (1..=5).map(|a| policy.delay(a).as_secs()).collect();
         assert_eq!(waits, [10, 30, 90, 270, 810]);
         assert!(policy.delay(100) >= policy.delay(5), "no overflow");
+    }
+
+    #[test]
+    fn an_smtp_security_mode_is_read_as_it_is_written_and_anything_else_is_refused() {
+        for mode in [SmtpTls::Starttls, SmtpTls::Tls, SmtpTls::None] {
+            let written = serde_json::to_value(mode).unwrap();
+            assert_eq!(SmtpTls::parse(written.as_str().unwrap()), Some(mode));
+        }
+        for text in ["", "ssl", "STARTTLS ", "plain"] {
+            assert_eq!(SmtpTls::parse(text), None, "{text:?}");
+        }
+        assert_eq!(SmtpTls::Starttls.default_port(), 587);
     }
 }

@@ -124,11 +124,7 @@ pub async fn run(target: &Target, command: NotifierCommand) -> anyhow::Result<()
                 Tls::Tls => SmtpTls::Tls,
                 Tls::None => SmtpTls::None,
             };
-            let port = smtp_port.unwrap_or(match tls {
-                SmtpTls::Starttls => 587,
-                SmtpTls::Tls => 465,
-                SmtpTls::None => 25,
-            });
+            let port = smtp_port.unwrap_or(tls.default_port());
             let password = match &username {
                 Some(_) => Some(crate::cmd::user::read_password()?.expose().to_owned()),
                 None => None,
