@@ -33,6 +33,7 @@ pub mod tokens;
 pub mod tools;
 pub mod upstreams;
 pub mod users;
+pub mod whatif;
 
 mod routes;
 

@@ -57,12 +57,8 @@ pub async fn add_limit(
     revision: i64,
     limit: LimitFields,
 ) -> Result<i64, ConsoleError> {
-    let limit = ssr::parse_limit(limit)?;
-    ssr::change_limits(&holder, &name, revision, move |limits| {
-        limits.push(limit);
-        Ok(())
-    })
-    .await
+    let edit = ssr::LimitEdit::Add(ssr::parse_limit(limit)?);
+    ssr::change_limits(&holder, &name, revision, move |limits| edit.apply(limits)).await
 }
 
 /// Replaces the number of the limit at `index` (the quick edit of a bound or cap).
@@ -74,11 +70,8 @@ pub async fn edit_limit_value(
     index: usize,
     value: String,
 ) -> Result<i64, ConsoleError> {
-    ssr::change_limits(&holder, &name, revision, move |limits| {
-        let limit = limits.get_mut(index).ok_or_else(gone)?;
-        ssr::set_limit_value(limit, &value)
-    })
-    .await
+    let edit = ssr::LimitEdit::Value { index, value };
+    ssr::change_limits(&holder, &name, revision, move |limits| edit.apply(limits)).await
 }
 
 #[server(prefix = "/console/api", endpoint = "remove_limit")]
@@ -88,14 +81,43 @@ pub async fn remove_limit(
     revision: i64,
     index: usize,
 ) -> Result<i64, ConsoleError> {
-    ssr::change_limits(&holder, &name, revision, move |limits| {
-        if index >= limits.len() {
-            return Err(gone());
-        }
-        limits.remove(index);
-        Ok(())
-    })
-    .await
+    let edit = ssr::LimitEdit::Remove { index };
+    ssr::change_limits(&holder, &name, revision, move |limits| edit.apply(limits)).await
+}
+
+pub use what_if_form::*;
+
+/// The what-if's server function, in its own module for one lint: it takes the save forms'
+/// fields by their names, plus the two the page adds.
+#[allow(clippy::too_many_arguments)]
+mod what_if_form {
+    use leptos::prelude::*;
+
+    use super::LimitFields;
+    #[cfg(feature = "ssr")]
+    use super::ssr;
+    use crate::shared::ConsoleError;
+
+    /// What a change to the limits would change, replayed instead of saved: `change` is
+    /// `add` (with `limit`, as `add_limit` takes it), `value` (`index` and `value`, as
+    /// `edit_limit_value`) or `remove` (`index`), made to the role or scope at `revision` (the
+    /// page's). The page fills `change` and `window` in; the other fields are the save form's.
+    #[server(prefix = "/console/api", endpoint = "what_if_limits")]
+    pub async fn what_if_limits(
+        holder: String,
+        name: String,
+        revision: i64,
+        change: Option<String>,
+        window: Option<String>,
+        limit: Option<LimitFields>,
+        index: Option<usize>,
+        value: Option<String>,
+    ) -> Result<crate::whatif::api::WhatIfView, ConsoleError> {
+        use skillgate_core::users::ConsoleRole;
+        let user = crate::shared::ssr::require(ConsoleRole::Admin).await?;
+        let edit = ssr::LimitEdit::from_fields(change.as_deref(), limit, index, value)?;
+        ssr::what_if_limits(&user.name, &holder, &name, revision, window, edit).await
+    }
 }
 
 #[cfg_attr(not(feature = "ssr"), allow(dead_code))]
@@ -114,6 +136,100 @@ pub(crate) mod ssr {
         authoring_error, field, slug_field, stored_role, stored_scope,
     };
     use crate::shared::ConsoleError;
+    use crate::shared::ssr::internal;
+
+    fn not_a_holder() -> ConsoleError {
+        ConsoleError::Invalid("Limits belong to a role or a scope.".into())
+    }
+
+    /// One change to a holder's limits, as the save functions and the what-if make it.
+    pub enum LimitEdit {
+        Add(Limit),
+        Value { index: usize, value: String },
+        Remove { index: usize },
+    }
+
+    impl LimitEdit {
+        pub fn from_fields(
+            change: Option<&str>,
+            limit: Option<LimitFields>,
+            index: Option<usize>,
+            value: Option<String>,
+        ) -> Result<Self, ConsoleError> {
+            let malformed = || ConsoleError::Invalid("That change cannot be replayed.".into());
+            match (change, limit, index, value) {
+                (Some("add"), Some(limit), _, _) => Ok(Self::Add(parse_limit(limit)?)),
+                (Some("value"), _, Some(index), Some(value)) => Ok(Self::Value { index, value }),
+                (Some("remove"), _, Some(index), _) => Ok(Self::Remove { index }),
+                _ => Err(malformed()),
+            }
+        }
+
+        /// Makes the change to `limits`, as saving it would.
+        pub fn apply(self, limits: &mut Vec<Limit>) -> Result<(), ConsoleError> {
+            match self {
+                Self::Add(limit) => limits.push(limit),
+                Self::Value { index, value } => {
+                    let limit = limits.get_mut(index).ok_or_else(super::gone)?;
+                    set_limit_value(limit, &value)?;
+                }
+                Self::Remove { index } => {
+                    if index >= limits.len() {
+                        return Err(super::gone());
+                    }
+                    limits.remove(index);
+                }
+            }
+            Ok(())
+        }
+    }
+
+    /// Replays `window` of the audit under the live catalog with `edit` made to the limits
+    /// of role or scope `name` as stored at `revision`: what saving it would enforce.
+    /// Nothing is saved.
+    pub async fn what_if_limits(
+        actor: &str,
+        holder: &str,
+        name: &str,
+        revision: i64,
+        window: Option<String>,
+        edit: LimitEdit,
+    ) -> Result<crate::whatif::api::WhatIfView, ConsoleError> {
+        let ctx = crate::shared::ssr::context();
+        let slug = slug_field("name", name)?;
+        let changed = || {
+            ConsoleError::Invalid(format!(
+                "The {holder} `{slug}` changed since this page was loaded; reload it to see what your change would do."
+            ))
+        };
+        let mut proposed = ctx.authoring.live().catalog().clone();
+        match holder {
+            "role" => {
+                let stored = ctx.authoring.role(&slug).await.map_err(internal)?;
+                let mut role = stored
+                    .filter(|r| r.revision == revision)
+                    .ok_or_else(changed)?
+                    .value;
+                edit.apply(&mut role.limits)?;
+                proposed.roles.retain(|r| r.slug != slug);
+                proposed.roles.push(role);
+            }
+            "scope" => {
+                let stored = ctx.authoring.scopes().await.map_err(internal)?;
+                let mut scope = stored
+                    .into_iter()
+                    .find(|s| s.value.slug == slug)
+                    .filter(|s| s.revision == revision)
+                    .ok_or_else(changed)?
+                    .value;
+                edit.apply(&mut scope.guardrails)?;
+                proposed.scopes.retain(|s| s.slug != slug);
+                proposed.scopes.push(scope);
+            }
+            _ => return Err(not_a_holder()),
+        }
+        crate::whatif::api::ssr::replay(&ctx, actor, proposed, window).await
+    }
 
     /// Loads the role or scope `name`, lets `change` edit its limits (a scope's are its
     /// guardrails), and saves it from `revision` as the signed-in admin.
@@ -142,9 +258,7 @@ pub(crate) mod ssr {
                     .await
                     .map_err(authoring_error)
             }
-            other => Err(ConsoleError::Invalid(format!(
-                "`{other}` has no limits: limits belong to a role or a scope."
-            ))),
+            _ => Err(not_a_holder()),
         }
     }
 

@@ -10,6 +10,7 @@ use crate::components::catalog::inline_code;
 use crate::components::csrf::CsrfField;
 use crate::components::forms::{FieldError, FormOutcome, checkbox_group, error_for, last_error};
 use crate::limits::api::{AddLimit, EditLimitValue, RemoveLimit};
+use crate::whatif::WhatIf;
 
 /// Whose limits an editor shows: a role's (`kind` = `role`) or a scope's guardrails (`scope`).
 pub struct LimitHolder {
@@ -27,6 +28,7 @@ pub fn limit_list(
     holder: &LimitHolder,
     edit: ServerAction<EditLimitValue>,
     remove: ServerAction<RemoveLimit>,
+    what_if: WhatIf,
 ) -> impl IntoView + use<> {
     if holder.limits.is_empty() {
         let empty = match holder.kind {
@@ -40,7 +42,7 @@ pub fn limit_list(
             {holder
                 .limits
                 .iter()
-                .map(|limit| limit_item(limit, holder, edit, remove))
+                .map(|limit| limit_item(limit, holder, edit, remove, what_if))
                 .collect_view()}
         </ul>
     }
@@ -60,6 +62,7 @@ fn limit_item(
     holder: &LimitHolder,
     edit: ServerAction<EditLimitValue>,
     remove: ServerAction<RemoveLimit>,
+    what_if: WhatIf,
 ) -> impl IntoView + use<> {
     let index = limit.index;
     let (kind, revision, can_edit) = (holder.kind, holder.revision, holder.can_edit);
@@ -67,6 +70,8 @@ fn limit_item(
     let edit_slug = slug.clone();
     let rule = limit.rule.clone();
     let remove_label = format!("Remove limit: {rule}");
+    let value_what_if = format!("What would changing the value of {rule} change");
+    let remove_what_if = format!("What would removing {rule} change");
     let value_id = format!("limit-{index}-value");
     let number = limit_number(&limit.rule);
     let edit_error = Signal::derive(move || {
@@ -109,6 +114,7 @@ fn limit_item(
                                     <button type="submit" class="secondary">
                                         "Change"
                                     </button>
+                                    {what_if.button("value", value_what_if.clone())}
                                     <FieldError id=format!("{value_id}-error") message=edit_error />
                                 </fieldset>
                             </ActionForm>
@@ -124,6 +130,7 @@ fn limit_item(
                         <button type="submit" class="danger" aria-label=remove_label>
                             "Remove"
                         </button>
+                        {what_if.button("remove", remove_what_if)}
                     </fieldset>
                 </ActionForm>
             </div>
@@ -164,7 +171,11 @@ const KINDS: &[(&str, &str)] = &[
 
 /// The add form: kind, tool, argument, comparison and value, or a step guard's
 /// prerequisites with what binds them.
-pub fn limit_form(holder: &LimitHolder, add: ServerAction<AddLimit>) -> impl IntoView + use<> {
+pub fn limit_form(
+    holder: &LimitHolder,
+    add: ServerAction<AddLimit>,
+    what_if: WhatIf,
+) -> impl IntoView + use<> {
     let error = last_error(add);
     let err = move |f: &'static str| Signal::derive(move || error_for(error(), f));
     let tool = RwSignal::new(String::new());
@@ -381,6 +392,7 @@ pub fn limit_form(holder: &LimitHolder, add: ServerAction<AddLimit>) -> impl Int
                 <button type="submit" class="primary">
                     {button}
                 </button>
+                {what_if.button("add", format!("What would adding this {} change", button.to_lowercase().trim_start_matches("add ")))}
             </fieldset>
         </ActionForm>
     }

@@ -17,6 +17,7 @@ use crate::components::forms::{
 use crate::components::{ErrorNotice, Loading};
 use crate::limits::api::{AddLimit, EditLimitValue, RemoveLimit};
 use crate::limits::editor::{LimitHolder, limit_form, limit_list};
+use crate::whatif::WhatIf;
 
 /// Longest role description; the server checks it too (core's `MAX_ROLE_DESCRIPTION`).
 const MAX_DESCRIPTION: usize = 500;
@@ -112,6 +113,7 @@ pub fn RoleEditPage() -> impl IntoView {
     let add = ServerAction::<AddLimit>::new();
     let edit = ServerAction::<EditLimitValue>::new();
     let remove = ServerAction::<RemoveLimit>::new();
+    let what_if = WhatIf::new();
     // Reload after a successful save only, so a refused save keeps what the admin typed.
     let saved = move || {
         [
@@ -133,7 +135,7 @@ pub fn RoleEditPage() -> impl IntoView {
             {move || Suspend::new(async move {
                 match editor.await {
                     Ok(Some(role)) => {
-                        role_editor(role, save, add, edit, remove).into_any()
+                        role_editor(role, save, add, edit, remove, what_if).into_any()
                     }
                     Ok(None) => {
                         view! {
@@ -160,6 +162,7 @@ fn role_editor(
     add: ServerAction<AddLimit>,
     edit: ServerAction<EditLimitValue>,
     remove: ServerAction<RemoveLimit>,
+    what_if: WhatIf,
 ) -> impl IntoView {
     let error = last_error(save);
     let err = move |f: &'static str| Signal::derive(move || error_for(error(), f));
@@ -179,8 +182,8 @@ fn role_editor(
         limits: role.limits.clone(),
         tools: role.tools.clone(),
     };
-    let limits = limit_list(&holder, edit, remove);
-    let new_limit = limit_form(&holder, add);
+    let limits = limit_list(&holder, edit, remove, what_if);
+    let new_limit = limit_form(&holder, add, what_if);
     view! {
         <h1>{format!("Edit role: {}", role.title)}</h1>
         <p class="muted">
@@ -239,6 +242,7 @@ fn role_editor(
             <FormOutcome action=remove fields=&[] saved="Limit removed." />
             {limits}
             {new_limit}
+            {can_edit.then(|| what_if.panel())}
         </section>
     }
 }

@@ -17,6 +17,7 @@ use crate::components::{ErrorNotice, Loading};
 use crate::limits::api::{AddLimit, EditLimitValue, RemoveLimit};
 use crate::limits::editor::{LimitHolder, limit_form, limit_list};
 use crate::shared::ConsoleError;
+use crate::whatif::WhatIf;
 
 #[component]
 pub fn NewScopePage() -> impl IntoView {
@@ -83,6 +84,7 @@ pub fn ScopeEditPage() -> impl IntoView {
     let add = ServerAction::<AddLimit>::new();
     let edit = ServerAction::<EditLimitValue>::new();
     let remove = ServerAction::<RemoveLimit>::new();
+    let what_if = WhatIf::new();
     // Reload after a successful save only, so a refused save keeps what the admin typed.
     let saved = move || {
         [
@@ -120,8 +122,8 @@ pub fn ScopeEditPage() -> impl IntoView {
                             limits: scope.guardrails.clone(),
                             tools: scope.tools.clone(),
                         };
-                        let guardrails = limit_list(&holder, edit, remove);
-                        let new_guardrail = limit_form(&holder, add);
+                        let guardrails = limit_list(&holder, edit, remove, what_if);
+                        let new_guardrail = limit_form(&holder, add, what_if);
                         view! {
                             <h1>{format!("Scope: {}", scope.slug)}</h1>
                             <p class="muted">
@@ -167,6 +169,7 @@ pub fn ScopeEditPage() -> impl IntoView {
                                 <FormOutcome action=remove fields=&[] saved="Guardrail removed." />
                                 {guardrails}
                                 {new_guardrail}
+                                {can_edit.then(|| what_if.panel())}
                             </section>
                         }
                             .into_any()

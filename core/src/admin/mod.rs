@@ -28,6 +28,7 @@ mod shares;
 mod sso;
 mod sync;
 mod users;
+mod what_if;
 mod workspaces;
 
 use std::sync::Arc;
@@ -51,6 +52,7 @@ pub use notifiers::{EmailSpec, MAX_EXPIRING_MINUTES, WebhookSpec};
 pub use oauth::{NewConsent, OAUTH_ACTOR};
 pub use shares::SharesProjected;
 pub use sso::SsoSignIn;
+pub use what_if::proposal_digest;
 pub use workspaces::{MAX_WORKSPACE_TITLE_CHARS, parse_workspace_slug, workspace_target};
 
 /// How many change-log entries an entity's history shows.

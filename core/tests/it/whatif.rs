@@ -357,3 +357,37 @@ async fn chosen_sessions_are_replayed_whole_and_unknown_ones_or_pruned_windows_a
         "{month:?}"
     );
 }
+
+#[tokio::test]
+async fn an_editors_proposal_is_replayed_against_the_live_catalog_and_named_by_its_digest() {
+    let f = fixture().await;
+    refunds(&f, &[150, 150, 150, 90]).await;
+    let live = f.catalog.load();
+    let mut edited = live.catalog().clone();
+    for limit in desk_limits(&mut edited) {
+        if let Limit::SumCap { max, .. } = limit {
+            *max = Decimal::from(400);
+        }
+    }
+    let digest = skillgate_core::admin::proposal_digest(&edited);
+    let report = f
+        .admin
+        .what_if("alice", edited.clone(), &Window::last("1h").unwrap())
+        .await
+        .unwrap();
+    assert_eq!(report.count(Verdict::Allowed, Verdict::Denied), 1);
+    assert_eq!(
+        f.catalog.load().revision(),
+        live.revision(),
+        "nothing was saved"
+    );
+    let event = log(&f).await.pop().unwrap();
+    assert_eq!(event.kind.as_str(), "what_if_replay");
+    assert_eq!(event.actor.as_deref(), Some("alice"));
+    assert_eq!(event.payload["catalog_file_sha256"], digest.as_str());
+    assert_ne!(
+        digest,
+        skillgate_core::admin::proposal_digest(live.catalog()),
+        "the digest names the edit, not the catalog in force"
+    );
+}
