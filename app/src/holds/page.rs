@@ -371,6 +371,10 @@ fn notified_line(n: &Notified) -> impl IntoView + use<> {
             n.attempts,
             n.last_error.clone().unwrap_or_default()
         ),
+        "skipped" => n
+            .last_error
+            .clone()
+            .unwrap_or_else(|| "not sent".to_owned()),
         _ if n.attempts == 0 => "being sent".to_owned(),
         _ => format!(
             "retrying ({} failed, last: {}); next try {}",

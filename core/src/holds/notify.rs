@@ -237,7 +237,17 @@ impl HoldNotifier {
     ) -> Result<Outcome, StoreError> {
         let attempt = delivery.attempts + 1;
         let hold = self.store.hold(&delivery.hold_id).await?;
+        // A hold that no longer waits for a decision is not announced: approvers would be
+        // asked about something already settled.
+        let settled = hold
+            .as_ref()
+            .map(|hold| shown_state(hold, Utc::now()))
+            .filter(|state| *state != HoldState::Pending);
         let result = match (notifier, &hold) {
+            _ if settled.is_some() => Err(Failure::Moot(format!(
+                "not sent: the hold was {} first",
+                settled.map_or("settled", HoldState::as_str)
+            ))),
             (Some((info, secret)), Some(hold)) => match info.kind.as_str() {
                 "email" => self.email(info, secret, &delivery, hold).await,
                 _ => self.post(info, secret, &delivery, hold).await,
@@ -248,6 +258,9 @@ impl HoldNotifier {
         let now = Utc::now();
         let (state, outcome, status, error) = match &result {
             Ok(status) => ("delivered", Outcome::Delivered, Some(*status), None),
+            Err(moot @ Failure::Moot(_)) => {
+                ("skipped", Outcome::Skipped, None, Some(moot.to_string()))
+            }
             Err(failure) => {
                 let last = attempt >= self.retry.attempts || matches!(failure, Failure::Gone(_));
                 let (state, outcome) = if last {
@@ -261,11 +274,17 @@ impl HoldNotifier {
         let next = now
             + chrono::Duration::from_std(self.retry.delay(attempt))
                 .unwrap_or(chrono::Duration::MAX);
+        // A skipped announcement was never attempted.
+        let attempts = if outcome == Outcome::Skipped {
+            delivery.attempts
+        } else {
+            attempt
+        };
         self.store
             .record_notification_attempt(
                 &delivery.id,
                 state,
-                attempt,
+                attempts,
                 status,
                 error.as_deref(),
                 next,
@@ -479,6 +498,8 @@ enum Outcome {
     Delivered,
     Retry,
     Failed,
+    /// Not sent: the hold no longer waited for a decision.
+    Skipped,
 }
 
 fn state_word(outcome: Outcome) -> &'static str {
@@ -486,6 +507,7 @@ fn state_word(outcome: Outcome) -> &'static str {
         Outcome::Delivered => "delivered",
         Outcome::Retry => "retry",
         Outcome::Failed => "failed",
+        Outcome::Skipped => "skipped",
     }
 }
 
@@ -547,6 +569,10 @@ enum Failure {
     /// Nothing to deliver any more: not retried.
     #[error("{0}")]
     Gone(String),
+    /// The hold was decided (or expired, or withdrawn) before the announcement went out:
+    /// not sent, not retried, and no failure.
+    #[error("{0}")]
+    Moot(String),
 }
 
 impl Failure {

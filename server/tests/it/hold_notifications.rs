@@ -277,6 +277,61 @@ async fn an_announcement_that_keeps_failing_is_audited_and_changes_no_decision()
 }
 
 #[tokio::test]
+async fn an_announcement_whose_hold_was_decided_before_its_retry_is_skipped_not_sent_again() {
+    let gate = Arc::new(Semaphore::new(0));
+    let (receiver, url) = Receiver {
+        statuses: Mutex::new(VecDeque::from([500])),
+        gate: Some(gate.clone()),
+        ..Receiver::default()
+    }
+    .serve()
+    .await;
+    let server = Server::start_with(&FAST);
+    add_webhook(&server, "ops-chat", &url, &[]);
+    let (client, session) = tier_one(&server, &server.support_key).await;
+    let hold = held(&client, &session, 300).await;
+    // The first attempt is out; a reviewer denies the hold before it is answered (500).
+    receiver.wait_for(1).await;
+    cli_ok(&server, &["holds", "deny", &hold, "--reason", "not today"]);
+    gate.add_permits(10);
+
+    // Wait for the delivery to settle, whichever way.
+    let line = loop {
+        let log = cli_ok(&server, &["notifier", "log", "--hold", &hold]);
+        let settled = ["skipped", "delivered", "failed"];
+        if let Some(line) = log
+            .lines()
+            .find(|l| settled.iter().any(|state| l.contains(state)))
+        {
+            break line.to_owned();
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(
+        line.contains("not sent: the hold was denied first"),
+        "{line}"
+    );
+    assert_eq!(receiver.got().len(), 1, "the retry was not sent");
+    assert!(
+        !server
+            .audit_events()
+            .iter()
+            .any(|e| e["kind"] == "hold_notification_failed"),
+        "a skipped announcement is no failure"
+    );
+    let metrics = reqwest::get(format!("{}/metrics", server.base))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("skillgate_hold_notifications_total{outcome=\"skipped\"} 1"),
+        "{metrics}"
+    );
+}
+
+#[tokio::test]
 async fn a_receiver_that_does_not_answer_holds_up_no_governed_call() {
     let gate = Arc::new(Semaphore::new(0));
     let (receiver, url) = Receiver {
