@@ -146,8 +146,9 @@ fn report(view: WhatIfView) -> impl IntoView {
     let caveats = [
         (view.undecidable > 0).then(|| {
             format!(
-                "{} the log cannot settle (a sensitive argument, or a prerequisite that ran only in the replay).",
-                view.undecidable
+                "{} decision{} the log cannot settle (a sensitive argument, or a prerequisite that ran only in the replay).",
+                view.undecidable,
+                plural(view.undecidable)
             )
         }),
         (view.skipped > 0).then(|| {
