@@ -120,6 +120,16 @@ fn cli_ok(server: &Server, args: &[&str]) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
+/// The server's `/metrics` page.
+async fn metrics(server: &Server) -> String {
+    reqwest::get(format!("{}/metrics", server.base))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
 /// Waits until the audit has an event of `kind` (bounded by the test's time limit).
 async fn wait_for_event(server: &Server, kind: &str) -> Value {
     loop {
@@ -264,12 +274,7 @@ async fn an_announcement_that_keeps_failing_is_audited_and_changes_no_decision()
     let shown: Value = serde_json::from_str(&shown).unwrap();
     assert_eq!(shown["state"], "pending");
     cli_ok(&server, &["holds", "deny", &hold, "--reason", "not today"]);
-    let metrics = reqwest::get(format!("{}/metrics", server.base))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = metrics(&server).await;
     assert!(
         metrics.contains("skillgate_hold_notifications_total{outcome=\"failed\"} 1"),
         "{metrics}"
@@ -319,12 +324,7 @@ async fn an_announcement_whose_hold_was_decided_before_its_retry_is_skipped_not_
             .any(|e| e["kind"] == "hold_notification_failed"),
         "a skipped announcement is no failure"
     );
-    let metrics = reqwest::get(format!("{}/metrics", server.base))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = metrics(&server).await;
     assert!(
         metrics.contains("skillgate_hold_notifications_total{outcome=\"skipped\"} 1"),
         "{metrics}"
