@@ -272,3 +272,65 @@ impl AdminService {
         .await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::admin::EmailSpec;
+    use crate::audit::AuditLog;
+    use crate::holds::notify::SmtpTls;
+    use crate::policy::CatalogHandle;
+    use crate::store::test_store;
+
+    fn spec(username: Option<&str>, password: Option<&str>, from: &str) -> EmailSpec {
+        EmailSpec {
+            name: "approvers".to_owned(),
+            to: vec!["rita@example.com".to_owned()],
+            smtp: SmtpSettings {
+                host: "smtp.example.com".to_owned(),
+                port: 587,
+                tls: SmtpTls::Starttls,
+                username: username.map(str::to_owned),
+                from: from.to_owned(),
+            },
+            password: password.map(str::to_owned),
+            scopes: Vec::new(),
+            roles: Vec::new(),
+            expiring_minutes: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn an_email_notifier_with_half_a_sign_in_or_a_bad_sender_is_refused_by_field_and_not_stored()
+     {
+        let store = test_store().await;
+        let catalog = Arc::new(CatalogHandle::new(store.compiled_catalog().await.unwrap()));
+        let admin = AdminService::new(store.clone(), AuditLog::new(store.clone()), catalog);
+        for (spec, field) in [
+            (spec(Some("mailer"), None, "gate@example.com"), "password"),
+            (
+                spec(Some("mailer"), Some(""), "gate@example.com"),
+                "password",
+            ),
+            (spec(None, Some("secret"), "gate@example.com"), "username"),
+            (spec(None, None, "not-an-address"), "from"),
+        ] {
+            let refused = admin
+                .add_email_notifier("cli:alice", spec)
+                .await
+                .unwrap_err();
+            assert_eq!(refused.field(), Some(field), "{refused}");
+        }
+        assert!(store.list_notifiers().await.unwrap().is_empty());
+        let added = admin
+            .add_email_notifier(
+                "cli:alice",
+                spec(Some("mailer"), Some("secret"), "gate@example.com"),
+            )
+            .await
+            .unwrap();
+        assert_eq!(added.target, "rita@example.com");
+    }
+}
