@@ -75,28 +75,22 @@ pub(crate) mod ssr {
                 message: "Pick one of the offered windows.".into(),
             })?;
         let window = Window::last(text).map_err(internal)?;
-        let mut view = WhatIfView {
-            window: words.to_owned(),
-            sessions: 0,
-            decided: 0,
-            skipped: 0,
-            undecidable: 0,
-            groups: Vec::new(),
-            nothing: None,
-        };
         let report = match ctx.authoring.what_if(actor, proposed, &window).await {
             Ok(report) => report,
             Err(e @ (WhatIfError::EmptyWindow { .. } | WhatIfError::BeyondRetention { .. })) => {
-                view.nothing = Some(e.to_string());
-                return Ok(view);
+                return Ok(WhatIfView {
+                    window: words.to_owned(),
+                    sessions: 0,
+                    decided: 0,
+                    skipped: 0,
+                    undecidable: 0,
+                    groups: Vec::new(),
+                    nothing: Some(e.to_string()),
+                });
             }
             Err(e) => return Err(internal(e)),
         };
-        view.sessions = report.sessions;
-        view.decided = report.decided;
-        view.skipped = report.skipped;
-        view.undecidable = report.undecidable.len();
-        view.groups = report
+        let groups = report
             .groups()
             .into_iter()
             .map(|g| FlipGroup {
@@ -113,6 +107,14 @@ pub(crate) mod ssr {
                 calls: g.calls.into_iter().take(CALLS_SHOWN).collect(),
             })
             .collect();
-        Ok(view)
+        Ok(WhatIfView {
+            window: words.to_owned(),
+            sessions: report.sessions,
+            decided: report.decided,
+            skipped: report.skipped,
+            undecidable: report.undecidable.len(),
+            groups,
+            nothing: None,
+        })
     }
 }

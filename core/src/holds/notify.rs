@@ -243,17 +243,17 @@ impl HoldNotifier {
             .as_ref()
             .map(|hold| shown_state(hold, Utc::now()))
             .filter(|state| *state != HoldState::Pending);
-        let result = match (notifier, &hold) {
-            _ if settled.is_some() => Err(Failure::Moot(format!(
+        let result = match (notifier, &hold, settled) {
+            (_, _, Some(state)) => Err(Failure::Moot(format!(
                 "not sent: the hold was {} first",
-                settled.map_or("settled", HoldState::as_str)
+                state.as_str()
             ))),
-            (Some((info, secret)), Some(hold)) => match info.kind.as_str() {
+            (Some((info, secret)), Some(hold), None) => match info.kind.as_str() {
                 "email" => self.email(info, secret, &delivery, hold).await,
                 _ => self.post(info, secret, &delivery, hold).await,
             },
-            (None, _) => Err(Failure::Gone("the notifier was removed".to_owned())),
-            (_, None) => Err(Failure::Gone("the hold is gone".to_owned())),
+            (None, _, None) => Err(Failure::Gone("the notifier was removed".to_owned())),
+            (_, None, None) => Err(Failure::Gone("the hold is gone".to_owned())),
         };
         let now = Utc::now();
         let (state, outcome, status, error) = match &result {

@@ -19,15 +19,8 @@ pub enum NotifierCommand {
         /// https://, or http:// to this machine.
         #[arg(long)]
         url: String,
-        /// Announce only holds of this scope; repeatable (default: every scope).
-        #[arg(long = "scope", value_name = "SCOPE")]
-        scopes: Vec<String>,
-        /// Announce only holds under this role; repeatable (default: every role).
-        #[arg(long = "role", value_name = "ROLE")]
-        roles: Vec<String>,
-        /// Announce a hold still pending this many minutes before it expires, too.
-        #[arg(long, value_name = "MINUTES")]
-        expiring_minutes: Option<u32>,
+        #[command(flatten)]
+        selection: Selection,
     },
     /// Add an email notifier: holds are mailed to the recipients through an SMTP server.
     AddEmail {
@@ -51,12 +44,8 @@ pub enum NotifierCommand {
         /// Sign in as this user; the password is read from the first line of standard input.
         #[arg(long, value_name = "USER")]
         username: Option<String>,
-        #[arg(long = "scope", value_name = "SCOPE")]
-        scopes: Vec<String>,
-        #[arg(long = "role", value_name = "ROLE")]
-        roles: Vec<String>,
-        #[arg(long, value_name = "MINUTES")]
-        expiring_minutes: Option<u32>,
+        #[command(flatten)]
+        selection: Selection,
     },
     /// List the notifiers (never their secrets).
     List,
@@ -67,6 +56,20 @@ pub enum NotifierCommand {
         #[arg(long, value_name = "HOLD_ID")]
         hold: Option<String>,
     },
+}
+
+/// Which holds a notifier announces, alike for every kind.
+#[derive(Debug, clap::Args)]
+pub struct Selection {
+    /// Announce only holds of this scope; repeatable (default: every scope).
+    #[arg(long = "scope", value_name = "SCOPE")]
+    scopes: Vec<String>,
+    /// Announce only holds under this role; repeatable (default: every role).
+    #[arg(long = "role", value_name = "ROLE")]
+    roles: Vec<String>,
+    /// Announce a hold still pending this many minutes before it expires, too.
+    #[arg(long, value_name = "MINUTES")]
+    expiring_minutes: Option<u32>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -83,16 +86,14 @@ pub async fn run(target: &Target, command: NotifierCommand) -> anyhow::Result<()
         NotifierCommand::AddWebhook {
             name,
             url,
-            scopes,
-            roles,
-            expiring_minutes,
+            selection,
         } => {
             let spec = WebhookSpec {
                 name,
                 url,
-                scopes,
-                roles,
-                expiring_minutes,
+                scopes: selection.scopes,
+                roles: selection.roles,
+                expiring_minutes: selection.expiring_minutes,
             };
             let (info, secret) = AdminService::open(store)
                 .await?
@@ -115,9 +116,7 @@ pub async fn run(target: &Target, command: NotifierCommand) -> anyhow::Result<()
             smtp_port,
             tls,
             username,
-            scopes,
-            roles,
-            expiring_minutes,
+            selection,
         } => {
             let tls = match tls {
                 Tls::Starttls => SmtpTls::Starttls,
@@ -140,9 +139,9 @@ pub async fn run(target: &Target, command: NotifierCommand) -> anyhow::Result<()
                     from,
                 },
                 password,
-                scopes,
-                roles,
-                expiring_minutes,
+                scopes: selection.scopes,
+                roles: selection.roles,
+                expiring_minutes: selection.expiring_minutes,
             };
             let info = AdminService::open(store)
                 .await?
